@@ -1,0 +1,176 @@
+// swift-tools-version:6.1
+// oa-bridge: find and drive a headless desktop from a phone, with zero configuration.
+
+import PackageDescription
+
+/// Settings shared by every Swift target in the package.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "oa-bridge",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "oa-bridge", targets: ["oa-bridge"]),
+        .library(name: "BridgeRPC", targets: ["BridgeRPC"]),
+        .library(name: "BridgeACP", targets: ["BridgeACP"]),
+        .library(name: "BridgeDiscovery", targets: ["BridgeDiscovery"]),
+        .library(name: "BridgePairing", targets: ["BridgePairing"]),
+        .library(name: "BridgeServer", targets: ["BridgeServer"]),
+        .library(name: "BridgeClient", targets: ["BridgeClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        // MARK: C libraries from the system
+
+        /// libavahi-client and libavahi-common (Debian: libavahi-client-dev).
+        .systemLibrary(
+            name: "CAvahi",
+            pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
+        /// The dns_sd API: Avahi's compatibility library on Linux, the system's own on macOS.
+        .systemLibrary(
+            name: "CDNSSD",
+            providers: [.apt(["libavahi-compat-libdnssd-dev"])]
+        ),
+        /// libqrencode (Debian: libqrencode-dev).
+        .systemLibrary(
+            name: "CQREncode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
+        ),
+        /// libpng (Debian: libpng-dev).
+        .systemLibrary(
+            name: "CPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"]), .brew(["libpng"])]
+        ),
+
+        // MARK: Library modules, dependencies pointing one way
+
+        .target(
+            name: "BridgeRPC",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BridgeACP",
+            dependencies: [
+                "BridgeRPC",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BridgeDiscovery",
+            dependencies: [
+                .target(name: "CAvahi", condition: .when(platforms: [.linux])),
+                "CDNSSD",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings,
+            linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "BridgePairing",
+            dependencies: [
+                "CQREncode",
+                "CPNG",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BridgeServer",
+            dependencies: [
+                "BridgeRPC",
+                "BridgeACP",
+                "BridgeDiscovery",
+                "BridgePairing",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BridgeClient",
+            dependencies: [
+                "BridgeRPC",
+                "BridgeACP",
+                "BridgeDiscovery",
+                "BridgePairing",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The command-line tool
+
+        .executableTarget(
+            name: "oa-bridge",
+            dependencies: [
+                "BridgeServer",
+                "BridgeClient",
+                "BridgeDiscovery",
+                "BridgePairing",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Examples a user copies
+
+        .executableTarget(
+            name: "EchoAgent",
+            dependencies: ["BridgeRPC"],
+            path: "Examples/EchoAgent",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+
+        .testTarget(
+            name: "BridgeRPCTests",
+            dependencies: ["BridgeRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeACPTests",
+            dependencies: ["BridgeACP", "BridgeRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeDiscoveryTests",
+            dependencies: ["BridgeDiscovery"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeServerTests",
+            dependencies: [
+                "BridgeServer",
+                "BridgeClient",
+                "BridgeRPC",
+                "BridgeACP",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
