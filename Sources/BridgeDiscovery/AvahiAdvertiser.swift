@@ -1,0 +1,147 @@
+#if canImport(CAvahi)
+import CAvahi
+import Foundation
+import Logging
+
+/// Keeps one service registered with avahi-daemon through an entry group: registers when the
+/// client runs, renames on collision (`Desk` → `Desk #2`), re-registers after daemon restarts,
+/// and withdraws it (goodbye packets) on cancel.
+///
+/// State lives on the Avahi event-loop thread or under its lock (see `AvahiConnection`).
+final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
+    private let connection: AvahiConnection
+    private var registration: ServiceRegistration
+    private var currentName: String
+    private var group: OpaquePointer?
+    private var client: OpaquePointer?
+    private let continuation: AsyncStream<AdvertiseEvent>.Continuation
+    private let logger: Logger
+    private var unmanagedSelf: Unmanaged<AvahiAdvertiser>?
+
+    init(registration: ServiceRegistration, connection: AvahiConnection, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
+        self.registration = registration
+        self.currentName = registration.name
+        self.connection = connection
+        self.continuation = continuation
+        self.logger = logger
+    }
+
+    func start() throws(DiscoveryError) {
+        unmanagedSelf = Unmanaged.passRetained(self)
+        connection.delegate = self
+        try connection.start()
+    }
+
+    /// Replaces the TXT record, in place when the service is registered.
+    func updateTXT(_ txt: TXTRecord) {
+        connection.withLock {
+            registration.txt = txt
+            guard let group, avahi_entry_group_is_empty(group) == 0 else { return }
+            let result = AvahiStrings.withStringList(txt) { list in
+                avahi_entry_group_update_service_txt_strlst(
+                    group, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
+                    currentName, registration.type.rawValue, registration.domain, list)
+            }
+            if result < 0 {
+                continuation.yield(.failure(.backendFailure(operation: "updating the TXT record", message: AvahiConnection.describe(error: result))))
+            }
+        }
+    }
+
+    /// Withdraws the service and ends the event stream. Must not be called on the Avahi thread.
+    func cancel() {
+        connection.stop {
+            if let group { avahi_entry_group_free(group) }
+            group = nil
+        }
+        continuation.finish()
+        unmanagedSelf?.release()
+        unmanagedSelf = nil
+    }
+
+    // MARK: - AvahiConnectionDelegate (event-loop thread)
+
+    func avahiClientRunning(_ client: OpaquePointer) {
+        self.client = client
+        register(on: client)
+    }
+
+    func avahiClientRegistering(_ client: OpaquePointer) {
+        self.client = client
+        if let group { avahi_entry_group_reset(group) }
+    }
+
+    func avahiClientLost(reason: String) {
+        // The entry group died with the client; the connection frees the client.
+        group = nil
+        client = nil
+        continuation.yield(.daemonUnavailable(reason: reason))
+    }
+
+    // MARK: - Entry group
+
+    private func register(on client: OpaquePointer) {
+        if group == nil {
+            let userdata = unmanagedSelf.map { UnsafeMutableRawPointer($0.toOpaque()) }
+            group = avahi_entry_group_new(client, { group, state, userdata in
+                guard let userdata, let group else { return }
+                let advertiser = Unmanaged<AvahiAdvertiser>.fromOpaque(userdata).takeUnretainedValue()
+                advertiser.groupStateChanged(group, state)
+            }, userdata)
+        }
+        guard let group else {
+            let error = avahi_client_errno(client)
+            continuation.yield(.failure(.backendFailure(operation: "creating an Avahi entry group", message: AvahiConnection.describe(error: error))))
+            return
+        }
+        guard avahi_entry_group_is_empty(group) != 0 else { return }
+        let result = AvahiStrings.withStringList(registration.txt) { list in
+            avahi_entry_group_add_service_strlst(
+                group, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
+                currentName, registration.type.rawValue, registration.domain, nil, registration.port, list)
+        }
+        if Int(result) == AVAHI_ERR_COLLISION {
+            rename()
+            return
+        }
+        guard result >= 0 else {
+            continuation.yield(.failure(.backendFailure(operation: "adding service '\(currentName)'", message: AvahiConnection.describe(error: result))))
+            return
+        }
+        let committed = avahi_entry_group_commit(group)
+        if committed < 0 {
+            continuation.yield(.failure(.backendFailure(operation: "committing service '\(currentName)'", message: AvahiConnection.describe(error: committed))))
+        }
+    }
+
+    private func groupStateChanged(_ changed: OpaquePointer, _ state: AvahiEntryGroupState) {
+        switch state {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            logger.info("service registered", metadata: ["name": "\(currentName)", "type": "\(registration.type)", "port": "\(registration.port)"])
+            continuation.yield(.registered(name: currentName))
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            rename()
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            let error = client.map { avahi_client_errno($0) } ?? Int32(AVAHI_ERR_FAILURE)
+            continuation.yield(.failure(.backendFailure(operation: "registering '\(currentName)'", message: AvahiConnection.describe(error: error))))
+        default:
+            break
+        }
+    }
+
+    /// Picks Avahi's next alternative name and registers again under it.
+    private func rename() {
+        let oldName = currentName
+        if let alternative = avahi_alternative_service_name(currentName) {
+            currentName = String(cString: alternative)
+            avahi_free(alternative)
+        } else {
+            currentName = "\(oldName) #2"
+        }
+        logger.notice("service name collision, renaming", metadata: ["old": "\(oldName)", "new": "\(currentName)"])
+        continuation.yield(.collision(oldName: oldName, newName: currentName))
+        if let group { avahi_entry_group_reset(group) }
+        if let client { register(on: client) }
+    }
+}
+#endif

@@ -1,0 +1,243 @@
+#if canImport(CAvahi)
+import CAvahi
+import Foundation
+import Logging
+
+/// Browses one service type with avahi-daemon and resolves every instance it finds, keeping the
+/// resolvers running so TXT, port and address changes arrive as `updated` events.
+///
+/// State lives on the Avahi event-loop thread or under its lock (see `AvahiConnection`).
+final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
+    /// One (interface, protocol) sighting of an instance, as Avahi reports them.
+    private struct Sighting: Hashable {
+        var interface: AvahiIfIndex
+        var proto: AvahiProtocol
+        var instance: ServiceInstance
+    }
+
+    /// What one resolver last said.
+    private struct Resolution {
+        var hostName: String
+        var port: UInt16
+        var address: ServiceAddress?
+        var txt: TXTRecord
+        var interface: String?
+        var isLocal: Bool
+        var isOwn: Bool
+    }
+
+    /// Resolver handle and its box for the C callback.
+    private final class ResolverBox {
+        let sighting: Sighting
+        weak var browser: AvahiBrowser?
+        var resolver: OpaquePointer?
+        init(sighting: Sighting, browser: AvahiBrowser) {
+            self.sighting = sighting
+            self.browser = browser
+        }
+    }
+
+    private let connection: AvahiConnection
+    private let type: ServiceType
+    private let domain: String?
+    private let continuation: AsyncStream<BrowseEvent>.Continuation
+    private let logger: Logger
+    private var unmanagedSelf: Unmanaged<AvahiBrowser>?
+    private var browser: OpaquePointer?
+    private var resolvers: [Sighting: Unmanaged<ResolverBox>] = [:]
+    private var resolutions: [Sighting: Resolution] = [:]
+    private var firstSeen: [ServiceInstance: ContinuousClock.Instant] = [:]
+    private var announced: [ServiceInstance: ResolvedService] = [:]
+    /// After the daemon returns: instances not seen again by the next ALL_FOR_NOW are removed.
+    private var staleAfterReconnect: Set<ServiceInstance>?
+    private var daemonLost = false
+
+    init(type: ServiceType, domain: String?, connection: AvahiConnection, continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
+        self.type = type
+        self.domain = domain
+        self.connection = connection
+        self.continuation = continuation
+        self.logger = logger
+    }
+
+    func start() throws(DiscoveryError) {
+        unmanagedSelf = Unmanaged.passRetained(self)
+        connection.delegate = self
+        try connection.start()
+    }
+
+    /// Frees every Avahi object and ends the stream. Must not be called on the Avahi thread.
+    func cancel() {
+        connection.stop {
+            freeObjects()
+        }
+        continuation.finish()
+        unmanagedSelf?.release()
+        unmanagedSelf = nil
+    }
+
+    // MARK: - AvahiConnectionDelegate (event-loop thread)
+
+    func avahiClientRunning(_ client: OpaquePointer) {
+        guard browser == nil else { return }
+        if daemonLost {
+            daemonLost = false
+            staleAfterReconnect = Set(announced.keys)
+            continuation.yield(.daemonAvailable)
+        }
+        let userdata = unmanagedSelf.map { UnsafeMutableRawPointer($0.toOpaque()) }
+        browser = avahi_service_browser_new(
+            client, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, type.rawValue, domain,
+            AvahiLookupFlags(rawValue: 0),
+            { serviceBrowser, interface, proto, event, name, type, domain, _, userdata in
+                guard let userdata, let serviceBrowser, let client = avahi_service_browser_get_client(serviceBrowser) else { return }
+                let browser = Unmanaged<AvahiBrowser>.fromOpaque(userdata).takeUnretainedValue()
+                browser.browserEvent(interface: interface, proto: proto, event: event,
+                                     name: AvahiStrings.string(name), type: AvahiStrings.string(type),
+                                     domain: AvahiStrings.string(domain), client: client)
+            }, userdata)
+        if browser == nil {
+            let error = avahi_client_errno(client)
+            continuation.yield(.failure(.backendFailure(operation: "browsing \(type)", message: AvahiConnection.describe(error: error))))
+        }
+    }
+
+    func avahiClientRegistering(_ client: OpaquePointer) {}
+
+    func avahiClientLost(reason: String) {
+        // Objects made on the old client are gone with it; forget them without freeing.
+        browser = nil
+        for box in resolvers.values { box.release() }
+        resolvers.removeAll()
+        resolutions.removeAll()
+        if !daemonLost {
+            daemonLost = true
+            continuation.yield(.daemonUnavailable(reason: reason))
+        }
+    }
+
+    // MARK: - Browser and resolver events
+
+    private func browserEvent(interface: AvahiIfIndex, proto: AvahiProtocol, event: AvahiBrowserEvent,
+                              name: String, type: String, domain: String, client: OpaquePointer) {
+        switch event {
+        case AVAHI_BROWSER_NEW:
+            let instance = ServiceInstance(name: name, type: type, domain: domain)
+            let sighting = Sighting(interface: interface, proto: proto, instance: instance)
+            if firstSeen[instance] == nil { firstSeen[instance] = .now }
+            guard resolvers[sighting] == nil else { return }
+            let box = ResolverBox(sighting: sighting, browser: self)
+            let unmanagedBox = Unmanaged.passRetained(box)
+            box.resolver = avahi_service_resolver_new(
+                client, interface, proto, name, type, domain, proto, AvahiLookupFlags(rawValue: 0),
+                { _, interface, _, event, _, _, _, hostName, address, port, txt, flags, userdata in
+                    guard let userdata else { return }
+                    let box = Unmanaged<ResolverBox>.fromOpaque(userdata).takeUnretainedValue()
+                    box.browser?.resolverEvent(box: box, interface: interface, event: event,
+                                               hostName: AvahiStrings.string(hostName), address: address,
+                                               port: port, txt: txt, flags: flags)
+                }, UnsafeMutableRawPointer(unmanagedBox.toOpaque()))
+            if box.resolver == nil {
+                unmanagedBox.release()
+                let error = avahi_client_errno(client)
+                continuation.yield(.failure(.backendFailure(operation: "resolving '\(name)'", message: AvahiConnection.describe(error: error))))
+                return
+            }
+            resolvers[sighting] = unmanagedBox
+        case AVAHI_BROWSER_REMOVE:
+            let instance = ServiceInstance(name: name, type: type, domain: domain)
+            let sighting = Sighting(interface: interface, proto: proto, instance: instance)
+            if let unmanagedBox = resolvers.removeValue(forKey: sighting) {
+                if let resolver = unmanagedBox.takeUnretainedValue().resolver { avahi_service_resolver_free(resolver) }
+                unmanagedBox.release()
+            }
+            resolutions.removeValue(forKey: sighting)
+            publish(instance)
+        case AVAHI_BROWSER_ALL_FOR_NOW:
+            if let stale = staleAfterReconnect {
+                staleAfterReconnect = nil
+                let seen = Set(resolvers.keys.map(\.instance))
+                for instance in stale.subtracting(seen) where announced[instance] != nil {
+                    announced.removeValue(forKey: instance)
+                    firstSeen.removeValue(forKey: instance)
+                    continuation.yield(.removed(instance))
+                }
+            }
+            continuation.yield(.allForNow)
+        case AVAHI_BROWSER_FAILURE:
+            let error = avahi_client_errno(client)
+            continuation.yield(.failure(.backendFailure(operation: "browsing \(self.type)", message: AvahiConnection.describe(error: error))))
+        default:
+            break  // CACHE_EXHAUSTED carries no news for callers.
+        }
+    }
+
+    private func resolverEvent(box: ResolverBox, interface: AvahiIfIndex, event: AvahiResolverEvent, hostName: String,
+                               address: UnsafePointer<AvahiAddress>?, port: UInt16,
+                               txt: UnsafeMutablePointer<AvahiStringList>?, flags: AvahiLookupResultFlags) {
+        let sighting = box.sighting
+        switch event {
+        case AVAHI_RESOLVER_FOUND:
+            resolutions[sighting] = Resolution(
+                hostName: hostName,
+                port: port,
+                address: address.flatMap { AvahiStrings.address($0, interface: interface) },
+                txt: AvahiStrings.txtRecord(from: txt),
+                interface: AvahiStrings.interfaceName(interface),
+                isLocal: flags.rawValue & AVAHI_LOOKUP_RESULT_LOCAL.rawValue != 0,
+                isOwn: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0)
+            publish(sighting.instance)
+        case AVAHI_RESOLVER_FAILURE:
+            logger.debug("resolver failed", metadata: ["service": "\(sighting.instance)", "interface": "\(interface)"])
+        default:
+            break
+        }
+    }
+
+    /// Merges every sighting of `instance` and reports what changed.
+    private func publish(_ instance: ServiceInstance) {
+        let parts = resolutions.filter { $0.key.instance == instance }.map(\.value)
+        guard let latest = parts.first else {
+            if resolvers.keys.contains(where: { $0.instance == instance }) { return }
+            firstSeen.removeValue(forKey: instance)
+            if announced.removeValue(forKey: instance) != nil {
+                continuation.yield(.removed(instance))
+            }
+            return
+        }
+        var addresses: [ServiceAddress] = []
+        for address in parts.compactMap(\.address) where !addresses.contains(address) {
+            addresses.append(address)
+        }
+        addresses.sort { ($0.family == .ipv4 ? 0 : 1, $0.ip) < ($1.family == .ipv4 ? 0 : 1, $1.ip) }
+        let interfaces = Array(Set(parts.compactMap(\.interface))).sorted()
+        var service = ResolvedService(
+            instance: instance, hostName: latest.hostName, port: latest.port, addresses: addresses,
+            txt: latest.txt.dictionary, interfaces: interfaces,
+            isLocal: parts.contains(where: \.isLocal), isOwn: parts.contains(where: \.isOwn))
+        if let previous = announced[instance] {
+            service.resolveSeconds = previous.resolveSeconds
+            guard previous != service else { return }
+            announced[instance] = service
+            continuation.yield(.updated(service))
+        } else {
+            if let seen = firstSeen[instance] {
+                let elapsed = ContinuousClock.now - seen
+                service.resolveSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            }
+            announced[instance] = service
+            continuation.yield(.added(service))
+        }
+    }
+
+    private func freeObjects() {
+        for box in resolvers.values {
+            if let resolver = box.takeUnretainedValue().resolver { avahi_service_resolver_free(resolver) }
+            box.release()
+        }
+        resolvers.removeAll()
+        if let browser { avahi_service_browser_free(browser) }
+        browser = nil
+    }
+}
+#endif

@@ -1,0 +1,40 @@
+/// An mDNS/DNS-SD implementation: Avahi's native client or the dns_sd API.
+///
+/// Backends hide their C callbacks; callers see only Swift values and `AsyncStream`s.
+public protocol DiscoveryBackend: Sendable {
+    /// A short name for logs and `--backend`, e.g. `avahi` or `dnssd`.
+    var name: String { get }
+
+    /// Starts advertising `registration` and keeps it advertised (through daemon restarts and
+    /// name collisions) until the returned advertisement is cancelled.
+    func advertise(_ registration: ServiceRegistration) -> Advertisement
+
+    /// Browses `type` in `domain` (default `local`), resolving every instance.
+    /// The stream ends when the consuming task is cancelled or the stream is dropped.
+    func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent>
+}
+
+/// A running advertisement: its events, and the means to update TXT or withdraw it.
+public struct Advertisement: Sendable {
+    /// Events about the registration: registered, collisions, daemon loss.
+    public let events: AsyncStream<AdvertiseEvent>
+    private let updateTXTAction: @Sendable (TXTRecord) -> Void
+    private let cancelAction: @Sendable () -> Void
+
+    /// Creates an advertisement handle; backends call this.
+    public init(
+        events: AsyncStream<AdvertiseEvent>,
+        updateTXT: @escaping @Sendable (TXTRecord) -> Void,
+        cancel: @escaping @Sendable () -> Void
+    ) {
+        self.events = events
+        self.updateTXTAction = updateTXT
+        self.cancelAction = cancel
+    }
+
+    /// Replaces the TXT record of the advertised service.
+    public func updateTXT(_ txt: TXTRecord) { updateTXTAction(txt) }
+
+    /// Withdraws the service (sending goodbye packets) and ends `events`.
+    public func cancel() { cancelAction() }
+}

@@ -1,0 +1,23 @@
+/// What to advertise: a named service of a type on a port, with TXT metadata.
+public struct ServiceRegistration: Sendable, Hashable {
+    /// The instance name users see, e.g. `Desk`; at most 63 bytes of UTF-8.
+    public var name: String
+    /// The service type.
+    public var type: ServiceType
+    /// The domain, `nil` for the default (`local`).
+    public var domain: String?
+    /// The port the service listens on.
+    public var port: UInt16
+    /// The TXT record.
+    public var txt: TXTRecord
+
+    /// Creates a registration, validating the name.
+    public init(name: String, type: ServiceType = .openAgents, domain: String? = nil, port: UInt16, txt: TXTRecord = TXTRecord()) throws(DiscoveryError) {
+        guard !name.isEmpty, name.utf8.count <= 63 else { throw .invalidServiceName(name) }
+        self.name = name
+        self.type = type
+        self.domain = domain
+        self.port = port
+        self.txt = txt
+    }
+}
