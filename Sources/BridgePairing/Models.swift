@@ -1,0 +1,254 @@
+import Foundation
+
+/// A phone (or other client) that exchanged a pairing token.
+public struct DeviceRecord: Sendable, Equatable, Codable {
+    /// Stable identifier (a lowercase UUID); `oa-bridge devices approve|revoke` accept any unique prefix of it.
+    public var id: String
+    /// The name the device gave when pairing (sanitised), e.g. "Pixel 8".
+    public var name: String
+    /// When the device first exchanged its pairing token.
+    public var createdAt: Date
+    /// When the device last authenticated, if ever.
+    public var lastSeenAt: Date?
+    /// The source address of the device's last authenticated request, if known.
+    public var lastAddress: String?
+    /// Whether the device may receive tokens (always true unless approval mode is on and nobody approved it yet).
+    public var approved: Bool
+    /// When the device was revoked, if it was.
+    public var revokedAt: Date?
+
+    /// Whether the device is waiting for approval on the desktop.
+    public var isPending: Bool { !approved && revokedAt == nil }
+    /// Whether the device was revoked.
+    public var isRevoked: Bool { revokedAt != nil }
+
+    /// A device record with all fields given.
+    public init(
+        id: String, name: String, createdAt: Date, lastSeenAt: Date?, lastAddress: String?,
+        approved: Bool, revokedAt: Date?
+    ) {
+        self.id = id
+        self.name = name
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.lastAddress = lastAddress
+        self.approved = approved
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A freshly issued token in clear, to hand to its holder once. Its `description` is redacted, so logging it is safe.
+public struct IssuedToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The plain-text token (`oa_p_…`, `oa_s_…` or `oa_r_…`). Never log it.
+    public let token: String
+    /// Which kind of token this is.
+    public let kind: TokenKind
+    /// When the token stops being accepted.
+    public let expiresAt: Date
+
+    /// A token value with its kind and expiry.
+    public init(token: String, kind: TokenKind, expiresAt: Date) {
+        self.token = token
+        self.kind = kind
+        self.expiresAt = expiresAt
+    }
+
+    /// `"oa_s_*** (access, expires …)"`: never the secret.
+    public var description: String { "\(kind.prefix)*** (\(kind.rawValue), expires \(expiresAt))" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
+
+/// The access and refresh tokens a device receives from an exchange or a refresh.
+public struct DeviceSession: Sendable, Equatable {
+    /// The device the tokens belong to.
+    public let deviceID: String
+    /// Short-lived token for requests and WebSocket upgrades.
+    public let accessToken: IssuedToken
+    /// Long-lived token to obtain the next pair (single use: every refresh rotates it).
+    public let refreshToken: IssuedToken
+
+    /// A session with both tokens.
+    public init(deviceID: String, accessToken: IssuedToken, refreshToken: IssuedToken) {
+        self.deviceID = deviceID
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+    }
+
+    /// The JSON body of a successful `POST /api/auth/exchange` or `/api/auth/refresh`, with `expires_in` counted from `now`.
+    public func response(now: Date) -> TokenResponse {
+        TokenResponse(
+            accessToken: accessToken.token,
+            accessTokenExpiresAt: accessToken.expiresAt,
+            refreshToken: refreshToken.token,
+            refreshTokenExpiresAt: refreshToken.expiresAt,
+            tokenType: "Bearer",
+            expiresIn: max(0, Int(accessToken.expiresAt.timeIntervalSince(now).rounded(.down))),
+            deviceID: deviceID
+        )
+    }
+}
+
+/// The result of exchanging a pairing token.
+public enum ExchangeOutcome: Sendable, Equatable {
+    /// The device is paired and has its tokens.
+    case paired(DeviceSession)
+    /// Approval mode: the device was registered and waits for `approve`; exchange the same pairing token again later.
+    case pending(deviceID: String)
+}
+
+/// Who an access token belongs to, as returned by a successful validation.
+public struct AuthenticatedDevice: Sendable, Equatable {
+    /// The device's ID.
+    public let deviceID: String
+    /// The device's name.
+    public let deviceName: String
+    /// When the presented access token expires (close the WebSocket then, code 4001).
+    public let accessTokenExpiresAt: Date
+}
+
+/// `{"access_token", "access_token_expires_at", "refresh_token", "refresh_token_expires_at", "token_type", "expires_in", "device_id"}`.
+///
+/// Encode and decode it with ``PairingJSON/encoder`` / ``PairingJSON/decoder`` (ISO 8601 dates).
+public struct TokenResponse: Sendable, Equatable, Codable {
+    /// The access token (`oa_s_…`).
+    public var accessToken: String
+    /// When the access token expires.
+    public var accessTokenExpiresAt: Date
+    /// The refresh token (`oa_r_…`).
+    public var refreshToken: String
+    /// When the refresh token expires.
+    public var refreshTokenExpiresAt: Date
+    /// Always `"Bearer"`.
+    public var tokenType: String
+    /// Seconds until the access token expires.
+    public var expiresIn: Int
+    /// The paired device's ID.
+    public var deviceID: String
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case accessTokenExpiresAt = "access_token_expires_at"
+        case refreshToken = "refresh_token"
+        case refreshTokenExpiresAt = "refresh_token_expires_at"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+        case deviceID = "device_id"
+    }
+
+    /// A response with all fields given.
+    public init(
+        accessToken: String, accessTokenExpiresAt: Date, refreshToken: String, refreshTokenExpiresAt: Date,
+        tokenType: String, expiresIn: Int, deviceID: String
+    ) {
+        self.accessToken = accessToken
+        self.accessTokenExpiresAt = accessTokenExpiresAt
+        self.refreshToken = refreshToken
+        self.refreshTokenExpiresAt = refreshTokenExpiresAt
+        self.tokenType = tokenType
+        self.expiresIn = expiresIn
+        self.deviceID = deviceID
+    }
+}
+
+/// Body of `POST /api/auth/exchange`: `{"pairing_token": "oa_p_…", "device_name": "Pixel 8"}` (name optional).
+public struct ExchangeRequest: Sendable, Equatable, Codable {
+    /// The pairing token from the QR code.
+    public var pairingToken: String
+    /// A name for the device shown in `oa-bridge devices list`.
+    public var deviceName: String?
+
+    enum CodingKeys: String, CodingKey {
+        case pairingToken = "pairing_token"
+        case deviceName = "device_name"
+    }
+
+    /// A request for `pairingToken`, optionally naming the device.
+    public init(pairingToken: String, deviceName: String? = nil) {
+        self.pairingToken = pairingToken
+        self.deviceName = deviceName
+    }
+}
+
+/// Body of `POST /api/auth/refresh`: `{"refresh_token": "oa_r_…"}`.
+public struct RefreshRequest: Sendable, Equatable, Codable {
+    /// The current refresh token.
+    public var refreshToken: String
+
+    enum CodingKeys: String, CodingKey {
+        case refreshToken = "refresh_token"
+    }
+
+    /// A request to rotate `refreshToken`.
+    public init(refreshToken: String) {
+        self.refreshToken = refreshToken
+    }
+}
+
+/// Body of `202 Accepted` from an exchange in approval mode: `{"status":"pending","device_id":…,"message":…}`.
+public struct PendingResponse: Sendable, Equatable, Codable {
+    /// Always `"pending"`.
+    public var status: String
+    /// The registered device awaiting approval.
+    public var deviceID: String
+    /// What the user should do.
+    public var message: String
+
+    enum CodingKeys: String, CodingKey {
+        case status
+        case deviceID = "device_id"
+        case message
+    }
+
+    /// The pending answer for `deviceID`.
+    public init(deviceID: String) {
+        self.status = "pending"
+        self.deviceID = deviceID
+        self.message = PairingError.approvalPending(deviceID: deviceID).message
+    }
+}
+
+/// JSON error body for 401/403/429 answers: `{"error": "<code>", "message": "…"}`.
+public struct AuthErrorBody: Sendable, Equatable, Codable {
+    /// ``PairingError/code``.
+    public var error: String
+    /// ``PairingError/message``.
+    public var message: String
+    /// Seconds to wait, for 429 answers.
+    public var retryAfter: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case error
+        case message
+        case retryAfter = "retry_after"
+    }
+
+    /// The body describing `error`.
+    public init(_ error: PairingError) {
+        self.error = error.code
+        self.message = error.message
+        if case .rateLimited(let seconds) = error {
+            self.retryAfter = seconds
+        } else {
+            self.retryAfter = nil
+        }
+    }
+}
+
+/// JSON coders shared by the server and clients for pairing and auth bodies (ISO 8601 dates, unescaped slashes).
+public enum PairingJSON {
+    /// An encoder with ISO 8601 dates, sorted keys and unescaped slashes.
+    public static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// A decoder with ISO 8601 dates.
+    public static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
