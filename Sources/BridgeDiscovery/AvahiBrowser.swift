@@ -51,6 +51,11 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     /// After the daemon returns: instances not seen again by the next ALL_FOR_NOW are removed.
     private var staleAfterReconnect: Set<ServiceInstance>?
     private var daemonLost = false
+    /// Instances with a publish already scheduled, so bursts of sightings become one event.
+    private var pendingFlush: Set<ServiceInstance> = []
+
+    /// How long to wait for an instance's other (interface, protocol) sightings before reporting it.
+    private static let coalesceMilliseconds: UInt32 = 200
 
     init(type: ServiceType, domain: String?, connection: AvahiConnection, continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
         self.type = type
@@ -152,7 +157,11 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
                 unmanagedBox.release()
             }
             resolutions.removeValue(forKey: sighting)
-            publish(instance)
+            if resolvers.keys.contains(where: { $0.instance == instance }) {
+                scheduleFlush(instance)  // other sightings remain: report once they settle
+            } else {
+                publish(instance)
+            }
         case AVAHI_BROWSER_ALL_FOR_NOW:
             if let stale = staleAfterReconnect {
                 staleAfterReconnect = nil
@@ -186,11 +195,26 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
                 interface: AvahiStrings.interfaceName(interface),
                 isLocal: flags.rawValue & AVAHI_LOOKUP_RESULT_LOCAL.rawValue != 0,
                 isOwn: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0)
-            publish(sighting.instance)
+            let instance = sighting.instance
+            let pending = resolvers.keys.contains { $0.instance == instance && resolutions[$0] == nil }
+            if announced[instance] == nil && pending {
+                scheduleFlush(instance)  // first report waits briefly for the other address family
+            } else {
+                publish(instance)
+            }
         case AVAHI_RESOLVER_FAILURE:
             logger.debug("resolver failed", metadata: ["service": "\(sighting.instance)", "interface": "\(interface)"])
         default:
             break
+        }
+    }
+
+    private func scheduleFlush(_ instance: ServiceInstance) {
+        guard pendingFlush.insert(instance).inserted else { return }
+        connection.schedule(afterMilliseconds: AvahiBrowser.coalesceMilliseconds) { [weak self] in
+            guard let self else { return }
+            self.pendingFlush.remove(instance)
+            self.publish(instance)
         }
     }
 

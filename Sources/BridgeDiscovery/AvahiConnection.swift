@@ -29,6 +29,7 @@ final class AvahiConnection: @unchecked Sendable {
     private var lostReported = false
     private var stopped = false
     private var unmanagedSelf: Unmanaged<AvahiConnection>?
+    private var timers: [Unmanaged<AvahiTimer>] = []
     private let logger: Logger
     weak var delegate: (any AvahiConnectionDelegate)?
 
@@ -73,9 +74,40 @@ final class AvahiConnection: @unchecked Sendable {
         retryTimeout = nil
         if let client { avahi_client_free(client) }
         client = nil
+        if let api = avahi_threaded_poll_get(poll) {
+            for entry in timers {
+                if let timeout = entry.takeUnretainedValue().timeout { api.pointee.timeout_free(timeout) }
+                entry.release()
+            }
+        }
+        timers.removeAll()
         avahi_threaded_poll_free(poll)
         unmanagedSelf?.release()
         unmanagedSelf = nil
+    }
+
+    /// Runs `action` on the event-loop thread after `milliseconds`. Call on the event-loop thread
+    /// or under the lock. Timers still pending at `stop` are dropped.
+    func schedule(afterMilliseconds milliseconds: UInt32, _ action: @escaping () -> Void) {
+        guard !stopped, let api = avahi_threaded_poll_get(poll) else { return }
+        let timer = AvahiTimer(action: action)
+        var when = timeval()
+        avahi_elapse_time(&when, milliseconds, 0)
+        let unmanagedTimer = Unmanaged.passRetained(timer)
+        timer.timeout = api.pointee.timeout_new(api, &when, { timeout, userdata in
+            guard let userdata else { return }
+            let timer = Unmanaged<AvahiTimer>.fromOpaque(userdata).takeUnretainedValue()
+            timer.fire()
+        }, UnsafeMutableRawPointer(unmanagedTimer.toOpaque()))
+        timers.append(unmanagedTimer)
+        // Forget fired timers so the list stays short.
+        timers.removeAll { entry in
+            let timer = entry.takeUnretainedValue()
+            guard timer.fired, let timeout = timer.timeout else { return false }
+            api.pointee.timeout_free(timeout)
+            entry.release()
+            return true
+        }
     }
 
     // MARK: - Event-loop side
@@ -124,7 +156,7 @@ final class AvahiConnection: @unchecked Sendable {
     private func reportLost(reason: String) {
         if !lostReported {
             lostReported = true
-            logger.warning("mDNS daemon connection lost", metadata: ["reason": "\(reason)"])
+            logger.info("mDNS daemon connection lost", metadata: ["reason": "\(reason)"])
         }
         delegate?.avahiClientLost(reason: reason)
     }
@@ -160,15 +192,32 @@ final class AvahiConnection: @unchecked Sendable {
         let text = avahi_strerror(error).map { String(cString: $0) } ?? "error \(error)"
         switch Int(error) {
         case AVAHI_ERR_NO_DAEMON:
-            return "\(text): avahi-daemon is not running"
+            return "avahi-daemon is not reachable over the D-Bus system bus (\(text))"
         case AVAHI_ERR_DISCONNECTED:
-            return "\(text): avahi-daemon or the D-Bus system bus went away"
+            return "avahi-daemon or the D-Bus system bus went away (\(text))"
         default:
             if text.lowercased().contains("bus") || text.lowercased().contains("daemon") {
                 return text
             }
             return "\(text) (is the D-Bus system bus running?)"
         }
+    }
+}
+
+/// A one-shot timer on the Avahi event loop.
+private final class AvahiTimer {
+    let action: () -> Void
+    var timeout: OpaquePointer?
+    var fired = false
+
+    init(action: @escaping () -> Void) {
+        self.action = action
+    }
+
+    func fire() {
+        guard !fired else { return }
+        fired = true
+        action()
     }
 }
 #endif

@@ -45,8 +45,9 @@ enum AvahiStrings {
         guard avahi_address_snprint(&buffer, buffer.count, pointer) != nil else { return nil }
         let text = string(fromNulTerminated: buffer)
         let family: ServiceAddress.Family = pointer.pointee.proto == AvahiProtocol(AVAHI_PROTO_INET6) ? .ipv6 : .ipv4
-        let zone = family == .ipv6 ? interfaceName(interface) : nil
-        return ServiceAddress(ip: text, family: family, zone: zone)
+        var address = ServiceAddress(ip: text, family: family)
+        if address.isLinkLocal { address.zone = interfaceName(interface) }
+        return address
     }
 
     /// The name of interface `index` (`eth0`), or the number as text if it has none.
