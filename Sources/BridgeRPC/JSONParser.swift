@@ -1,0 +1,228 @@
+/// A strict RFC 8259 JSON parser over UTF-8 bytes that keeps integers and doubles apart.
+struct JSONParser {
+    /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
+    static let maxDepth = 256
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var depth = 0
+
+    init(text: String) {
+        self.bytes = Array(text.utf8)
+    }
+
+    /// Parses exactly one value surrounded by optional whitespace.
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        guard index < bytes.count else { throw fail("empty input: expected a JSON value") }
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
+        return value
+    }
+
+    private func fail(_ message: String) -> JSONParseError {
+        JSONParseError(message: message, offset: index)
+    }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail("unexpected character '\(Character(Unicode.Scalar(bytes[index])))'")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: String) throws(JSONParseError) {
+        let expected = Array(literal.utf8)
+        let count = expected.count
+        guard index + count <= bytes.count, bytes[index..<(index + count)].elementsEqual(expected) else {
+            throw fail("invalid literal, expected \(literal)")
+        }
+        index += count
+    }
+
+    private mutating func enter() throws(JSONParseError) {
+        depth += 1
+        if depth > JSONParser.maxDepth { throw fail("nesting deeper than \(JSONParser.maxDepth) levels") }
+    }
+
+    private mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var members: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':' after key") }
+            index += 1
+            skipWhitespace()
+            members[key] = try parseValue()
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unterminated object") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            } else {
+                throw fail("expected ',' or '}' in object")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enter()
+        defer { depth -= 1 }
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unterminated array") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+            } else if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(elements)
+            } else {
+                throw fail("expected ',' or ']' in array")
+            }
+        }
+    }
+
+    private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = index
+        var isInteger = true
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if index < bytes.count, isDigit(bytes[index]) { throw fail("leading zeros are not allowed") }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected digits after '.'") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected digits in exponent") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite else { throw JSONParseError(message: "number out of range", offset: start) }
+        return .double(value)
+    }
+
+    private func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    private mutating func parseString() throws(JSONParseError) -> String {
+        index += 1  // opening quote
+        var runStart = index
+        var out = ""
+        while true {
+            guard index < bytes.count else { throw fail("unterminated string") }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                out += String(decoding: bytes[runStart..<index], as: UTF8.self)
+                index += 1
+                return out
+            }
+            if byte < 0x20 { throw fail("control character in string (must be escaped)") }
+            if byte == UInt8(ascii: "\\") {
+                out += String(decoding: bytes[runStart..<index], as: UTF8.self)
+                index += 1
+                guard index < bytes.count else { throw fail("unterminated escape") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): out += "\""
+                case UInt8(ascii: "\\"): out += "\\"
+                case UInt8(ascii: "/"): out += "/"
+                case UInt8(ascii: "b"): out += "\u{08}"
+                case UInt8(ascii: "f"): out += "\u{0C}"
+                case UInt8(ascii: "n"): out += "\n"
+                case UInt8(ascii: "r"): out += "\r"
+                case UInt8(ascii: "t"): out += "\t"
+                case UInt8(ascii: "u"):
+                    let unit = try parseHex4()
+                    if (0xD800...0xDBFF).contains(unit) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw fail("unpaired surrogate in \\u escape")
+                        }
+                        index += 2
+                        let low = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("invalid low surrogate in \\u escape") }
+                        let value = 0x10000 + ((UInt32(unit) - 0xD800) << 10) + (UInt32(low) - 0xDC00)
+                        guard let scalar = Unicode.Scalar(value) else { throw fail("invalid \\u escape") }
+                        out.unicodeScalars.append(scalar)
+                    } else {
+                        guard let scalar = Unicode.Scalar(UInt32(unit)) else { throw fail("unpaired surrogate in \\u escape") }
+                        out.unicodeScalars.append(scalar)
+                    }
+                default:
+                    throw fail("invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+                }
+                runStart = index
+                continue
+            }
+            index += 1
+        }
+    }
+
+    private mutating func parseHex4() throws(JSONParseError) -> UInt16 {
+        guard index + 4 <= bytes.count else { throw fail("truncated \\u escape") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt16
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt16(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt16(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt16(byte - UInt8(ascii: "A") + 10)
+            default: throw fail("invalid hex digit in \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+}
