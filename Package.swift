@@ -162,6 +162,7 @@ let package = Package(
             dependencies: ["BridgeDiscovery"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "BridgePairingTests", dependencies: ["BridgePairing"], swiftSettings: swiftSettings),
         .testTarget(
             name: "BridgeServerTests",
             dependencies: [

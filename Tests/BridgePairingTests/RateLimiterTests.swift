@@ -1,0 +1,47 @@
+import BridgePairing
+import Foundation
+import Testing
+
+@Suite("Failed-auth rate limiter")
+struct RateLimiterTests {
+    @Test("10 failures a minute per address, then Retry-After counts down, other addresses unaffected")
+    func slidingWindow() throws {
+        let clock = ManualClock()
+        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock)
+        for attempt in 0..<10 {
+            #expect(limiter.retryAfter(for: "10.0.0.5") == nil, "attempt \(attempt) should be allowed")
+            limiter.recordFailure(from: "10.0.0.5")
+            clock.advance(by: 1)
+        }
+        // Ten failures at t = 0...9; now t = 10: the first expires at t = 60.
+        #expect(limiter.retryAfter(for: "10.0.0.5") == 50)
+        #expect(throws: PairingError.rateLimited(retryAfterSeconds: 50)) { try limiter.check("10.0.0.5") }
+        #expect(limiter.retryAfter(for: "10.0.0.6") == nil)
+
+        clock.advance(by: 49.5)
+        #expect(limiter.retryAfter(for: "10.0.0.5") == 1)
+        clock.advance(by: 0.5)
+        #expect(limiter.retryAfter(for: "10.0.0.5") == nil)
+        // One more failure right away: ten in the window again (t = 1...9 and now).
+        limiter.recordFailure(from: "10.0.0.5")
+        #expect(limiter.retryAfter(for: "10.0.0.5") == 1)
+
+        limiter.reset("10.0.0.5")
+        #expect(limiter.retryAfter(for: "10.0.0.5") == nil)
+    }
+
+    @Test("the number of tracked addresses stays bounded")
+    func bounded() {
+        let clock = ManualClock()
+        let limiter = FailedAuthRateLimiter(limit: 1, window: 60, maximumTrackedAddresses: 100, clock: clock.tokenClock)
+        for index in 0..<1000 {
+            limiter.recordFailure(from: "192.0.2.\(index)")
+            clock.advance(by: 0.001)
+        }
+        // The most recent addresses are still limited; the oldest were forgotten.
+        #expect(limiter.retryAfter(for: "192.0.2.999") != nil)
+        #expect(limiter.retryAfter(for: "192.0.2.0") == nil)
+        let limited = (0..<1000).filter { limiter.retryAfter(for: "192.0.2.\($0)") != nil }.count
+        #expect(limited <= 100)
+    }
+}
