@@ -1,0 +1,19 @@
+import BridgeRPC
+
+/// An ACP agent the bridge talks to in official ACP (camelCase) JSON-RPC.
+///
+/// The owner runs ``run()`` in a task it owns, consumes ``events`` in another, and ``send(_:)``s messages.
+/// Responses, agent->client requests and notifications all arrive on ``events`` in the order the agent sent them,
+/// so a `session/prompt` response never overtakes the `session/update`s sent before it.
+/// When the agent ends, every request sent to it and not yet answered gets an error response on ``events``
+/// that says so, then ``ACPAgentEvent/exited(reason:)`` comes last and the stream finishes.
+public protocol ACPAgent: Sendable {
+    /// What the agent sends, in order; finishes after `.exited`.
+    var events: AsyncStream<ACPAgentEvent> { get }
+
+    /// Runs the agent until it exits or the calling task is cancelled (which stops it). Returns when it is gone.
+    func run() async
+
+    /// Sends one message (a request, notification or response) to the agent.
+    func send(_ message: JSONRPCMessage) async throws(ACPAgentError)
+}

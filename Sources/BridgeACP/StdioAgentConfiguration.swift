@@ -1,0 +1,19 @@
+/// How to start an ACP agent process that speaks NDJSON JSON-RPC on stdin/stdout.
+public struct StdioAgentConfiguration: Sendable, Hashable {
+    /// The command and its arguments, e.g. `["gemini", "--acp"]`. A command without `/` is looked up on `PATH`.
+    public var command: [String]
+    /// Variables added to (or replacing those in) the bridge's own environment.
+    public var environment: [String: String]
+    /// The process's working directory; `nil` keeps the bridge's.
+    public var workingDirectory: String?
+    /// How long to wait after SIGTERM before SIGKILL when stopping the agent.
+    public var terminationGrace: Duration
+
+    /// Creates a configuration.
+    public init(command: [String], environment: [String: String] = [:], workingDirectory: String? = nil, terminationGrace: Duration = .seconds(3)) {
+        self.command = command
+        self.environment = environment
+        self.workingDirectory = workingDirectory
+        self.terminationGrace = terminationGrace
+    }
+}
