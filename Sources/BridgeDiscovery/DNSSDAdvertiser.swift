@@ -1,0 +1,187 @@
+import CDNSSD
+import Foundation
+import Logging
+
+/// Keeps one service registered through `DNSServiceRegister`: reports the name the daemon chose
+/// (a collision when it is not the one asked for), re-registers with backoff when the daemon is
+/// unreachable, updates TXT in place, and deallocates the ref (withdrawing the service) on cancel.
+///
+/// All state lives on the run loop's thread.
+final class DNSSDAdvertiser: @unchecked Sendable {
+    private let loop: DNSSDRunLoop
+    private var registration: ServiceRegistration
+    private let continuation: AsyncStream<AdvertiseEvent>.Continuation
+    private let logger: Logger
+    /// The name registered last, or asked for; re-registrations ask for it again.
+    private var currentName: String
+    /// Whether `.registered` was reported for the current ref.
+    private var announced = false
+    private var box: DNSSDCallbackBox?
+    private var outageReported = false
+    private var retryDelay: Duration = .seconds(1)
+    private var retryTimer: DNSSDRunLoop.TimerID?
+    private var cancelled = false
+    private var ownInstance: ServiceInstance?
+
+    init(registration: ServiceRegistration, loop: DNSSDRunLoop, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
+        self.registration = registration
+        self.currentName = registration.name
+        self.loop = loop
+        self.continuation = continuation
+        self.logger = logger
+    }
+
+    /// Starts registering (asynchronously, on the loop).
+    func start() {
+        loop.perform { self.register() }
+    }
+
+    /// Replaces the TXT record; in place when registered, else used at the next registration.
+    func updateTXT(_ txt: TXTRecord) {
+        loop.perform { self.applyTXT(txt) }
+    }
+
+    /// Withdraws the service and ends the event stream. Waits (at most 2 s) until the ref is
+    /// deallocated, so goodbye packets are on their way when it returns, unless called on the loop.
+    func cancel() {
+        let done = DispatchSemaphore(value: 0)
+        let loop = self.loop
+        loop.perform {
+            self.cancelled = true
+            self.loop.cancelTimer(self.retryTimer)
+            self.retryTimer = nil
+            self.loop.close(self.box)
+            self.box = nil
+            self.forgetOwnInstance()
+            self.continuation.finish()
+            self.logger.debug("advertisement cancelled", metadata: ["name": "\(self.currentName)"])
+        }
+        loop.stop { done.signal() }
+        if !loop.isCurrent {
+            _ = done.wait(timeout: .now() + 2)
+        }
+    }
+
+    // MARK: - Loop thread
+
+    private func register() {
+        guard !cancelled else { return }
+        retryTimer = nil
+        let box = DNSSDCallbackBox()
+        box.register = { [unowned box] flags, error, name in
+            self.registerReply(box: box, flags: flags, error: error, name: name)
+        }
+        box.failed = { error in
+            self.lost(error)
+        }
+        let txt = registration.txt.wireFormat
+        guard txt.count <= Int(UInt16.max) else {
+            continuation.yield(.failure(.invalidTXT("the TXT record is \(txt.count) bytes; dns_sd takes at most 65535")))
+            return
+        }
+        let name = currentName
+        let type = registration.type.rawValue
+        let domain = registration.domain
+        let port = registration.port.bigEndian  // dns_sd wants network byte order
+        let error = loop.open(box) { context, ref in
+            txt.withUnsafeBytes { bytes in
+                DNSServiceRegister(ref, 0, DNSSDConstants.interfaceAny, name, type, domain, nil, port,
+                                   UInt16(bytes.count), bytes.baseAddress, DNSSDCallbacks.register, context)
+            }
+        }
+        if error == DNSSDErrorCode.noError {
+            self.box = box
+            announced = false
+            logger.debug("registering", metadata: ["name": "\(name)", "type": "\(type)", "port": "\(registration.port)"])
+        } else {
+            failed(error, operation: "registering '\(name)'")
+        }
+    }
+
+    private func registerReply(box: DNSSDCallbackBox, flags: DNSServiceFlags, error: DNSServiceErrorType, name: String) {
+        guard box === self.box, !cancelled else { return }
+        guard error == DNSSDErrorCode.noError else {
+            loop.close(box)
+            self.box = nil
+            failed(error, operation: "registering '\(currentName)'")
+            return
+        }
+        outageReported = false
+        retryDelay = .seconds(1)
+        let registeredName = name.isEmpty ? currentName : name
+        if registeredName != currentName {
+            let oldName = currentName
+            currentName = registeredName
+            announced = false
+            logger.notice("service name collision, renamed", metadata: ["old": "\(oldName)", "new": "\(registeredName)"])
+            continuation.yield(.collision(oldName: oldName, newName: registeredName))
+        }
+        guard !announced else { return }
+        announced = true
+        forgetOwnInstance()
+        let instance = ServiceInstance(name: registeredName, type: registration.type.rawValue, domain: registration.domain ?? "local")
+        DNSSDOwnServices.shared.insert(instance)
+        ownInstance = instance
+        logger.info("service registered", metadata: ["name": "\(registeredName)", "type": "\(registration.type)", "port": "\(registration.port)"])
+        continuation.yield(.registered(name: registeredName))
+    }
+
+    /// `DNSServiceProcessResult` failed: the daemon connection is gone.
+    private func lost(_ error: DNSServiceErrorType) {
+        guard !cancelled else { return }
+        box = nil  // the loop closed it
+        failed(error, operation: "registering '\(currentName)'")
+    }
+
+    /// Reports `error` and schedules a retry where one can help.
+    private func failed(_ error: DNSServiceErrorType, operation: String) {
+        announced = false
+        forgetOwnInstance()
+        if DNSSDErrorCode.isPermanent(error) {
+            logger.error("registration failed", metadata: ["error": "\(DNSSDErrorCode.describe(error))"])
+            continuation.yield(.failure(.backendFailure(operation: operation, message: DNSSDErrorCode.describe(error))))
+            return
+        }
+        if DNSSDErrorCode.meansDaemonUnavailable(error) {
+            if !outageReported {
+                outageReported = true
+                let reason = DNSSDErrorCode.daemonReason(error)
+                logger.warning("mDNS daemon unavailable; retrying", metadata: ["reason": "\(reason)"])
+                continuation.yield(.daemonUnavailable(reason: reason))
+            }
+        } else {
+            continuation.yield(.failure(.backendFailure(operation: operation, message: DNSSDErrorCode.describe(error))))
+        }
+        scheduleRetry()
+    }
+
+    private func scheduleRetry() {
+        guard !cancelled, retryTimer == nil else { return }
+        let delay = retryDelay
+        retryDelay = min(retryDelay + .seconds(1), .seconds(5))
+        retryTimer = loop.schedule(after: delay) { self.register() }
+    }
+
+    private func applyTXT(_ txt: TXTRecord) {
+        registration.txt = txt
+        guard let ref = box?.ref else { return }  // the next registration uses it
+        let bytes = txt.wireFormat
+        guard bytes.count <= Int(UInt16.max) else {
+            continuation.yield(.failure(.invalidTXT("the TXT record is \(bytes.count) bytes; dns_sd takes at most 65535")))
+            return
+        }
+        let error = bytes.withUnsafeBytes { raw in
+            DNSServiceUpdateRecord(ref, nil, 0, UInt16(raw.count), raw.baseAddress, 0)
+        }
+        if error != DNSSDErrorCode.noError {
+            continuation.yield(.failure(.backendFailure(operation: "updating the TXT record", message: DNSSDErrorCode.describe(error))))
+        } else {
+            logger.debug("TXT updated", metadata: ["name": "\(currentName)"])
+        }
+    }
+
+    private func forgetOwnInstance() {
+        if let ownInstance { DNSSDOwnServices.shared.remove(ownInstance) }
+        ownInstance = nil
+    }
+}

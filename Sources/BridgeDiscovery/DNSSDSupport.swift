@@ -1,0 +1,237 @@
+import CDNSSD
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// dns_sd error codes as `DNSServiceErrorType`, spelled out so they read the same with Avahi's
+/// header and Apple's (where the anonymous enums import with different integer types).
+enum DNSSDErrorCode {
+    static let noError: DNSServiceErrorType = 0
+    static let unknown: DNSServiceErrorType = -65537
+    static let noSuchName: DNSServiceErrorType = -65538
+    static let noMemory: DNSServiceErrorType = -65539
+    static let badParam: DNSServiceErrorType = -65540
+    static let badReference: DNSServiceErrorType = -65541
+    static let badState: DNSServiceErrorType = -65542
+    static let badFlags: DNSServiceErrorType = -65543
+    static let unsupported: DNSServiceErrorType = -65544
+    static let notInitialized: DNSServiceErrorType = -65545
+    static let alreadyRegistered: DNSServiceErrorType = -65547
+    static let nameConflict: DNSServiceErrorType = -65548
+    static let invalid: DNSServiceErrorType = -65549
+    static let firewall: DNSServiceErrorType = -65550
+    static let incompatible: DNSServiceErrorType = -65551
+    static let badInterfaceIndex: DNSServiceErrorType = -65552
+    static let refused: DNSServiceErrorType = -65553
+    static let noSuchRecord: DNSServiceErrorType = -65554
+    static let noAuth: DNSServiceErrorType = -65555
+    static let timeout: DNSServiceErrorType = -65568
+    /// Apple's code for "mDNSResponder is not running"; Avahi's header lacks it.
+    static let serviceNotRunning: DNSServiceErrorType = -65563
+    /// Apple's code when the daemon closed the connection (mDNSResponder restarted).
+    static let defunctConnection: DNSServiceErrorType = -65569
+
+    /// The constant's name and number, e.g. `kDNSServiceErr_Unknown (-65537)`.
+    static func describe(_ error: DNSServiceErrorType) -> String {
+        let names: [DNSServiceErrorType: String] = [
+            noError: "NoError", unknown: "Unknown", noSuchName: "NoSuchName", noMemory: "NoMemory",
+            badParam: "BadParam", badReference: "BadReference", badState: "BadState", badFlags: "BadFlags",
+            unsupported: "Unsupported", notInitialized: "NotInitialized", alreadyRegistered: "AlreadyRegistered",
+            nameConflict: "NameConflict", invalid: "Invalid", firewall: "Firewall", incompatible: "Incompatible",
+            badInterfaceIndex: "BadInterfaceIndex", refused: "Refused", noSuchRecord: "NoSuchRecord",
+            noAuth: "NoAuth", timeout: "Timeout", serviceNotRunning: "ServiceNotRunning",
+            defunctConnection: "DefunctConnection",
+        ]
+        return "kDNSServiceErr_\(names[error] ?? "Other") (\(error))"
+    }
+
+    /// Whether `error` means the daemon cannot be reached (or went away), so retrying later helps.
+    ///
+    /// Avahi's compatibility library maps "no daemon", "D-Bus error" and "disconnected" all to
+    /// `kDNSServiceErr_Unknown`, so on Linux that code counts as daemon loss.
+    static func meansDaemonUnavailable(_ error: DNSServiceErrorType) -> Bool {
+        error == unknown || error == serviceNotRunning || error == defunctConnection || error == notInitialized
+    }
+
+    /// Whether retrying the same call cannot help (the arguments are wrong).
+    static func isPermanent(_ error: DNSServiceErrorType) -> Bool {
+        [badParam, badFlags, unsupported, invalid, badInterfaceIndex, incompatible].contains(error)
+    }
+
+    /// The reason text for `daemonUnavailable` events.
+    static func daemonReason(_ error: DNSServiceErrorType) -> String {
+        #if os(Linux)
+        return "avahi-daemon cannot be reached through the dns_sd compatibility library (\(describe(error))); is avahi-daemon running, with the D-Bus system bus?"
+        #else
+        return "mDNSResponder cannot be reached through dns_sd (\(describe(error)))"
+        #endif
+    }
+}
+
+/// dns_sd flag, type and class values used here.
+enum DNSSDConstants {
+    static let flagsMoreComing: DNSServiceFlags = 0x1
+    static let flagsAdd: DNSServiceFlags = 0x2
+    static let typeA: UInt16 = 1
+    static let typeAAAA: UInt16 = 28
+    static let classIN: UInt16 = 1
+    static let interfaceAny: UInt32 = 0
+}
+
+/// Process-wide preparation before the first dns_sd call.
+enum DNSSDEnvironment {
+    private static let prepared: Bool = {
+        #if os(Linux)
+        // Avahi's compatibility layer otherwise prints a warning on stderr at the first call.
+        setenv("AVAHI_COMPAT_NOWARN", "1", 1)
+        #endif
+        return true
+    }()
+
+    /// Sets `AVAHI_COMPAT_NOWARN=1` once (Linux).
+    static func prepare() {
+        _ = prepared
+    }
+}
+
+/// Small conversions between dns_sd's C values and the module's Swift values.
+enum DNSSDValues {
+    /// The interface name for an index (`eth0`), or `nil`.
+    static func interfaceName(_ index: UInt32) -> String? {
+        guard index != 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(index, &buffer) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// An A (4 bytes) or AAAA (16 bytes) rdata as an address; link-local IPv6 gets `interface` as zone.
+    static func address(rrtype: UInt16, rdata: [UInt8], interface: UInt32) -> ServiceAddress? {
+        let family: Int32
+        let kind: ServiceAddress.Family
+        switch (rrtype, rdata.count) {
+        case (DNSSDConstants.typeA, 4):
+            family = AF_INET
+            kind = .ipv4
+        case (DNSSDConstants.typeAAAA, 16):
+            family = AF_INET6
+            kind = .ipv6
+        default:
+            return nil
+        }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        let ok = rdata.withUnsafeBytes { raw in
+            inet_ntop(family, raw.baseAddress, &text, socklen_t(text.count)) != nil
+        }
+        guard ok else { return nil }
+        let ip = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var address = ServiceAddress(ip: ip, family: kind)
+        if address.isLinkLocal { address.zone = interfaceName(interface) }
+        return address
+    }
+
+    /// `desk.local.` → `desk.local`.
+    static func withoutTrailingDot(_ name: String) -> String {
+        var text = name
+        while text.hasSuffix(".") && !text.hasSuffix("\\.") { text.removeLast() }
+        return text
+    }
+
+    /// This machine's host name as mDNS names it (`desk.local`), from gethostname(2).
+    ///
+    /// The daemon may have picked another name after a host-name conflict (`desk-2.local`); dns_sd
+    /// offers no way to ask, so `isLocal` is a best guess on this backend.
+    static let localHostName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let short = name.split(separator: ".").first.map(String.init) ?? name
+        return "\(short).local".lowercased()
+    }()
+
+    /// Orders addresses: IPv4, then routable IPv6, then link-local IPv6; by text within each.
+    static func sorted(_ addresses: some Sequence<ServiceAddress>) -> [ServiceAddress] {
+        addresses.sorted { a, b in
+            let ka = (a.family == .ipv4 ? 0 : (a.isLinkLocal ? 2 : 1), a.ip, a.zone ?? "")
+            let kb = (b.family == .ipv4 ? 0 : (b.isLinkLocal ? 2 : 1), b.ip, b.zone ?? "")
+            return ka < kb
+        }
+    }
+}
+
+/// The services this process registers through `DNSSDBackend`, so browse results can say "our own".
+final class DNSSDOwnServices: @unchecked Sendable {
+    /// The process-wide registry.
+    static let shared = DNSSDOwnServices()
+    private let lock = NSLock()
+    private var counts: [ServiceInstance: Int] = [:]
+
+    /// Records that this process now holds `instance`.
+    func insert(_ instance: ServiceInstance) {
+        lock.lock()
+        counts[instance, default: 0] += 1
+        lock.unlock()
+    }
+
+    /// Records that this process no longer holds `instance`.
+    func remove(_ instance: ServiceInstance) {
+        lock.lock()
+        if let count = counts[instance] {
+            counts[instance] = count > 1 ? count - 1 : nil
+        }
+        lock.unlock()
+    }
+
+    /// Whether this process holds `instance`.
+    func contains(_ instance: ServiceInstance) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return counts[instance] != nil
+    }
+}
+
+/// The C callbacks: each finds its `DNSSDCallbackBox` through the context pointer and hands Swift
+/// values to it. They run on the run loop's thread, inside `DNSServiceProcessResult`.
+enum DNSSDCallbacks {
+    static func box(_ context: UnsafeMutableRawPointer?) -> DNSSDCallbackBox? {
+        guard let context else { return nil }
+        return Unmanaged<DNSSDCallbackBox>.fromOpaque(context).takeUnretainedValue()
+    }
+
+    static func string(_ pointer: UnsafePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer)
+    }
+
+    static let register: DNSServiceRegisterReply = { _, flags, error, name, _, _, context in
+        guard let box = DNSSDCallbacks.box(context) else { return }
+        box.register?(flags, error, DNSSDCallbacks.string(name))
+    }
+
+    static let browse: DNSServiceBrowseReply = { _, flags, interface, error, name, type, domain, context in
+        guard let box = DNSSDCallbacks.box(context) else { return }
+        box.browse?(flags, interface, error, DNSSDCallbacks.string(name), DNSSDCallbacks.string(type), DNSSDCallbacks.string(domain))
+    }
+
+    static let resolve: DNSServiceResolveReply = { _, flags, interface, error, _, host, port, txtLength, txt, context in
+        guard let box = DNSSDCallbacks.box(context) else { return }
+        var bytes: [UInt8] = []
+        if let txt, txtLength > 0 {
+            bytes = Array(UnsafeBufferPointer(start: txt, count: Int(txtLength)))
+        }
+        box.resolve?(flags, interface, error, DNSSDCallbacks.string(host), UInt16(bigEndian: port), bytes)
+    }
+
+    static let query: DNSServiceQueryRecordReply = { _, flags, interface, error, _, rrtype, _, length, rdata, _, context in
+        guard let box = DNSSDCallbacks.box(context) else { return }
+        var bytes: [UInt8] = []
+        if let rdata, length > 0 {
+            bytes = Array(UnsafeRawBufferPointer(start: rdata, count: Int(length)))
+        }
+        box.query?(flags, interface, error, rrtype, bytes)
+    }
+}
