@@ -135,6 +135,9 @@ public final class TokenStore: Sendable {
             guard let row = try Self.fetchToken(db, hash: hash, kind: .pairing) else {
                 return .failure(.invalidToken(.pairing))
             }
+            if let bound = row.deviceID, let device = try Self.fetchDevice(db, id: bound), device.isRevoked {
+                return .failure(.deviceRevoked(deviceID: bound))
+            }
             if row.revokedAt != nil { return .failure(.revokedToken(.pairing)) }
             if row.usedAt != nil { return .failure(.pairingTokenAlreadyUsed) }
             if row.expiresAt <= now { return .failure(.expiredToken(.pairing)) }
@@ -187,7 +190,7 @@ public final class TokenStore: Sendable {
     ) async throws(PairingError) -> AuthenticatedDevice {
         let hash = try Self.checkedHash(accessToken, kind: .access)
         let now = clock.now()
-        let result: Result<AuthenticatedDevice, PairingError> = try await transaction { db in
+        let check: @Sendable (Database) throws -> Result<AuthenticatedDevice, PairingError> = { db in
             guard let row = try Self.fetchToken(db, hash: hash, kind: .access),
                   let deviceID = row.deviceID,
                   let device = try Self.fetchDevice(db, id: deviceID)
@@ -199,7 +202,8 @@ public final class TokenStore: Sendable {
             if touch { try Self.touch(db, deviceID: deviceID, now: now, address: address) }
             return .success(AuthenticatedDevice(deviceID: deviceID, deviceName: device.name, accessTokenExpiresAt: row.expiresAt))
         }
-        return try result.get()
+        // A check that records nothing (e.g. the periodic re-check of an open WebSocket) only needs a read.
+        return try await (touch ? transaction(check) : read(check)).get()
     }
 
     /// Rotates a refresh token: in one transaction marks it used, revokes the family's access tokens, and issues a
@@ -253,6 +257,21 @@ public final class TokenStore: Sendable {
                 ? "SELECT * FROM device ORDER BY created_at, id"
                 : "SELECT * FROM device WHERE revoked_at IS NULL ORDER BY created_at, id"
             return try Row.fetchAll(db, sql: sql).map(Self.device(from:))
+        }
+    }
+
+    /// The device with exactly this ID, or `nil`.
+    public func device(id: String) async throws(PairingError) -> DeviceRecord? {
+        try await read { db in try Self.fetchDevice(db, id: id) }
+    }
+
+    /// IDs of devices revoked at or after `date`, so a server can close their WebSockets (code 4003) even when the
+    /// revocation came from another process such as `oa-bridge devices revoke`. Poll it, e.g. every second.
+    public func devicesRevoked(since date: Date) async throws(PairingError) -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM device WHERE revoked_at >= ? ORDER BY revoked_at, id",
+                arguments: [date.timeIntervalSince1970])
         }
     }
 

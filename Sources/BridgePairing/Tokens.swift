@@ -147,3 +147,27 @@ public enum Redaction {
         return redactTokens(in: queryRedacted)
     }
 }
+
+/// A clock that stands still until told to move: for tests of expiry and rate limits without sleeping.
+public final class ManualClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current: Date
+
+    /// A clock showing `start` (default: a fixed date in 2026).
+    public init(start: Date = Date(timeIntervalSince1970: 1_780_000_000)) {
+        current = start
+    }
+
+    /// The time the clock shows.
+    public var now: Date { lock.withLock { current } }
+
+    /// Moves the clock forward by `interval` seconds.
+    public func advance(by interval: TimeInterval) {
+        lock.withLock { current = current.addingTimeInterval(interval) }
+    }
+
+    /// A ``TokenClock`` reading this clock.
+    public var tokenClock: TokenClock {
+        TokenClock { [self] in self.now }
+    }
+}

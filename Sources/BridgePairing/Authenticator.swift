@@ -1,0 +1,74 @@
+import Foundation
+
+/// What the server calls on every protected request and WebSocket upgrade: rate limit, token extraction, validation.
+///
+/// Failed attempts with an unknown or malformed token (401 `invalid_token`) count against the source address; after
+/// ``FailedAuthRateLimiter/limit`` of them in the window every attempt from that address gets 429 until it cools down.
+/// Expired or revoked tokens (403) do not count: they come from real clients that should refresh or re-pair.
+public struct Authenticator: Sendable {
+    /// The token store that validates tokens.
+    public let store: TokenStore
+    /// The per-address limiter of failed attempts.
+    public let limiter: FailedAuthRateLimiter
+
+    /// An authenticator over `store` with `limiter` (default 10 failures per minute per address).
+    public init(store: TokenStore, limiter: FailedAuthRateLimiter = FailedAuthRateLimiter()) {
+        self.store = store
+        self.limiter = limiter
+    }
+
+    /// The token presented in `Authorization: Bearer <token>`, else in the `token` query parameter, else `nil`.
+    public static func presentedToken(authorization: String?, queryToken: String?) -> String? {
+        if let header = authorization?.trimmingCharacters(in: .whitespaces), !header.isEmpty {
+            let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            if parts.count == 2, parts[0].lowercased() == "bearer" {
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }
+            return nil
+        }
+        if let query = queryToken?.trimmingCharacters(in: .whitespaces), !query.isEmpty { return query }
+        return nil
+    }
+
+    /// Authenticates a request from `address` carrying `authorization` (the header) or `queryToken` (`?token=`).
+    /// - Throws: ``PairingError/rateLimited(retryAfterSeconds:)`` (429), 401 or 403 class errors (see
+    ///   ``PairingError/httpStatus``), or ``PairingError/storage(_:)``.
+    public func authenticate(
+        authorization: String?, queryToken: String? = nil, address: String, touch: Bool = true
+    ) async throws(PairingError) -> AuthenticatedDevice {
+        try limiter.check(address)
+        guard let token = Self.presentedToken(authorization: authorization, queryToken: queryToken) else {
+            throw authorization == nil ? .missingToken : .invalidToken(.access)
+        }
+        return try await counting(address) { () async throws(PairingError) -> AuthenticatedDevice in
+            try await store.validateAccess(token, address: address, touch: touch)
+        }
+    }
+
+    /// `POST /api/auth/exchange`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
+    public func exchange(_ request: ExchangeRequest, address: String) async throws(PairingError) -> ExchangeOutcome {
+        try limiter.check(address)
+        return try await counting(address) { () async throws(PairingError) -> ExchangeOutcome in
+            try await store.exchange(pairingToken: request.pairingToken, deviceName: request.deviceName, address: address)
+        }
+    }
+
+    /// `POST /api/auth/refresh`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
+    public func refresh(_ request: RefreshRequest, address: String) async throws(PairingError) -> DeviceSession {
+        try limiter.check(address)
+        return try await counting(address) { () async throws(PairingError) -> DeviceSession in
+            try await store.refresh(request.refreshToken, address: address)
+        }
+    }
+
+    private func counting<T>(
+        _ address: String, _ body: () async throws(PairingError) -> T
+    ) async throws(PairingError) -> T {
+        do {
+            return try await body()
+        } catch {
+            if case .invalidToken = error { limiter.recordFailure(from: address) }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import BridgePairing
+import Foundation
+import Testing
+
+@Suite("Authenticator")
+struct AuthenticatorTests {
+    let clock = ManualClock()
+    let temporary = TemporaryDirectory()
+
+    @Test("Bearer header first, then ?token=; other schemes are not tokens")
+    func presentedToken() {
+        #expect(Authenticator.presentedToken(authorization: "Bearer abc", queryToken: "q") == "abc")
+        #expect(Authenticator.presentedToken(authorization: "bearer   abc ", queryToken: nil) == "abc")
+        #expect(Authenticator.presentedToken(authorization: nil, queryToken: "q") == "q")
+        #expect(Authenticator.presentedToken(authorization: "Basic dXNlcg==", queryToken: "q") == nil)
+        #expect(Authenticator.presentedToken(authorization: nil, queryToken: " ") == nil)
+    }
+
+    @Test("a phone goes from pairing token to an authenticated, refreshed session")
+    func happyPath() async throws {
+        defer { temporary.cleanUp() }
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(clock: clock.tokenClock))
+        let pairing = try await store.issuePairingToken()
+        guard case .paired(let session) = try await auth.exchange(ExchangeRequest(pairingToken: pairing.token, deviceName: "Phone A"), address: "10.0.0.7") else {
+            Issue.record("expected tokens")
+            return
+        }
+        let viaHeader = try await auth.authenticate(authorization: "Bearer \(session.accessToken.token)", address: "10.0.0.7")
+        let viaQuery = try await auth.authenticate(authorization: nil, queryToken: session.accessToken.token, address: "10.0.0.7")
+        #expect(viaHeader.deviceID == session.deviceID && viaQuery.deviceID == session.deviceID)
+        clock.advance(by: 901)
+        let expired = await pairingError { try await auth.authenticate(authorization: "Bearer \(session.accessToken.token)", address: "10.0.0.7") }
+        #expect(expired == .expiredToken(.access))
+        let renewed = try await auth.refresh(RefreshRequest(refreshToken: session.refreshToken.token), address: "10.0.0.7")
+        _ = try await auth.authenticate(authorization: "Bearer \(renewed.accessToken.token)", address: "10.0.0.7")
+        #expect(await pairingError { try await auth.authenticate(authorization: nil, address: "10.0.0.7") } == .missingToken)
+    }
+
+    @Test("ten bad tokens from one address lock it out with 429 and Retry-After, even with a good token; others are fine")
+    func rateLimitsGuessing() async throws {
+        defer { temporary.cleanUp() }
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock))
+        let pairing = try await store.issuePairingToken()
+        guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
+            Issue.record("expected tokens")
+            return
+        }
+        let good = "Bearer \(session.accessToken.token)"
+        for _ in 0..<10 {
+            let error = await pairingError { try await auth.authenticate(authorization: "Bearer \(TokenSecret.generate(.access))", address: "203.0.113.9") }
+            #expect(error == .invalidToken(.access))
+        }
+        let limited = await pairingError { try await auth.authenticate(authorization: good, address: "203.0.113.9") }
+        #expect(limited == .rateLimited(retryAfterSeconds: 60))
+        #expect(limited?.httpStatus == 429)
+        #expect(await pairingError { try await auth.exchange(ExchangeRequest(pairingToken: TokenSecret.generate(.pairing)), address: "203.0.113.9") } == .rateLimited(retryAfterSeconds: 60))
+        _ = try await auth.authenticate(authorization: good, address: "10.0.0.7")
+
+        // Expired tokens do not count toward the limit.
+        clock.advance(by: 61)
+        clock.advance(by: 900)
+        for _ in 0..<20 {
+            #expect(await pairingError { try await auth.authenticate(authorization: good, address: "10.0.0.7") } == .expiredToken(.access))
+        }
+        _ = try await auth.refresh(RefreshRequest(refreshToken: session.refreshToken.token), address: "10.0.0.7")
+    }
+}
