@@ -1,0 +1,218 @@
+import BridgeRPC
+import Foundation
+import HummingbirdWSClient
+import Logging
+import Synchronization
+
+/// A JSON-RPC 2.0 connection to a bridge over one WebSocket: requests with awaited answers,
+/// notifications, and a stream of what the bridge sends on its own (`session/update`
+/// notifications and agent requests such as `session/request_permission`).
+public final class BridgeRPCClient: Sendable {
+    /// What the bridge sent that is not an answer to one of our requests.
+    public let incoming: AsyncStream<JSONRPCMessage>
+    /// The URL connected to.
+    public let url: String
+
+    private let state: Mutex<State>
+    private let incomingContinuation: AsyncStream<JSONRPCMessage>.Continuation
+    private let outbound: AsyncStream<String>.Continuation
+    private let connectionTask: Mutex<Task<Void, Never>?>
+
+    private struct State {
+        var nextID: Int64 = 1
+        var pending: [JSONRPCID: CheckedContinuation<JSONValue, any Error>] = [:]
+        var closedReason: String?
+    }
+
+    /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
+    /// longer than `timeout`. `token` is sent as `Authorization: Bearer`.
+    public static func connect(
+        to url: String, token: String? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24, logger: Logger
+    ) async throws -> BridgeRPCClient {
+        let client = BridgeRPCClient(url: url)
+        try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, logger: logger)
+        return client
+    }
+
+    private init(url: String) {
+        self.url = url
+        self.state = Mutex(State())
+        (incoming, incomingContinuation) = AsyncStream.makeStream(of: JSONRPCMessage.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
+        self.outbound = continuation
+        self.outboundStream = stream
+        self.connectionTask = Mutex(nil)
+    }
+
+    private let outboundStream: AsyncStream<String>
+
+    private func open(token: String?, timeout: Duration, maxFrameSize: Int, logger: Logger) async throws {
+        var configuration = WebSocketClientConfiguration(maxFrameSize: maxFrameSize)
+        if let token { configuration.additionalHeaders[.authorization] = "Bearer \(token)" }
+        let settings = configuration
+        let (opened, openedContinuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
+        let outboundStream = self.outboundStream
+        let task = Task { [url] in
+            do {
+                let close = try await WebSocketClient.connect(url: url, configuration: settings, logger: logger) { inbound, writer, _ in
+                    openedContinuation.yield(.success(()))
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for await text in outboundStream {
+                                try await writer.write(.text(text))
+                            }
+                            try await writer.close(.normalClosure, reason: "client closed")
+                        }
+                        group.addTask {
+                            for try await message in inbound.messages(maxSize: maxFrameSize) {
+                                switch message {
+                                case .text(let text): self.receive(text)
+                                case .binary: logger.warning("ignoring a binary frame from the bridge; it speaks JSON text")
+                                }
+                            }
+                        }
+                        _ = try await group.next()
+                        group.cancelAll()
+                    }
+                }
+                let reason = close.map { "closed by the bridge (\($0.closeCode)\($0.reason.map { ": " + $0 } ?? ""))" } ?? "closed"
+                self.finish(reason: reason)
+            } catch {
+                openedContinuation.yield(.failure(error))
+                self.finish(reason: "\(error)")
+            }
+            openedContinuation.finish()
+        }
+        connectionTask.withLock { $0 = task }
+        let result = try await withThrowingTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask {
+                for await result in opened { return result }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return .failure(BridgeClientError.timedOut("opening \(self.url) took longer than \(timeout)"))
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        switch result {
+        case .success?:
+            return
+        case .failure(let error)?:
+            close()
+            throw error
+        case nil:
+            close()
+            throw BridgeClientError.connectionClosed(state.withLock { $0.closedReason } ?? "before the WebSocket opened")
+        }
+    }
+
+    /// Sends a request and waits for its answer; throws the bridge's JSON-RPC error as `.rpc`.
+    public func request(_ method: String, params: JSONValue? = nil, timeout: Duration = .seconds(60)) async throws -> JSONValue {
+        let id: JSONRPCID = state.withLock { state in
+            defer { state.nextID += 1 }
+            return .int(state.nextID)
+        }
+        let text = JSONRPCMessage.request(JSONRPCRequest(id: id, method: method, params: params)).jsonText
+        return try await withThrowingTaskGroup(of: JSONValue.self) { group in
+            group.addTask {
+                try await withCheckedThrowingContinuation { continuation in
+                    let closed: String? = self.state.withLock { state in
+                        if let reason = state.closedReason { return reason }
+                        state.pending[id] = continuation
+                        return nil
+                    }
+                    if let closed {
+                        continuation.resume(throwing: BridgeClientError.connectionClosed(closed))
+                    } else {
+                        self.outbound.yield(text)
+                    }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw BridgeClientError.timedOut("\(method) was not answered within \(timeout)")
+            }
+            defer {
+                group.cancelAll()
+                // A request that timed out or was cancelled must not keep its continuation.
+                let leftover = self.state.withLock { $0.pending.removeValue(forKey: id) }
+                leftover?.resume(throwing: CancellationError())
+            }
+            guard let value = try await group.next() else { throw CancellationError() }
+            return value
+        }
+    }
+
+    /// Sends a notification.
+    public func notify(_ method: String, params: JSONValue? = nil) {
+        outbound.yield(JSONRPCMessage.notification(JSONRPCNotification(method: method, params: params)).jsonText)
+    }
+
+    /// Answers a request the bridge sent us (e.g. `session/request_permission`).
+    public func respond(to id: JSONRPCID, result: JSONValue) {
+        outbound.yield(JSONRPCMessage.response(JSONRPCResponse(id: id, result: result)).jsonText)
+    }
+
+    /// Answers a request the bridge sent us with an error.
+    public func respond(to id: JSONRPCID, error: JSONRPCError) {
+        outbound.yield(JSONRPCMessage.response(JSONRPCResponse(id: id, error: error)).jsonText)
+    }
+
+    /// Sends raw text as one frame (for tools and tests).
+    public func send(raw text: String) {
+        outbound.yield(text)
+    }
+
+    /// Closes the WebSocket; pending requests fail.
+    public func close() {
+        outbound.finish()
+        finish(reason: "closed by the client")
+    }
+
+    /// Why the connection ended, or `nil` while it is open.
+    public var closedReason: String? { state.withLock { $0.closedReason } }
+
+    // MARK: - Receiving
+
+    private func receive(_ text: String) {
+        let elements: [JSONRPCFrame.Element]
+        switch JSONRPCFrame(parsing: text) {
+        case .single(let element): elements = [element]
+        case .batch(let batch): elements = batch
+        }
+        for element in elements {
+            switch element {
+            case .message(.response(let response)):
+                let continuation = state.withLock { $0.pending.removeValue(forKey: response.id) }
+                switch response.outcome {
+                case .success(let value): continuation?.resume(returning: value)
+                case .failure(let error): continuation?.resume(throwing: BridgeClientError.rpc(error))
+                }
+            case .message(let message):
+                incomingContinuation.yield(message)
+            case .invalid(let id, let error):
+                // An error with a null id answers something we could not send right; surface it.
+                incomingContinuation.yield(.response(JSONRPCResponse(id: id, error: error)))
+            }
+        }
+    }
+
+    private func finish(reason: String) {
+        let pending = state.withLock { state -> [CheckedContinuation<JSONValue, any Error>] in
+            if state.closedReason == nil { state.closedReason = reason }
+            defer { state.pending.removeAll() }
+            return Array(state.pending.values)
+        }
+        for continuation in pending {
+            continuation.resume(throwing: BridgeClientError.connectionClosed(reason))
+        }
+        incomingContinuation.finish()
+    }
+
+    deinit {
+        outbound.finish()
+        connectionTask.withLock { $0?.cancel() }
+    }
+}

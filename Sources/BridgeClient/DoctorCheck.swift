@@ -1,0 +1,36 @@
+/// One line of `oa-bridge doctor`: what was checked, how it went, and what to do about it.
+public struct DoctorCheck: Sendable, Hashable, Codable {
+    /// How a check went, worst last.
+    public enum Status: String, Sendable, Hashable, Codable, Comparable {
+        case ok
+        case warn
+        case fail
+
+        private var rank: Int {
+            switch self {
+            case .ok: return 0
+            case .warn: return 1
+            case .fail: return 2
+            }
+        }
+
+        public static func < (lhs: Status, rhs: Status) -> Bool { lhs.rank < rhs.rank }
+    }
+
+    /// A short name, e.g. `avahi-daemon`.
+    public var name: String
+    /// The result.
+    public var status: Status
+    /// What was found.
+    public var detail: String
+    /// What to do about a warning or failure.
+    public var fix: String?
+
+    /// Creates a check result.
+    public init(name: String, status: Status, detail: String, fix: String? = nil) {
+        self.name = name
+        self.status = status
+        self.detail = detail
+        self.fix = fix
+    }
+}

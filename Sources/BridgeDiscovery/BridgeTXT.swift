@@ -1,0 +1,29 @@
+/// The TXT record of `_openagents._tcp`: what a phone needs before it connects. Never a secret.
+///
+/// | key | meaning |
+/// |---|---|
+/// | `txtvers` | version of this TXT layout (`1`) |
+/// | `proto` | protocol versions served, comma-separated: `0.2` (seed dialect 0.2.x), `1` (ACP v1) |
+/// | `id` | stable install id (UUID) of the desktop |
+/// | `auth` | `token` (pairing required) or `none` |
+/// | `path` | the WebSocket path, e.g. `/` |
+/// | `ver` | the bridge's version |
+public enum BridgeTXT {
+    /// The TXT layout version.
+    public static let version = "1"
+    /// Protocol versions served.
+    public static let protocols = ["0.2", "1"]
+
+    /// Builds the record.
+    public static func record(installID: String, auth: String, path: String, bridgeVersion: String = "0.1.0", extra: [(String, String)] = []) throws(DiscoveryError) -> TXTRecord {
+        var txt = TXTRecord()
+        try txt.set("txtvers", version)
+        try txt.set("proto", protocols.joined(separator: ","))
+        try txt.set("id", installID)
+        try txt.set("auth", auth)
+        try txt.set("path", path)
+        try txt.set("ver", bridgeVersion)
+        for (key, value) in extra { try txt.set(key, value) }
+        return txt
+    }
+}

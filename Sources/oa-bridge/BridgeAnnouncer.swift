@@ -1,0 +1,59 @@
+import BridgeDiscovery
+import Logging
+import ServiceLifecycle
+
+/// Advertises the bridge over mDNS once the server listens, and withdraws it (goodbye packets)
+/// on graceful shutdown. Daemon trouble never stops the bridge: it says once, in one line, that
+/// discovery is off and why, and the backend keeps retrying.
+struct BridgeAnnouncer: Service {
+    private let backend: any DiscoveryBackend
+    private let makeRegistration: @Sendable (_ port: Int) throws -> ServiceRegistration
+    private let listeningPorts: AsyncStream<Int>
+    private let logger: Logger
+
+    /// Creates the announcer; it advertises on the first port `listeningPorts` yields.
+    init(backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, logger: Logger,
+         registration: @escaping @Sendable (_ port: Int) throws -> ServiceRegistration) {
+        self.backend = backend
+        self.listeningPorts = listeningPorts
+        self.logger = logger
+        self.makeRegistration = registration
+    }
+
+    func run() async throws {
+        var ports = listeningPorts.makeAsyncIterator()
+        guard let port = await ports.next() else { return }
+        let registration = try makeRegistration(port)
+        let advertisement = backend.advertise(registration)
+        await withGracefulShutdownHandler {
+            await report(advertisement.events, registration: registration)
+        } onGracefulShutdown: {
+            advertisement.cancel()
+        }
+        advertisement.cancel()
+    }
+
+    private func report(_ events: AsyncStream<AdvertiseEvent>, registration: ServiceRegistration) async {
+        var discoveryOff = false
+        for await event in events {
+            switch event {
+            case .registered(let name):
+                if discoveryOff {
+                    logger.notice("discovery is on again: advertising '\(name)' as \(registration.type) on port \(registration.port)")
+                } else {
+                    logger.notice("advertising '\(name)' as \(registration.type) on port \(registration.port) (\(backend.name))")
+                }
+                discoveryOff = false
+            case .collision(let oldName, let newName):
+                logger.notice("the name '\(oldName)' is taken on this network; advertising as '\(newName)' instead")
+            case .daemonUnavailable(let reason):
+                if !discoveryOff {
+                    discoveryOff = true
+                    logger.warning("discovery is off: \(reason). Phones cannot find this bridge by name until avahi-daemon runs ('sudo systemctl start avahi-daemon'); they can still connect by address. Retrying in the background.")
+                }
+            case .failure(let error):
+                logger.error("discovery: \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import BridgeClient
+import BridgeDiscovery
+import Foundation
+
+/// Text rendering of discovered services for people.
+enum DiscoverTable {
+    /// A one-line summary for `--watch`.
+    static func summary(_ service: ResolvedService, probe: HandshakeProbe.Result?) -> String {
+        var parts = [
+            "'\(service.instance.name)'",
+            "\(service.hostName):\(service.port)",
+            "[\(service.addresses.map(\.description).joined(separator: ", "))]",
+            "on \(service.interfaces.joined(separator: ","))",
+        ]
+        if let seconds = service.resolveSeconds { parts.append("resolved in \(milliseconds(seconds))") }
+        parts.append(txt(service.txt))
+        if let probe { parts.append(probeText(probe)) }
+        return parts.joined(separator: "  ")
+    }
+
+    /// The one-shot table.
+    static func render(_ found: [DiscoverSession.Found], probe: Bool) -> String {
+        var header = ["NAME", "HOST", "PORT", "ADDRESSES", "INTERFACE", "RESOLVED IN", "TXT"]
+        if probe { header.append("HANDSHAKE") }
+        var rows = [header]
+        for item in found {
+            let service = item.service
+            var row = [
+                service.instance.name + (service.isLocal ? " (this machine)" : ""),
+                service.hostName,
+                String(service.port),
+                service.addresses.map(\.description).joined(separator: ", "),
+                service.interfaces.joined(separator: ","),
+                service.resolveSeconds.map(milliseconds) ?? "-",
+                txt(service.txt),
+            ]
+            if probe { row.append(item.probe.map(probeText) ?? "-") }
+            rows.append(row)
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    static func txt(_ txt: [String: String]) -> String {
+        txt.keys.sorted().map { "\($0)=\(txt[$0] ?? "")" }.joined(separator: " ")
+    }
+
+    static func milliseconds(_ seconds: Double) -> String {
+        String(format: "%.0f ms", seconds * 1_000)
+    }
+
+    static func probeText(_ probe: HandshakeProbe.Result) -> String {
+        if probe.ok {
+            let agent = probe.agent?["title"] ?? probe.agent?["name"] ?? "agent"
+            return "ok \(String(format: "%.0f", probe.milliseconds)) ms (\(agent), protocol \(probe.protocolVersion ?? "?"))"
+        }
+        return "FAILED: \(probe.error ?? "unknown") (\(probe.url))"
+    }
+}
