@@ -72,3 +72,59 @@ public struct Authenticator: Sendable {
         }
     }
 }
+
+/// The answer to a WebSocket upgrade or protected HTTP request, in framework-neutral terms.
+public enum AccessDecision: Sendable, Equatable {
+    /// Let it through; the device is authenticated (close its socket at `accessTokenExpiresAt`, code 4001).
+    case allow(AuthenticatedDevice)
+    /// Refuse with this status (401, 403, 429, 500), JSON body and, for 429, a `Retry-After` value in seconds.
+    case deny(status: Int, body: AuthErrorBody, retryAfterSeconds: Int?)
+
+    /// The denial for `error`.
+    public init(denying error: PairingError) {
+        if case .rateLimited(let seconds) = error {
+            self = .deny(status: error.httpStatus, body: AuthErrorBody(error), retryAfterSeconds: seconds)
+        } else {
+            self = .deny(status: error.httpStatus == 202 ? 403 : error.httpStatus, body: AuthErrorBody(error), retryAfterSeconds: nil)
+        }
+    }
+}
+
+extension Authenticator {
+    /// Everything the WebSocket upgrade needs: Origin check (403 `forbidden_origin`), then rate limit and token from
+    /// `Authorization: Bearer` or `?token=` in `path`.
+    /// - Parameters:
+    ///   - path: the request target with its query (`/?token=…`).
+    ///   - authorization: the `Authorization` header, if any.
+    ///   - origin: the `Origin` header, if any; `host`: the `Host` header.
+    ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting).
+    public func checkUpgrade(
+        path: String, authorization: String?, origin: String?, host: String?, remoteAddress: String?,
+        allowedOrigins: Set<String> = []
+    ) async -> AccessDecision {
+        guard NetworkPolicy.isOriginAllowed(origin: origin, host: host, allowedOrigins: allowedOrigins) else {
+            return .deny(
+                status: 403,
+                body: AuthErrorBody(
+                    error: "forbidden_origin",
+                    message: "WebSocket connections from web pages of other sites are refused. Connect from the oa-bridge app or a native client."),
+                retryAfterSeconds: nil)
+        }
+        let address = NetworkPolicy.host(fromRemoteAddress: remoteAddress ?? "unknown")
+        do {
+            return .allow(try await authenticate(
+                authorization: authorization, queryToken: NetworkPolicy.queryToken(fromPath: path), address: address))
+        } catch {
+            return AccessDecision(denying: error)
+        }
+    }
+}
+
+extension AuthErrorBody {
+    /// A body with a custom code and message (for denials that are not a ``PairingError``).
+    public init(error: String, message: String, retryAfter: Int? = nil) {
+        self.error = error
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+}

@@ -10,7 +10,7 @@ import Darwin
 
 /// What the QR code carries: where to reach the desktop and the pairing token.
 ///
-/// `{"ws":"ws://<lan-ip>:9099/ws","http":"http://<lan-ip>:9099","session":"<uuid>","name":"<service name>",
+/// `{"ws":"ws://<lan-ip>:9099/","http":"http://<lan-ip>:9099","session":"<uuid>","name":"<service name>",
 /// "token":"oa_p_…","fallbacks":["<tailscale name>",…]}`; `token` is absent when auth is off (`--auth none`).
 public struct PairingPayload: Sendable, Equatable, Codable {
     /// The WebSocket URL for JSON-RPC.
@@ -39,7 +39,7 @@ public struct PairingPayload: Sendable, Equatable, Codable {
     /// A payload for `host` (an IPv4 address, a name, or an IPv6 address with or without brackets) and `port`.
     /// - Parameter webSocketPath: the path of the JSON-RPC WebSocket endpoint, starting with `/`.
     public init(
-        host: String, port: Int = 9099, webSocketPath: String = "/ws", session: String, name: String,
+        host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String,
         token: String?, fallbacks: [String] = []
     ) {
         let authority = "\(LANAddress.bracketedIfIPv6(host)):\(port)"

@@ -341,6 +341,17 @@ public final class TokenStore: Sendable {
         }
     }
 
+    /// Whether the pairing token with this hash is unused, unrevoked, unexpired and not yet claimed by a device.
+    func pairingTokenState(hash: Data) async throws(PairingError) -> Bool {
+        let now = clock.now()
+        return try await read { db in
+            guard let row = try Self.fetchToken(db, hash: hash, kind: .pairing),
+                  row.usedAt == nil, row.revokedAt == nil, row.expiresAt > now, row.deviceID == nil
+            else { return false }
+            return true
+        }
+    }
+
     // MARK: - Implementation
 
     private struct TokenRow {

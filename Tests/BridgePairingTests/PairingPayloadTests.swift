@@ -7,7 +7,7 @@ struct PairingPayloadTests {
     @Test("JSON has the documented fields, unescaped URLs, and round-trips")
     func json() throws {
         let payload = PairingPayload(
-            host: "192.168.1.20", session: "abc", name: "studio", token: "oa_p_x", fallbacks: ["studio.ts.net"])
+            host: "192.168.1.20", webSocketPath: "/ws", session: "abc", name: "studio", token: "oa_p_x", fallbacks: ["studio.ts.net"])
         #expect(payload.ws == "ws://192.168.1.20:9099/ws")
         #expect(payload.http == "http://192.168.1.20:9099")
         let json = payload.jsonString()
@@ -27,7 +27,7 @@ struct PairingPayloadTests {
     @Test("IPv6 hosts are bracketed in URLs")
     func ipv6() {
         let payload = PairingPayload(host: "fd00::5", session: "s", name: "n", token: nil)
-        #expect(payload.ws == "ws://[fd00::5]:9099/ws")
+        #expect(payload.ws == "ws://[fd00::5]:9099/")
         #expect(PairingPayload(host: "[fd00::5]", session: "s", name: "n", token: nil).http == "http://[fd00::5]:9099")
     }
 

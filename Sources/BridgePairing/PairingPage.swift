@@ -1,0 +1,111 @@
+import Foundation
+
+/// The HTML of `GET /pair`: the QR code, the manual details, and the devices waiting for approval.
+///
+/// The page is self-contained (inline SVG, inline CSS and a few lines of script); its buttons call
+/// `POST /api/pair/refresh` and `POST /api/pair/approve` with JSON bodies, then reload.
+public enum PairingPage {
+    /// Renders the page for `payload` (its QR code inline as SVG), the pairing code's expiry and pending devices.
+    public static func html(payload: PairingPayload, expiresAt: Date?, pending: [DeviceRecord]) throws(QRCodeError) -> String {
+        let svg = try payload.qrCode().svgString(quietZone: 4, pixelsPerModule: 6)
+        let formatter = ISO8601DateFormatter()
+        var details = """
+            <dt>Name</dt><dd>\(escape(payload.name))</dd>
+            <dt>HTTP</dt><dd><code>\(escape(payload.http))</code></dd>
+            <dt>WebSocket</dt><dd><code>\(escape(payload.ws))</code></dd>
+            """
+        if let token = payload.token {
+            details += "\n<dt>Pairing code</dt><dd><code id=\"token\">\(escape(token))</code></dd>"
+            if let expiresAt {
+                details += "\n<dt>Expires</dt><dd><time datetime=\"\(formatter.string(from: expiresAt))\">\(formatter.string(from: expiresAt))</time> (single use)</dd>"
+            }
+        } else {
+            details += "\n<dt>Authentication</dt><dd><strong>off</strong> (--auth none): only allowed networks may connect</dd>"
+        }
+        if !payload.fallbacks.isEmpty {
+            details += "\n<dt>Also reachable as</dt><dd>\(payload.fallbacks.map { "<code>\(escape($0))</code>" }.joined(separator: ", "))</dd>"
+        }
+        let pendingHTML: String
+        if pending.isEmpty {
+            pendingHTML = "<p id=\"no-pending\">No device is waiting for approval.</p>"
+        } else {
+            pendingHTML = "<ul id=\"pending\">" + pending.map { device in
+                let seen = device.lastAddress.map { " from \(escape($0))" } ?? ""
+                return "<li><strong>\(escape(device.name))</strong>\(seen) <code>\(escape(String(device.id.prefix(8))))</code> "
+                    + "<button data-approve=\"\(escape(device.id))\">Approve</button> "
+                    + "<button data-deny=\"\(escape(device.id))\">Deny</button></li>"
+            }.joined() + "</ul>"
+        }
+        return """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="referrer" content="no-referrer">
+            <title>Pair a phone with \(escape(payload.name))</title>
+            <style>
+            body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 40rem; padding: 0 1rem; color: #111; background: #fff; }
+            #qr svg { width: min(90vw, 24rem); height: auto; display: block; }
+            dt { font-weight: 600; margin-top: .5rem; } dd { margin: 0; word-break: break-all; }
+            button { font: inherit; padding: .3rem .8rem; }
+            </style>
+            </head>
+            <body>
+            <h1>Pair a phone with \(escape(payload.name))</h1>
+            <p>Scan this code with the oa-bridge app. It works once; a new code appears after each pairing.</p>
+            <div id="qr">\(svg)</div>
+            <p><button id="new-code">New code</button></p>
+            <h2>Connection details</h2>
+            <dl>
+            \(details)
+            </dl>
+            <h2>Waiting for approval</h2>
+            \(pendingHTML)
+            <script>
+            async function post(path, body) {
+              const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
+              if (!response.ok) { alert((await response.json()).message || response.statusText); }
+              location.reload();
+            }
+            document.getElementById("new-code").onclick = () => post("/api/pair/refresh");
+            for (const b of document.querySelectorAll("[data-approve]")) b.onclick = () => post("/api/pair/approve", { device_id: b.dataset.approve });
+            for (const b of document.querySelectorAll("[data-deny]")) b.onclick = () => post("/api/pair/deny", { device_id: b.dataset.deny });
+            </script>
+            </body>
+            </html>
+            """
+    }
+
+    /// Escapes text for HTML element content and double-quoted attributes.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
+
+/// Body of `POST /api/pair/approve` and `/api/pair/deny`: `{"device_id": "…"}` (any unique prefix).
+public struct DeviceActionRequest: Sendable, Equatable, Codable {
+    /// The device ID or a unique prefix of it.
+    public var deviceID: String
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+    }
+
+    /// A request about `deviceID`.
+    public init(deviceID: String) {
+        self.deviceID = deviceID
+    }
+}

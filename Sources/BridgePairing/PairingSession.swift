@@ -1,0 +1,88 @@
+import Foundation
+
+/// The server's current pairing code: the one plain-text pairing token the process holds, and the payload around it.
+///
+/// `oa-bridge serve` creates one at start, prints ``payload()`` as a QR code, and serves it from `/pair`,
+/// `/api/pair/info` and `/api/pair/qr`; `POST /api/pair/refresh` calls ``rotate()``. The token is re-issued
+/// automatically when it was used, claimed by a device awaiting approval, expires within a minute, or was revoked
+/// (e.g. by another process), so the QR code on screen always works for the next phone.
+public actor PairingSession {
+    /// Where the phone should connect.
+    public struct Endpoint: Sendable, Equatable {
+        /// LAN address or host name for the QR code (see ``LANAddress/preferred()``).
+        public var host: String
+        /// TCP port.
+        public var port: Int
+        /// WebSocket path.
+        public var webSocketPath: String
+        /// Server session UUID.
+        public var session: String
+        /// Service name.
+        public var name: String
+        /// Fallback host names (e.g. the Tailscale name).
+        public var fallbacks: [String]
+
+        /// An endpoint with all fields given.
+        public init(host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String, fallbacks: [String] = []) {
+            self.host = host
+            self.port = port
+            self.webSocketPath = webSocketPath
+            self.session = session
+            self.name = name
+            self.fallbacks = fallbacks
+        }
+    }
+
+    /// The store issuing pairing tokens, or `nil` when auth is off (`--auth none`): the payload then has no token.
+    public nonisolated let store: TokenStore?
+    /// The connection details in the payload.
+    public nonisolated let endpoint: Endpoint
+
+    private let clock: TokenClock
+    private var current: IssuedToken?
+
+    /// A pairing session for `endpoint`; pass `store: nil` for `--auth none`.
+    public init(store: TokenStore?, endpoint: Endpoint, clock: TokenClock = .system) {
+        self.store = store
+        self.endpoint = endpoint
+        self.clock = clock
+    }
+
+    /// The payload with a pairing token that is valid now (issuing a new one if needed).
+    public func payload() async throws(PairingError) -> PairingPayload {
+        PairingPayload(
+            host: endpoint.host, port: endpoint.port, webSocketPath: endpoint.webSocketPath, session: endpoint.session,
+            name: endpoint.name, token: try await validToken()?.token, fallbacks: endpoint.fallbacks)
+    }
+
+    /// When the current pairing token expires, or `nil` when auth is off or none was issued yet.
+    public func expiresAt() -> Date? { current?.expiresAt }
+
+    /// Issues a new pairing token (revoking the previous one) and returns the new payload.
+    @discardableResult
+    public func rotate() async throws(PairingError) -> PairingPayload {
+        guard let store else { return try await payload() }
+        current = try await store.issuePairingToken()
+        return try await payload()
+    }
+
+    private func validToken() async throws(PairingError) -> IssuedToken? {
+        guard let store else { return nil }
+        if let current, current.expiresAt > clock.now().addingTimeInterval(60), try await store.isPairingTokenUsable(current.token) {
+            return current
+        }
+        let fresh = try await store.issuePairingToken()
+        current = fresh
+        return fresh
+    }
+}
+
+extension TokenStore {
+    /// Whether `pairingToken` could still pair a new device now: not used, revoked or expired, and not claimed by a
+    /// device waiting for approval (so the QR code moves on to a fresh token once a phone has registered). Does not
+    /// consume it.
+    public func isPairingTokenUsable(_ pairingToken: String) async throws(PairingError) -> Bool {
+        guard TokenSecret.isWellFormed(pairingToken, kind: .pairing) else { return false }
+        return try await pairingTokenState(hash: TokenSecret.hash(pairingToken))
+    }
+}
