@@ -16,4 +16,7 @@ public protocol ACPAgent: Sendable {
 
     /// Sends one message (a request, notification or response) to the agent.
     func send(_ message: JSONRPCMessage) async throws(ACPAgentError)
+
+    /// Asks the agent to end (a process gets SIGTERM, then SIGKILL); ``run()`` returns once it is gone.
+    func stop() async
 }

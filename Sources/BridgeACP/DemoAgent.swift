@@ -74,6 +74,11 @@ public final class DemoAgent: ACPAgent {
         inboxSink.yield(message)
     }
 
+    /// Stops the demo agent: ``run()`` fails what is pending, emits `.exited` and returns.
+    public func stop() async {
+        inboxSink.finish()
+    }
+
     private func emit(_ message: JSONRPCMessage) {
         outstanding.received(message)
         eventSink.yield(.message(message))

@@ -1,0 +1,46 @@
+import BridgeRPC
+
+/// The bridge's own JSON-RPC errors (implementation-defined server errors use -32000...-32099;
+/// -32000 and -32002 are avoided because ACP gives them meanings).
+enum BridgeErrors {
+    /// -32001: too many requests waiting for the agent on one connection.
+    static let tooManyPendingCode = -32001
+    /// -32002: ACP's "resource not found".
+    static let resourceNotFoundCode = -32002
+
+    static func notInitialized(_ method: String) -> JSONRPCError {
+        JSONRPCError.invalidRequest(
+            "\(method) before initialize; send initialize first (protocol_version \"0.2.x\" or protocolVersion 1)",
+            data: ["method": .string(method)])
+    }
+
+    static func tooManyPending(_ limit: Int) -> JSONRPCError {
+        JSONRPCError(
+            code: tooManyPendingCode,
+            message: "Too many pending requests: this connection already has \(limit) requests waiting for the agent; wait for answers",
+            data: ["limit": .int(Int64(limit))])
+    }
+
+    static func frameTooLarge(_ size: Int, limit: Int) -> JSONRPCError {
+        JSONRPCError.invalidRequest(
+            "message of \(size) bytes exceeds the limit of \(limit) bytes",
+            data: ["size": .int(Int64(size)), "limit": .int(Int64(limit))])
+    }
+
+    static let binaryFrame = JSONRPCError.invalidRequest(
+        "binary WebSocket frames are not supported; send each JSON-RPC message as a text frame")
+
+    static func agentGone(_ reason: String) -> JSONRPCError {
+        JSONRPCError.internalError("\(reason); the agent will be restarted on the next session/new", data: ["reason": .string(reason)])
+    }
+
+    static func notAttached(_ session: String) -> JSONRPCError {
+        JSONRPCError.invalidParams(
+            "session \(session) is not attached to this connection; create it with session/new or attach with session/load",
+            data: ["sessionId": .string(session)])
+    }
+
+    static func unknownSession(_ session: String) -> JSONRPCError {
+        JSONRPCError(code: resourceNotFoundCode, message: "Unknown session \(session)", data: ["sessionId": .string(session)])
+    }
+}

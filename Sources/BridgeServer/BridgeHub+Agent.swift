@@ -1,0 +1,239 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+extension BridgeHub {
+    /// The running agent, starting and initializing it first if needed (after a crash, this is the restart).
+    func ensureAgent() async -> Result<AgentHandle, JSONRPCError> {
+        switch agentState {
+        case .running(let handle):
+            return .success(handle)
+        case .starting:
+            return await withCheckedContinuation { continuation in
+                agentWaiters.append(continuation)
+            }
+        case .idle:
+            break
+        }
+        agentState = .starting
+        let result = await startAgent()
+        switch result {
+        case .success(let handle): agentState = .running(handle)
+        case .failure(let error): agentState = .idle(lastFailure: error.message)
+        }
+        let waiters = agentWaiters
+        agentWaiters.removeAll()
+        for waiter in waiters { waiter.resume(returning: result) }
+        return result
+    }
+
+    private func startAgent() async -> Result<AgentHandle, JSONRPCError> {
+        generation += 1
+        let current = generation
+        var agentLogger = logger
+        agentLogger[metadataKey: "agent.generation"] = "\(current)"
+        let agent: any ACPAgent
+        if let command = configuration.agentCommand {
+            let agentConfiguration = StdioAgentConfiguration(
+                command: command,
+                environment: configuration.agentEnvironment,
+                workingDirectory: configuration.agentWorkingDirectory ?? workspace.root)
+            do {
+                agent = try StdioAgent.launch(agentConfiguration, logger: agentLogger)
+            } catch {
+                agentLogger.error("could not start the agent", metadata: ["error": "\(error.description)"])
+                return .failure(error.rpcError)
+            }
+        } else {
+            agent = DemoAgent(chunkDelay: configuration.demoChunkDelay, logger: agentLogger)
+        }
+        let launched = LaunchedAgent(agent: agent, generation: current)
+        liveAgent = launched
+        launchSink.yield(launched)
+
+        let params: JSONValue = [
+            "protocolVersion": .int(ACPDialect.officialVersion),
+            "clientCapabilities": ["fs": ["readTextFile": true, "writeTextFile": true], "terminal": false],
+            "clientInfo": ["name": "oa-bridge", "title": .string("oa-bridge \(configuration.serverName)"), "version": .string(configuration.serverVersion)],
+        ]
+        let response = await bridgeRequest(to: launched, method: ACPMethod.initialize, params: params, timeout: configuration.agentInitializeTimeout)
+        switch response.outcome {
+        case .success(let result):
+            if result["protocolVersion"] != .int(ACPDialect.officialVersion) {
+                agentLogger.warning("the agent answered initialize with another protocol version", metadata: ["protocolVersion": "\(result["protocolVersion"]?.jsonText ?? "none")"])
+            }
+            agentLogger.info("agent ready", metadata: ["agentInfo": "\(result["agentInfo"]?.jsonText ?? "none")"])
+            return .success(AgentHandle(agent: agent, generation: current, initializeResult: result))
+        case .failure(let error):
+            agentLogger.error("the agent failed to initialize", metadata: ["error": "\(error.message)"])
+            await agent.stop()
+            return .failure(JSONRPCError.internalError("the agent failed to initialize: \(error.message)", data: error.data))
+        }
+    }
+
+    /// Sends a request of the bridge's own to the agent and waits for the answer, at most `timeout`.
+    private func bridgeRequest(to launched: LaunchedAgent, method: String, params: JSONValue, timeout: Duration) async -> JSONRPCResponse {
+        let agentID = nextAgentRequestID
+        nextAgentRequestID += 1
+        let request = JSONRPCRequest(id: .int(agentID), method: method, params: params)
+        return await withTaskGroup(of: Void.self) { group in
+            let response = await withCheckedContinuation { (continuation: CheckedContinuation<JSONRPCResponse, Never>) in
+                routes[agentID] = .bridge(continuation, generation: launched.generation)
+                group.addTask {
+                    do throws(ACPAgentError) {
+                        try await launched.agent.send(.request(request))
+                    } catch {
+                        await self.resolveBridgeRequest(agentID, with: error.rpcError)
+                    }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    if !Task.isCancelled {
+                        await self.resolveBridgeRequest(agentID, with: JSONRPCError.internalError("the agent did not answer \(method) within \(timeout)"))
+                    }
+                }
+            }
+            group.cancelAll()
+            return response
+        }
+    }
+
+    private func resolveBridgeRequest(_ agentID: Int64, with error: JSONRPCError) {
+        guard case .bridge(let continuation, _) = routes[agentID] else { return }
+        routes[agentID] = nil
+        continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
+    }
+
+    // MARK: events from the agent
+
+    /// Handles what an agent sent; events of an agent that has been replaced are dropped.
+    func agentEvent(_ event: ACPAgentEvent, generation eventGeneration: Int) async {
+        guard eventGeneration == generation else { return }
+        switch event {
+        case .message(.response(let response)):
+            guard case .int(let agentID) = response.id, let route = routes.removeValue(forKey: agentID) else {
+                logger.notice("the agent answered a request the bridge does not know", metadata: ["id": "\(response.id)"])
+                return
+            }
+            switch route {
+            case .bridge(let continuation, _): continuation.resume(returning: response)
+            case .client(let clientRoute): complete(clientRoute, outcome: response.outcome)
+            }
+        case .message(.notification(let notification)):
+            relay(notification)
+        case .message(.request(let request)):
+            await agentAsked(request, generation: eventGeneration)
+        case .exited(let reason):
+            await agentExited(reason: reason, generation: eventGeneration)
+        }
+    }
+
+    /// Sends a notification to the clients attached to its session (or to every client if it names none).
+    private func relay(_ notification: JSONRPCNotification) {
+        let targets: [ConnectionID]
+        if let session = notification.params?["sessionId"]?.stringValue {
+            targets = Array(sessions[session]?.members ?? [])
+            if targets.isEmpty {
+                logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
+            }
+        } else {
+            targets = connections.filter { $0.value.dialect != nil }.map(\.key)
+        }
+        for target in targets { notify(target, method: notification.method, params: notification.params) }
+    }
+
+    /// The agent asked the client something: files are served here, anything else goes to the session's clients.
+    private func agentAsked(_ request: JSONRPCRequest, generation current: Int) async {
+        guard case .running(let handle) = agentState, handle.generation == current else {
+            await answerAgent(request.id, .failure(JSONRPCError.internalError("the bridge is still starting this agent")), generation: current)
+            return
+        }
+        _ = handle
+        switch request.method {
+        case ACPMethod.readTextFile, ACPMethod.writeTextFile:
+            await answerAgent(request.id, serveFile(request), generation: current)
+            return
+        default:
+            break
+        }
+        guard let session = request.params?["sessionId"]?.stringValue, let record = sessions[session], !record.members.isEmpty else {
+            let ask = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: request.params?["sessionId"]?.stringValue ?? "", targets: [], generation: current)
+            await answerUnaskable(ask, reason: "no client is attached to the session")
+            return
+        }
+        let askID = nextAskID
+        nextAskID += 1
+        asks[askID] = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: session, targets: record.members, generation: current)
+        for member in record.members {
+            guard let client = connections[member], let dialect = client.dialect else { continue }
+            let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))
+            client.outbound.yield(.text(forwarded.jsonText))
+        }
+        logger.debug("agent request forwarded", metadata: ["method": "\(request.method)", "session": "\(session)", "clients": "\(record.members.count)"])
+    }
+
+    /// Answers an agent request nobody can answer: a permission request is cancelled, anything else is an error.
+    func answerUnaskable(_ ask: PendingAsk, reason: String) async {
+        let outcome: Result<JSONValue, JSONRPCError> = ask.method == ACPMethod.requestPermission
+            ? .success(["outcome": ["outcome": "cancelled"]])
+            : .failure(JSONRPCError.internalError("\(reason); nobody can answer \(ask.method)"))
+        await answerAgent(ask.agentRequestID, outcome, generation: ask.generation)
+    }
+
+    private func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) async {
+        guard let liveAgent, liveAgent.generation == current else { return }
+        try? await liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
+    }
+
+    /// `fs/read_text_file` and `fs/write_text_file`, confined to the session's working directory.
+    private func serveFile(_ request: JSONRPCRequest) -> Result<JSONValue, JSONRPCError> {
+        guard let session = request.params?["sessionId"]?.stringValue else {
+            return .failure(JSONRPCError.invalidParams("\(request.method) needs a sessionId"))
+        }
+        guard let record = sessions[session] else { return .failure(BridgeErrors.unknownSession(session)) }
+        guard let path = request.params?["path"]?.stringValue else {
+            return .failure(JSONRPCError.invalidParams("\(request.method) needs a path"))
+        }
+        do {
+            if request.method == ACPMethod.readTextFile {
+                let line = request.params?["line"]?.intValue.map { Int($0) }
+                let limit = request.params?["limit"]?.intValue.map { Int($0) }
+                let content = try record.files.read(path, line: line, limit: limit)
+                logger.debug("fs read", metadata: ["path": "\(path)", "session": "\(session)"])
+                return .success(["content": .string(content)])
+            }
+            guard let content = request.params?["content"]?.stringValue else {
+                return .failure(JSONRPCError.invalidParams("fs/write_text_file needs content (a string)"))
+            }
+            try record.files.write(path, content: content)
+            logger.info("fs write", metadata: ["path": "\(path)", "session": "\(session)", "bytes": "\(content.utf8.count)"])
+            return .success(.null)
+        } catch {
+            logger.notice("fs request refused", metadata: ["method": "\(request.method)", "path": "\(path)", "error": "\(error.message)"])
+            return .failure(error)
+        }
+    }
+
+    /// The agent is gone: fail what waits for it, drop its sessions, tell every client.
+    private func agentExited(reason: String, generation current: Int) async {
+        logger.warning("the agent exited", metadata: ["reason": "\(reason)", "agent.generation": "\(current)"])
+        if case .running(let handle) = agentState, handle.generation == current {
+            agentState = .idle(lastFailure: reason)
+        }
+        if liveAgent?.generation == current { liveAgent = nil }
+        let error = BridgeErrors.agentGone(reason)
+        for (agentID, route) in routes where route.generation == current {
+            routes[agentID] = nil
+            switch route {
+            case .bridge(let continuation, _): continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
+            case .client(let clientRoute): complete(clientRoute, outcome: .failure(error))
+            }
+        }
+        asks = asks.filter { $0.value.generation != current }
+        sessions.removeAll()
+        for id in connections.keys {
+            connections[id]?.sessions.removeAll()
+            notify(id, method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
+        }
+    }
+}

@@ -1,0 +1,332 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+extension BridgeHub {
+    /// Handles one text frame from a client.
+    func receive(_ text: String, from id: ConnectionID) async {
+        guard connections[id] != nil else { return }
+        switch JSONRPCFrame(parsing: text) {
+        case .single(let element):
+            await handle(element, from: id, batch: nil)
+        case .batch(let elements):
+            let expected = elements.filter { element in
+                switch element {
+                case .invalid, .message(.request): return true
+                case .message: return false
+                }
+            }.count
+            var batch: UInt64?
+            if expected > 0 {
+                batch = nextBatchID
+                batches[nextBatchID] = BatchRecord(connection: id, remaining: expected)
+                nextBatchID += 1
+            }
+            for element in elements { await handle(element, from: id, batch: batch) }
+        }
+    }
+
+    private func handle(_ element: JSONRPCFrame.Element, from id: ConnectionID, batch: UInt64?) async {
+        switch element {
+        case .invalid(let requestID, let error):
+            connections[id]?.logger.notice("invalid JSON-RPC from client", metadata: ["error": "\(error.message)"])
+            fail(id, request: requestID, error, batch: batch)
+        case .message(.response(let response)):
+            await clientAnswered(response, from: id)
+        case .message(.notification(let notification)):
+            await handle(notification, from: id)
+        case .message(.request(let request)):
+            await handle(request, from: id, batch: batch)
+        }
+    }
+
+    private func handle(_ notification: JSONRPCNotification, from id: ConnectionID) async {
+        guard let dialect = connections[id]?.dialect else {
+            // Not JSON-RPC's usual silence for notifications: before initialize, every method gets an error.
+            fail(id, request: .null, BridgeErrors.notInitialized(notification.method), batch: nil)
+            return
+        }
+        let params = notification.params.map(dialect.toAgent)
+        if notification.method == ACPMethod.sessionCancel {
+            if let error = await cancel(params, from: id) {
+                connections[id]?.logger.notice("session/cancel refused", metadata: ["error": "\(error.message)"])
+            }
+            return
+        }
+        guard case .running(let handle) = agentState else {
+            connections[id]?.logger.notice("notification dropped: the agent is not running", metadata: ["method": "\(notification.method)"])
+            return
+        }
+        try? await handle.agent.send(.notification(JSONRPCNotification(method: notification.method, params: params)))
+    }
+
+    private func handle(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
+        if request.method == ACPMethod.initialize {
+            await initialize(request, from: id, batch: batch)
+            return
+        }
+        guard let client = connections[id], let dialect = client.dialect else {
+            fail(id, request: request.id, BridgeErrors.notInitialized(request.method), batch: batch)
+            return
+        }
+        let params = request.params.map(dialect.toAgent)
+        switch request.method {
+        case ACPMethod.sessionCancel:
+            if let error = await cancel(params, from: id) {
+                fail(id, request: request.id, error, batch: batch)
+            } else {
+                deliver(JSONRPCResponse(id: request.id, result: .null), to: id, batch: batch)
+            }
+        case ACPMethod.sessionNew:
+            await newSession(request, params: params, from: id, batch: batch)
+        case ACPMethod.sessionLoad:
+            await loadSession(request, params: params, from: id, batch: batch)
+        default:
+            if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
+                let error = sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
+                fail(id, request: request.id, error, batch: batch)
+                return
+            }
+            await forward(request, params: params, from: id, batch: batch)
+        }
+    }
+
+    // MARK: initialize
+
+    private func initialize(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
+        let dialect: ACPDialect
+        do {
+            dialect = try ACPDialect.negotiate(initializeParams: request.params)
+        } catch {
+            connections[id]?.logger.notice("initialize refused", metadata: ["error": "\(error.message)"])
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        let handle: AgentHandle
+        switch await ensureAgent() {
+        case .success(let running): handle = running
+        case .failure(let error):
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        guard connections[id] != nil else { return }
+        connections[id]?.dialect = dialect
+        connections[id]?.logger.info("client initialized", metadata: ["dialect": "\(dialect)"])
+        deliver(JSONRPCResponse(id: request.id, result: initializeResult(for: dialect, agent: handle)), to: id, batch: batch)
+    }
+
+    /// The `initialize` answer for a client: the agent's capabilities, auth methods and info, in the client's
+    /// dialect, plus the bridge's working directory in `_meta`.
+    func initializeResult(for dialect: ACPDialect, agent handle: AgentHandle) -> JSONValue {
+        let agent = handle.initializeResult
+        let fallbackInfo = AgentInfo(
+            name: configuration.agentCommand?.first ?? "agent",
+            title: configuration.agentCommand?.joined(separator: " ") ?? "agent",
+            version: "unknown")
+        let official: JSONValue = [
+            "agentCapabilities": agent["agentCapabilities"] ?? [:],
+            "authMethods": agent["authMethods"] ?? [],
+            "agentInfo": agent["agentInfo"] ?? fallbackInfo.jsonValue,
+        ]
+        var members = dialect.toClient(official).objectValue ?? [:]
+        switch dialect {
+        case .seed(let version):
+            members["protocol_version"] = .string(version)
+            members["_meta"] = ["working_directory": .string(workspace.root)]
+        case .v1:
+            members["protocolVersion"] = .int(ACPDialect.officialVersion)
+            members["_meta"] = ["workingDirectory": .string(workspace.root)]
+        }
+        return .object(members)
+    }
+
+    // MARK: sessions
+
+    /// The files a new or loaded session works in: its `cwd` (which must lie inside the bridge's working
+    /// directory), or the bridge's working directory when none is given. Fills `cwd` and `mcpServers` in.
+    private func sessionFiles(_ params: inout JSONValue?) throws(JSONRPCError) -> WorkspaceFiles {
+        var members = params?.objectValue ?? [:]
+        let files: WorkspaceFiles
+        if let cwd = members["cwd"] {
+            guard case .string(let path) = cwd else {
+                throw JSONRPCError.invalidParams("cwd must be a string (an absolute path), got \(cwd.typeName)")
+            }
+            files = try WorkspaceFiles(root: try workspace.directory(inside: path))
+        } else {
+            files = workspace
+        }
+        members["cwd"] = .string(files.root)
+        if members["mcpServers"] == nil { members["mcpServers"] = [] }
+        params = .object(members)
+        return files
+    }
+
+    private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+        var params = params
+        let files: WorkspaceFiles
+        do {
+            files = try sessionFiles(&params)
+        } catch {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        await forward(request, params: params, from: id, batch: batch, files: files)
+    }
+
+    private func loadSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+        guard let session = params?["sessionId"]?.stringValue else {
+            fail(id, request: request.id, JSONRPCError.invalidParams("session/load needs a sessionId"), batch: batch)
+            return
+        }
+        if let live = sessions[session] {
+            // A session this bridge is running: attach to it, no replay.
+            attach(id, to: session)
+            var result: [String: JSONValue] = [:]
+            if let modes = live.modes { result["modes"] = modes }
+            let dialect = connections[id]?.dialect
+            deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
+            return
+        }
+        let handle: AgentHandle
+        switch await ensureAgent() {
+        case .success(let running): handle = running
+        case .failure(let error):
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        guard handle.initializeResult["agentCapabilities"]?["loadSession"] == .bool(true) else {
+            fail(id, request: request.id, JSONRPCError.methodNotFound(
+                ACPMethod.sessionLoad, detail: "the agent cannot load sessions, and no live session \(session) exists"), batch: batch)
+            return
+        }
+        var params = params
+        let files: WorkspaceFiles
+        do {
+            files = try sessionFiles(&params)
+        } catch {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        // Attach first: the agent replays the history as session/update before it answers.
+        sessions[session] = sessions[session] ?? SessionRecord(files: files)
+        attach(id, to: session)
+        await forward(request, params: params, from: id, batch: batch, files: files, sessionID: session)
+    }
+
+    func attach(_ id: ConnectionID, to session: String) {
+        guard connections[id] != nil else { return }
+        sessions[session]?.members.insert(id)
+        connections[id]?.sessions.insert(session)
+        connections[id]?.logger.info("attached to session", metadata: ["session": "\(session)", "members": "\(sessions[session]?.members.count ?? 0)"])
+    }
+
+    func detach(_ id: ConnectionID, from session: String) {
+        sessions[session]?.members.remove(id)
+        connections[id]?.sessions.remove(session)
+    }
+
+    /// Forwards `session/cancel` to the agent, and answers pending permission requests of that session as cancelled.
+    /// Returns the error to report, if any.
+    private func cancel(_ params: JSONValue?, from id: ConnectionID) async -> JSONRPCError? {
+        guard let session = params?["sessionId"]?.stringValue else {
+            return JSONRPCError.invalidParams("session/cancel needs a sessionId")
+        }
+        guard connections[id]?.sessions.contains(session) == true else {
+            return sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
+        }
+        guard case .running(let handle) = agentState else { return BridgeErrors.agentGone("the agent is not running") }
+        connections[id]?.logger.info("cancelling the prompt", metadata: ["session": "\(session)"])
+        for (askID, ask) in asks where ask.sessionID == session && ask.method == ACPMethod.requestPermission {
+            asks[askID] = nil
+            for target in ask.targets { notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"]) }
+            await answerUnaskable(ask, reason: "the prompt was cancelled")
+        }
+        do {
+            try await handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params)))
+        } catch {
+            return error.rpcError
+        }
+        return nil
+    }
+
+    // MARK: forwarding
+
+    /// Sends a client request to the agent under a fresh id, remembering where the answer goes.
+    func forward(
+        _ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?,
+        files: WorkspaceFiles? = nil, sessionID: String? = nil
+    ) async {
+        guard let client = connections[id] else { return }
+        guard client.pending < configuration.maxPendingRequests else {
+            client.logger.warning("too many pending requests", metadata: ["limit": "\(configuration.maxPendingRequests)"])
+            fail(id, request: request.id, BridgeErrors.tooManyPending(configuration.maxPendingRequests), batch: batch)
+            return
+        }
+        connections[id]?.pending += 1
+        let handle: AgentHandle
+        switch await ensureAgent() {
+        case .success(let running): handle = running
+        case .failure(let error):
+            connections[id]?.pending -= 1
+            if let sessionID { detach(id, from: sessionID) }
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        let agentID = nextAgentRequestID
+        nextAgentRequestID += 1
+        routes[agentID] = .client(ClientRoute(
+            connection: id, clientID: request.id, method: request.method, batch: batch,
+            files: files, sessionID: sessionID, generation: handle.generation))
+        do {
+            try await handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
+        } catch {
+            if case .client(let route) = routes.removeValue(forKey: agentID) {
+                complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
+            }
+        }
+    }
+
+    /// Delivers the agent's answer to the client that asked, in its dialect, and keeps session membership right.
+    func complete(_ route: ClientRoute, outcome: Result<JSONValue, JSONRPCError>) {
+        guard let client = connections[route.connection] else { return }
+        connections[route.connection]?.pending = max(client.pending - 1, 0)
+        switch (route.method, outcome) {
+        case (ACPMethod.sessionNew, .success(let result)):
+            if let session = result["sessionId"]?.stringValue, let files = route.files {
+                sessions[session] = SessionRecord(files: files, members: [], modes: result["modes"])
+                attach(route.connection, to: session)
+            }
+        case (ACPMethod.sessionLoad, .failure):
+            if let session = route.sessionID { detach(route.connection, from: session) }
+        default:
+            break
+        }
+        let dialect = client.dialect
+        let converted: Result<JSONValue, JSONRPCError> = switch outcome {
+        case .success(let value): .success(dialect?.toClient(value) ?? value)
+        case .failure(let error): .failure(dialect?.toClient(error) ?? error)
+        }
+        deliver(JSONRPCResponse(id: route.clientID, outcome: converted), to: route.connection, batch: route.batch)
+    }
+
+    // MARK: answers to agent requests
+
+    /// A client answered a request the agent sent through the bridge: the first answer wins.
+    private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) async {
+        guard case .int(let askID) = response.id, let ask = asks[askID], ask.targets.contains(id) else {
+            connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])
+            return
+        }
+        asks[askID] = nil
+        let dialect = connections[id]?.dialect
+        let outcome: Result<JSONValue, JSONRPCError> = switch response.outcome {
+        case .success(let value): .success(dialect?.toAgent(value) ?? value)
+        case .failure(let error): .failure(dialect?.toAgent(error) ?? error)
+        }
+        for other in ask.targets where other != id {
+            notify(other, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID)])
+        }
+        guard case .running(let handle) = agentState, handle.generation == ask.generation else { return }
+        try? await handle.agent.send(.response(JSONRPCResponse(id: ask.agentRequestID, outcome: outcome)))
+    }
+}

@@ -1,0 +1,160 @@
+import BridgeACP
+import BridgeRPC
+import HummingbirdWebSocket
+import Logging
+
+/// The bridge's shared state: connected clients, the agent, sessions and in-flight requests.
+///
+/// Every client request forwarded to the agent gets a fresh integer id (so ids of different clients never
+/// collide on the agent side); the agent's answer is routed back with the client's own id, in its dialect.
+/// Everything the agent sends is handled in order, so a prompt's answer never overtakes its updates.
+actor BridgeHub {
+    let configuration: BridgeServerConfiguration
+    let logger: Logger
+    /// The bridge's working directory; sessions live inside it.
+    let workspace: WorkspaceFiles
+    /// Agents to run and watch; consumed by ``run()``.
+    nonisolated let launches: AsyncStream<LaunchedAgent>
+    let launchSink: AsyncStream<LaunchedAgent>.Continuation
+
+    var connections: [ConnectionID: ClientRecord] = [:]
+    var nextConnectionID: ConnectionID = 1
+    var agentState: AgentState = .idle(lastFailure: nil)
+    var agentWaiters: [CheckedContinuation<Result<AgentHandle, JSONRPCError>, Never>] = []
+    /// The agent most recently launched (possibly still initializing).
+    var liveAgent: LaunchedAgent?
+    var generation = 0
+    var nextAgentRequestID: Int64 = 1
+    var routes: [Int64: Route] = [:]
+    var sessions: [String: SessionRecord] = [:]
+    var asks: [Int64: PendingAsk] = [:]
+    var nextAskID: Int64 = 1
+    var batches: [UInt64: BatchRecord] = [:]
+    var nextBatchID: UInt64 = 1
+
+    init(configuration: BridgeServerConfiguration, logger: Logger) throws(BridgeServerError) {
+        self.configuration = configuration
+        self.logger = logger
+        do {
+            self.workspace = try WorkspaceFiles(root: configuration.workingDirectory)
+        } catch {
+            throw BridgeServerError.badWorkingDirectory(configuration.workingDirectory)
+        }
+        (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
+    }
+
+    /// Runs and watches agents until cancelled (cancellation stops the agent).
+    nonisolated func run() async {
+        await withDiscardingTaskGroup { group in
+            for await launched in launches {
+                group.addTask { await launched.agent.run() }
+                group.addTask {
+                    for await event in launched.agent.events {
+                        await self.agentEvent(event, generation: launched.generation)
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Stops accepting agents (the run loop ends once running agents are gone).
+    func shutdown() async {
+        launchSink.finish()
+        if let liveAgent { await liveAgent.agent.stop() }
+    }
+
+    // MARK: Connections
+
+    /// Registers a new connection; returns its id and the frames to write to it.
+    func connect(remote: String?) -> (ConnectionID, AsyncStream<OutboundFrame>) {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let (frames, sink) = AsyncStream.makeStream(of: OutboundFrame.self)
+        var connectionLogger = logger
+        connectionLogger[metadataKey: "connection"] = "\(id)"
+        if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
+        connections[id] = ClientRecord(outbound: sink, logger: connectionLogger)
+        connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
+        return (id, frames)
+    }
+
+    /// Forgets a connection: detaches it from its sessions and releases requests only it could answer.
+    func disconnect(_ id: ConnectionID) async {
+        guard let client = connections.removeValue(forKey: id) else { return }
+        client.outbound.finish()
+        for session in client.sessions { sessions[session]?.members.remove(id) }
+        batches = batches.filter { $0.value.connection != id }
+        for (askID, var ask) in asks where ask.targets.contains(id) {
+            ask.targets.remove(id)
+            if ask.targets.isEmpty {
+                asks[askID] = nil
+                await answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
+            } else {
+                asks[askID] = ask
+            }
+        }
+        client.logger.info("client disconnected", metadata: ["clients": "\(connections.count)"])
+    }
+
+    /// Whether the connection completed `initialize`.
+    func isInitialized(_ id: ConnectionID) -> Bool {
+        connections[id]?.dialect != nil
+    }
+
+    /// Closes the connection if it has not initialized yet.
+    func closeIfNotInitialized(_ id: ConnectionID) {
+        guard let client = connections[id], client.dialect == nil else { return }
+        let reason = "initialize not completed within \(configuration.initializeTimeout)"
+        client.logger.notice("closing connection: \(reason)")
+        client.outbound.yield(.close(.policyViolation, reason))
+    }
+
+    /// Answers a frame that was too large with an error.
+    func rejectOversized(_ id: ConnectionID, size: Int) {
+        connections[id]?.logger.warning("message over the size limit", metadata: ["size": "\(size)", "limit": "\(configuration.maxFrameSize)"])
+        deliver(JSONRPCResponse(id: .null, error: BridgeErrors.frameTooLarge(size, limit: configuration.maxFrameSize)), to: id, batch: nil)
+    }
+
+    /// Answers a binary frame with an error.
+    func rejectBinary(_ id: ConnectionID) {
+        connections[id]?.logger.notice("binary frame refused")
+        deliver(JSONRPCResponse(id: .null, error: BridgeErrors.binaryFrame), to: id, batch: nil)
+    }
+
+    // MARK: Output
+
+    func send(_ frame: OutboundFrame, to id: ConnectionID) {
+        connections[id]?.outbound.yield(frame)
+    }
+
+    /// Sends a response, or adds it to its batch and sends the batch once complete.
+    func deliver(_ response: JSONRPCResponse, to id: ConnectionID, batch: UInt64?) {
+        let message = JSONRPCMessage.response(response)
+        if let batch, var record = batches[batch] {
+            record.responses.append(message)
+            record.remaining -= 1
+            if record.remaining <= 0 {
+                batches[batch] = nil
+                send(.text(JSONRPCMessage.batchText(record.responses)), to: record.connection)
+            } else {
+                batches[batch] = record
+            }
+            return
+        }
+        send(.text(message.jsonText), to: id)
+    }
+
+    /// Sends an error in the client's dialect.
+    func fail(_ id: ConnectionID, request: JSONRPCID, _ error: JSONRPCError, batch: UInt64?) {
+        let converted = connections[id]?.dialect.map { $0.toClient(error) } ?? error
+        deliver(JSONRPCResponse(id: request, error: converted), to: id, batch: batch)
+    }
+
+    /// Sends a notification whose params are in official spelling, converted to the client's dialect.
+    func notify(_ id: ConnectionID, method: String, params: JSONValue?) {
+        guard let client = connections[id], let dialect = client.dialect else { return }
+        let message = JSONRPCMessage.notification(JSONRPCNotification(method: method, params: params.map(dialect.toClient)))
+        client.outbound.yield(.text(message.jsonText))
+    }
+}

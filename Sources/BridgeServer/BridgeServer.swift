@@ -1,0 +1,106 @@
+import BridgeACP
+import BridgeRPC
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import ServiceLifecycle
+
+/// The bridge: a JSON-RPC 2.0 WebSocket endpoint (both ACP dialects) in front of one ACP agent,
+/// plus `GET /api/health`. Run it in a `ServiceGroup`, or call ``run()`` directly.
+public struct BridgeServer: Service {
+    private let configuration: BridgeServerConfiguration
+    private let logger: Logger
+    private let onListening: @Sendable (_ port: Int) async -> Void
+
+    /// Creates the server. `onListening` is called with the port actually bound (useful with port 0).
+    public init(
+        configuration: BridgeServerConfiguration,
+        logger: Logger,
+        onListening: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    /// Serves until cancelled or gracefully shut down. Throws ``BridgeServerError`` when it cannot listen.
+    public func run() async throws {
+        let configuration = self.configuration
+        let logger = self.logger
+        let hub = try BridgeHub(configuration: configuration, logger: logger)
+
+        let router = Router()
+        router.get("/api/health") { _, _ -> Response in
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
+        }
+
+        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
+        webSocketRouter.ws(RouterPath(configuration.path)) { request, _ in
+            if let authorize = configuration.authorizeUpgrade {
+                let decision = await authorize(BridgeUpgradeRequest(path: request.uri.description, headers: request.headers, remoteAddress: nil))
+                if case .deny(let status, let message) = decision {
+                    logger.notice("WebSocket upgrade refused", metadata: ["status": "\(status)", "reason": "\(message)"])
+                    throw HTTPError(HTTPResponse.Status(code: status), message: message)
+                }
+            }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            try await ClientConnection(hub: hub, configuration: configuration).run(inbound: inbound, outbound: outbound, remote: nil)
+        }
+
+        let webSocketConfiguration = WebSocketServerConfiguration(
+            maxFrameSize: ClientConnection.readLimit(for: configuration.maxFrameSize),
+            autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
+        let onListening = self.onListening
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocketConfiguration)),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: configuration.serverName),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                logger.info("bridge listening", metadata: ["host": "\(configuration.host)", "port": "\(port)", "path": "\(configuration.path)"])
+                await onListening(port)
+            },
+            logger: logger)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await hub.run() }
+            group.addTask {
+                do {
+                    try await app.run()
+                } catch {
+                    throw BridgeServer.explain(error, host: configuration.host, port: configuration.port)
+                }
+            }
+            defer { group.cancelAll() }
+            // The app ends first (shutdown or failure); then the agent goes too.
+            do {
+                try await group.next()
+            } catch {
+                await hub.shutdown()
+                throw error
+            }
+            await hub.shutdown()
+        }
+    }
+
+    /// Turns a bind failure into an error that names the port and says what to do.
+    static func explain(_ error: any Error, host: String, port: Int) -> any Error {
+        let text = String(describing: error)
+        if text.contains("Address already in use") || text.contains("errno: 98") || text.contains("EADDRINUSE") {
+            return BridgeServerError.portInUse(host: host, port: port)
+        }
+        if text.contains("Permission denied") || text.contains("errno: 13") {
+            return BridgeServerError.portNotPermitted(host: host, port: port)
+        }
+        if text.contains("bind(") || text.contains("Cannot assign requested address") {
+            return BridgeServerError.bindFailed(host: host, port: port, reason: text)
+        }
+        return error
+    }
+}

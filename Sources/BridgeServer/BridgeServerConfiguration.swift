@@ -1,0 +1,46 @@
+import BridgeACP
+import Foundation
+
+/// Everything `oa-bridge serve` needs to run the bridge.
+public struct BridgeServerConfiguration: Sendable {
+    /// The address to bind; `0.0.0.0` for every IPv4 interface, `::` for IPv6 too.
+    public var host: String = "0.0.0.0"
+    /// The TCP port; 0 picks a free one (reported through `onListening`).
+    public var port: Int = 9099
+    /// The WebSocket path.
+    public var path: String = "/"
+    /// The agent to run, `["gemini", "--acp"]`; `nil` runs the built-in demo agent.
+    public var agentCommand: [String]? = nil
+    /// Extra environment variables for the agent process.
+    public var agentEnvironment: [String: String] = [:]
+    /// The agent process's working directory; `nil` uses ``workingDirectory``.
+    public var agentWorkingDirectory: String? = nil
+    /// The directory sessions work in: reported to clients, the default `cwd` of `session/new`, and the
+    /// boundary of `fs/read_text_file` / `fs/write_text_file` (a session's `cwd` must lie inside it).
+    public var workingDirectory: String
+    /// The largest WebSocket message accepted, in bytes; larger ones get an error (or a 1009 close when far larger).
+    public var maxFrameSize: Int = 1 << 20
+    /// How long a new connection may take to complete `initialize` before it is closed.
+    public var initializeTimeout: Duration = .seconds(10)
+    /// How long the bridge waits for the agent to answer its own `initialize`.
+    public var agentInitializeTimeout: Duration = .seconds(30)
+    /// The most requests one connection may have waiting for the agent at once.
+    public var maxPendingRequests: Int = 64
+    /// How often to ping each client; a client that has not answered the previous ping by then is closed.
+    /// `nil` turns keepalive off.
+    public var pingInterval: Duration? = .seconds(30)
+    /// The name this bridge goes by (the service name, e.g. the host name).
+    public var serverName: String
+    /// The bridge's version, reported in `initialize`'s `_meta`.
+    public var serverVersion: String = "0.1.0"
+    /// The pause between the demo agent's streamed chunks.
+    public var demoChunkDelay: Duration = .milliseconds(20)
+    /// Decides whether a WebSocket upgrade may proceed (authentication lives here); `nil` allows every upgrade.
+    public var authorizeUpgrade: BridgeUpgradeAuthorizer? = nil
+
+    /// Creates a configuration; every other setting starts at its default.
+    public init(serverName: String, workingDirectory: String = FileManager.default.currentDirectoryPath) {
+        self.serverName = serverName
+        self.workingDirectory = workingDirectory
+    }
+}

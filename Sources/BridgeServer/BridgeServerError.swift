@@ -1,0 +1,25 @@
+/// Why the bridge server could not run.
+public enum BridgeServerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The port is taken by another program.
+    case portInUse(host: String, port: Int)
+    /// The port needs privileges the process does not have.
+    case portNotPermitted(host: String, port: Int)
+    /// The working directory does not exist or is not a directory.
+    case badWorkingDirectory(String)
+    /// Binding failed for another reason.
+    case bindFailed(host: String, port: Int, reason: String)
+
+    /// What went wrong and what to do.
+    public var description: String {
+        switch self {
+        case .portInUse(let host, let port):
+            return "port \(port) on \(host) is already in use by another program; stop it or choose another port with --port"
+        case .portNotPermitted(let host, let port):
+            return "not allowed to listen on port \(port) on \(host) (ports below 1024 need privileges); choose another port with --port"
+        case .badWorkingDirectory(let path):
+            return "the working directory \(path) does not exist or is not a directory; pass an existing one with --working-directory"
+        case .bindFailed(let host, let port, let reason):
+            return "could not listen on \(host):\(port): \(reason); check --host, or choose another port with --port"
+        }
+    }
+}

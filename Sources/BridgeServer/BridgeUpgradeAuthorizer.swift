@@ -1,0 +1,30 @@
+import Hummingbird
+
+/// The seam where authentication plugs in: called with the HTTP upgrade request before a WebSocket is accepted.
+/// Return ``BridgeUpgradeDecision/allow`` to accept it.
+public typealias BridgeUpgradeAuthorizer = @Sendable (_ request: BridgeUpgradeRequest) async -> BridgeUpgradeDecision
+
+/// What an upgrade authorizer gets to see.
+public struct BridgeUpgradeRequest: Sendable {
+    /// The request path, with its query.
+    public var path: String
+    /// The HTTP header fields (e.g. `Authorization`).
+    public var headers: HTTPFields
+    /// The peer's address, if known ("192.168.1.20:51234").
+    public var remoteAddress: String?
+
+    /// Creates a request description.
+    public init(path: String, headers: HTTPFields, remoteAddress: String?) {
+        self.path = path
+        self.headers = headers
+        self.remoteAddress = remoteAddress
+    }
+}
+
+/// An upgrade authorizer's answer.
+public enum BridgeUpgradeDecision: Sendable, Hashable {
+    /// Accept the WebSocket.
+    case allow
+    /// Refuse it with an HTTP status (401, 403, 429...) and a message for the client.
+    case deny(status: Int, message: String)
+}

@@ -1,0 +1,71 @@
+import HummingbirdWebSocket
+import Logging
+
+/// Runs one WebSocket connection: reads frames into the hub, writes what the hub queues for it,
+/// and closes it if `initialize` does not come in time.
+struct ClientConnection {
+    let hub: BridgeHub
+    let configuration: BridgeServerConfiguration
+
+    /// Messages up to this size are read and answered with an error if over ``BridgeServerConfiguration/maxFrameSize``;
+    /// beyond it the connection is closed with 1009.
+    static func readLimit(for maxFrameSize: Int) -> Int {
+        max(maxFrameSize * 2, maxFrameSize + 64 * 1024)
+    }
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String?) async throws {
+        let (id, frames) = await hub.connect(remote: remote)
+        let hub = self.hub
+        let configuration = self.configuration
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Writer: everything the hub queues, in order; a close frame ends it.
+                group.addTask {
+                    for await frame in frames {
+                        switch frame {
+                        case .text(let text):
+                            try await outbound.write(.text(text))
+                        case .close(.policyViolation, let reason):
+                            try await outbound.close(.policyViolation, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                            return
+                        case .close(.messageTooBig, let reason):
+                            try await outbound.close(.messageTooLarge, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                            return
+                        }
+                    }
+                }
+                // The initialize deadline.
+                group.addTask {
+                    try await Task.sleep(for: configuration.initializeTimeout)
+                    await hub.closeIfNotInitialized(id)
+                    // Keep the group alive: only the reader or writer ending ends the connection.
+                    try await Task.sleep(for: .seconds(365 * 24 * 3600))
+                }
+                // Reader.
+                group.addTask {
+                    let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)
+                    for try await message in inbound.messages(maxSize: limit) {
+                        switch message {
+                        case .text(let text):
+                            let size = text.utf8.count
+                            if size > configuration.maxFrameSize {
+                                await hub.rejectOversized(id, size: size)
+                            } else {
+                                await hub.receive(text, from: id)
+                            }
+                        case .binary:
+                            await hub.rejectBinary(id)
+                        }
+                    }
+                }
+                _ = try await group.next()
+                group.cancelAll()
+            }
+        } catch is CancellationError {
+        } catch {
+            await hub.disconnect(id)
+            throw error
+        }
+        await hub.disconnect(id)
+    }
+}

@@ -1,0 +1,101 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// Identifies one WebSocket connection inside the hub.
+typealias ConnectionID = UInt64
+
+/// One connected client.
+struct ClientRecord {
+    /// Where frames for this client go (its writer task reads them).
+    let outbound: AsyncStream<OutboundFrame>.Continuation
+    /// Its dialect, once `initialize` succeeded.
+    var dialect: ACPDialect?
+    /// Requests forwarded to the agent and not answered yet.
+    var pending = 0
+    /// Sessions it is attached to.
+    var sessions: Set<String> = []
+    /// Its logger (with `connection` metadata).
+    let logger: Logger
+}
+
+/// A session the agent has, and who is attached to it.
+struct SessionRecord {
+    /// The session's working directory (real path, inside the bridge's working directory).
+    var files: WorkspaceFiles
+    /// Connections that get its updates.
+    var members: Set<ConnectionID> = []
+    /// The `modes` from `session/new`, returned when another client attaches.
+    var modes: JSONValue?
+}
+
+/// Where the agent's answer to a forwarded request goes.
+enum Route {
+    /// Back to a client.
+    case client(ClientRoute)
+    /// To the bridge itself (its own `initialize`).
+    case bridge(CheckedContinuation<JSONRPCResponse, Never>, generation: Int)
+
+    var generation: Int {
+        switch self {
+        case .client(let route): return route.generation
+        case .bridge(_, let generation): return generation
+        }
+    }
+}
+
+/// A client request forwarded to the agent under a bridge-chosen id.
+struct ClientRoute {
+    let connection: ConnectionID
+    /// The id the client used, echoed in the answer.
+    let clientID: JSONRPCID
+    let method: String
+    /// The batch the answer belongs to, if the request came in one.
+    let batch: UInt64?
+    /// For session/new: the session's files; for session/load: the session being attached.
+    var files: WorkspaceFiles?
+    var sessionID: String?
+    let generation: Int
+}
+
+/// An agent->client request sent to the clients attached to a session; the first answer wins.
+struct PendingAsk {
+    /// The id the agent used.
+    let agentRequestID: JSONRPCID
+    let method: String
+    let sessionID: String
+    /// The clients asked that have not gone away.
+    var targets: Set<ConnectionID>
+    let generation: Int
+}
+
+/// Answers collected for a batch until all are in.
+struct BatchRecord {
+    let connection: ConnectionID
+    var remaining: Int
+    var responses: [JSONRPCMessage] = []
+}
+
+/// The running agent and what it said to the bridge's `initialize`.
+struct AgentHandle: Sendable {
+    let agent: any ACPAgent
+    let generation: Int
+    /// The agent's `initialize` result (official ACP).
+    let initializeResult: JSONValue
+}
+
+/// An agent to run and watch, handed to the hub's run loop.
+struct LaunchedAgent: Sendable {
+    let agent: any ACPAgent
+    let generation: Int
+}
+
+/// Where the agent is in its life.
+enum AgentState {
+    /// Not running; the last failure, if any.
+    case idle(lastFailure: String?)
+    /// Being started and initialized.
+    case starting
+    /// Ready.
+    case running(AgentHandle)
+}

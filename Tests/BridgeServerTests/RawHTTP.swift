@@ -1,0 +1,41 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A minimal blocking HTTP/1.1 GET over a loopback TCP socket, so tests need no HTTP client library.
+enum RawHTTP {
+    struct Failure: Error { var message: String }
+
+    static func get(port: Int, path: String) async throws -> (status: Int, body: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(message: "socket failed") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(message: "connect failed") }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        _ = request.withCString { send(fd, $0, strlen($0), 0) }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let headerEnd = text.range(of: "\r\n\r\n") else { throw Failure(message: "no HTTP response: \(text)") }
+        let statusLine = text[..<headerEnd.lowerBound].split(separator: "\r\n").first ?? ""
+        let parts = statusLine.split(separator: " ")
+        let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        return (status, String(text[headerEnd.upperBound...]))
+    }
+}
