@@ -1,0 +1,185 @@
+import BridgeRPC
+import Foundation
+import Synchronization
+
+/// The ACP v1 client side of a bridge connection: `initialize`, `session/new`, `session/prompt`
+/// with streamed `session/update`s, and answers to permission requests.
+public final class BridgeAgentClient: Sendable {
+    /// What the agent streamed during a prompt.
+    public enum Update: Sendable {
+        /// A piece of the agent's answer.
+        case messageChunk(String)
+        /// A piece of the agent's reasoning.
+        case thoughtChunk(String)
+        /// A tool call started or changed: id, title, status.
+        case toolCall(id: String, title: String, status: String)
+        /// Any other update, as received.
+        case other(kind: String, payload: JSONValue)
+    }
+
+    /// A permission the agent asks for, with the options it offers.
+    public struct PermissionRequest: Sendable {
+        /// The tool call's title, e.g. "Read README.md".
+        public var title: String
+        /// `(optionId, name, kind)` per option; kinds are `allow_once`, `allow_always`, `reject_once`, `reject_always`.
+        public var options: [(id: String, name: String, kind: String)]
+    }
+
+    /// How a permission request is answered: an option id, or `nil` to cancel.
+    public typealias PermissionHandler = @Sendable (PermissionRequest) async -> String?
+
+    /// The connection.
+    public let connection: BridgeRPCClient
+    private let listeners = ListenerRegistry()
+    private let pump = Mutex<Task<Void, Never>?>(nil)
+
+    /// Wraps a connection; one task reads what the bridge sends and hands it to the running prompts.
+    public init(connection: BridgeRPCClient) {
+        self.connection = connection
+        let listeners = self.listeners
+        let task = Task {
+            for await message in connection.incoming {
+                let targets = listeners.all()
+                if targets.isEmpty, case .request(let request) = message {
+                    // Nobody is prompting: an agent request cannot be answered by anyone.
+                    connection.respond(to: request.id, error: .internalError("no prompt is running on this client"))
+                }
+                for target in targets { target.yield(message) }
+            }
+            for target in listeners.all() { target.finish() }
+        }
+        pump.withLock { $0 = task }
+    }
+
+    deinit {
+        pump.withLock { $0?.cancel() }
+    }
+
+    /// A stream of what the bridge sends on its own, for as long as the caller iterates it.
+    public func messages() -> AsyncStream<JSONRPCMessage> {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream.makeStream(of: JSONRPCMessage.self, bufferingPolicy: .unbounded)
+        let listeners = self.listeners
+        continuation.onTermination = { _ in listeners.remove(id) }
+        listeners.add(id, continuation)
+        if connection.closedReason != nil { continuation.finish() }
+        return stream
+    }
+
+    /// The ACP v1 `initialize` request parameters this client sends.
+    public static func initializeParams(clientName: String, version: String) -> JSONValue {
+        [
+            "protocolVersion": 1,
+            "clientCapabilities": ["fs": ["readTextFile": false, "writeTextFile": false], "terminal": false],
+            "clientInfo": ["name": .string(clientName), "title": .string(clientName), "version": .string(version)],
+        ]
+    }
+
+    /// Runs `initialize` (ACP v1) and returns the result.
+    @discardableResult
+    public func initialize(clientName: String = "oa-bridge-connect", version: String = "0.1.0", timeout: Duration = .seconds(10)) async throws -> JSONValue {
+        try await connection.request("initialize", params: BridgeAgentClient.initializeParams(clientName: clientName, version: version), timeout: timeout)
+    }
+
+    /// Creates a session in `cwd` and returns its id.
+    public func newSession(cwd: String) async throws -> String {
+        let result = try await connection.request("session/new", params: ["cwd": .string(cwd), "mcpServers": []])
+        guard let id = result["sessionId"]?.stringValue else {
+            throw BridgeClientError.unexpectedAnswer("session/new returned no sessionId: \(result.jsonText)")
+        }
+        return id
+    }
+
+    /// Sends a prompt and streams the updates to `onUpdate` until the turn ends; returns the stop reason.
+    public func prompt(
+        sessionID: String, text: String,
+        onUpdate: @escaping @Sendable (Update) async -> Void,
+        onPermission: @escaping PermissionHandler
+    ) async throws -> String {
+        let connection = self.connection
+        let messages = self.messages()
+        return try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask {
+                for await message in messages {
+                    switch message {
+                    case .notification(let notification) where notification.method == "session/update":
+                        guard notification.params?["sessionId"]?.stringValue == sessionID,
+                              let update = notification.params?["update"] else { continue }
+                        await onUpdate(BridgeAgentClient.decode(update))
+                    case .request(let request) where request.method == "session/request_permission":
+                        let permission = BridgeAgentClient.decodePermission(request.params)
+                        if let option = await onPermission(permission) {
+                            connection.respond(to: request.id, result: ["outcome": ["outcome": "selected", "optionId": .string(option)]])
+                        } else {
+                            connection.respond(to: request.id, result: ["outcome": ["outcome": "cancelled"]])
+                        }
+                    case .request(let request):
+                        connection.respond(to: request.id, error: .methodNotFound(request.method, detail: "this client does not serve \(request.method)"))
+                    default:
+                        continue
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                let result = try await connection.request(
+                    "session/prompt",
+                    params: ["sessionId": .string(sessionID), "prompt": [["type": "text", "text": .string(text)]]],
+                    timeout: .seconds(3_600))
+                return result["stopReason"]?.stringValue ?? "unknown"
+            }
+            defer { group.cancelAll() }
+            while let finished = try await group.next() {
+                if let stopReason = finished { return stopReason }
+            }
+            throw BridgeClientError.connectionClosed(connection.closedReason ?? "before the prompt finished")
+        }
+    }
+
+    /// Cancels the running prompt of a session (a notification, as ACP says).
+    public func cancel(sessionID: String) {
+        connection.notify("session/cancel", params: ["sessionId": .string(sessionID)])
+    }
+
+    static func decode(_ update: JSONValue) -> Update {
+        let kind = update["sessionUpdate"]?.stringValue ?? "unknown"
+        switch kind {
+        case "agent_message_chunk":
+            return .messageChunk(update["content"]?["text"]?.stringValue ?? "")
+        case "agent_thought_chunk":
+            return .thoughtChunk(update["content"]?["text"]?.stringValue ?? "")
+        case "tool_call", "tool_call_update":
+            return .toolCall(id: update["toolCallId"]?.stringValue ?? "?",
+                             title: update["title"]?.stringValue ?? "",
+                             status: update["status"]?.stringValue ?? "")
+        default:
+            return .other(kind: kind, payload: update)
+        }
+    }
+
+    static func decodePermission(_ params: JSONValue?) -> PermissionRequest {
+        let title = params?["toolCall"]?["title"]?.stringValue ?? "an action"
+        let options = (params?["options"]?.arrayValue ?? []).compactMap { option -> (id: String, name: String, kind: String)? in
+            guard let id = option["optionId"]?.stringValue else { return nil }
+            return (id, option["name"]?.stringValue ?? id, option["kind"]?.stringValue ?? "")
+        }
+        return PermissionRequest(title: title, options: options)
+    }
+}
+
+/// The per-prompt streams that want what the bridge sends.
+private final class ListenerRegistry: Sendable {
+    private let listeners = Mutex<[UUID: AsyncStream<JSONRPCMessage>.Continuation]>([:])
+
+    func add(_ id: UUID, _ continuation: AsyncStream<JSONRPCMessage>.Continuation) {
+        listeners.withLock { $0[id] = continuation }
+    }
+
+    func remove(_ id: UUID) {
+        _ = listeners.withLock { $0.removeValue(forKey: id) }
+    }
+
+    func all() -> [AsyncStream<JSONRPCMessage>.Continuation] {
+        listeners.withLock { Array($0.values) }
+    }
+}

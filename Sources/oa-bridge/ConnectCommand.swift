@@ -1,0 +1,117 @@
+import ArgumentParser
+import BridgeClient
+import BridgeDiscovery
+import BridgePairing
+import BridgeRPC
+import Foundation
+import Logging
+
+/// `oa-bridge connect`: find a bridge by name, id, address or Tailscale name, and talk to its agent.
+struct ConnectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connect",
+        abstract: "Connect to a bridge (mDNS, then manual address, then Tailscale) and prompt its agent.",
+        discussion: """
+        TARGET is a service name ('Desk'), an install id (TXT 'id'), or an address (host, \
+        host:port, [IPv6]:port). Without TARGET, the first bridge found on the LAN is used. \
+        An address is tried as given (with any --tailscale names), without browsing.
+
+        Candidates come from three sources, preferred in this order: services discovered over \
+        mDNS, the manual address, and the desktop's Tailscale name (--tailscale, or the \
+        fallbacks in a --pair payload). They are raced Happy-Eyeballs style: the best starts \
+        first, the next 250 ms later (or as soon as one fails), and the first to answer \
+        'initialize' wins. Each attempt is printed with its time.
+
+        Examples:
+          oa-bridge connect Desk --prompt 'hello'
+          oa-bridge connect 192.168.1.20:9099
+          oa-bridge connect Desk --tailscale desk.tail1234.ts.net --prompt 'status?'
+        """
+    )
+
+    @Argument(help: "A service name, install id, or host[:port]. Default: the first bridge found.")
+    var target: String?
+
+    @Option(help: "The desktop's Tailscale MagicDNS name or IP, tried when the LAN fails.")
+    var tailscale: [String] = []
+
+    @Option(help: "An access token for a bridge that requires pairing.")
+    var token: String?
+
+    @Option(help: "Send this prompt once, stream the answer, and exit.")
+    var prompt: String?
+
+    @Option(help: "The directory on the desktop to open the session in. Default: the bridge's working directory.")
+    var cwd: String?
+
+    @Flag(help: "Approve the agent's permission requests (default: reject them).")
+    var yes = false
+
+    @Flag(help: "Print raw JSON-RPC messages as JSON lines.")
+    var json = false
+
+    @Option(help: "Seconds to look for the bridge over mDNS.")
+    var browseTime: Double = 3
+
+    @Option(help: "The mDNS implementation: avahi or dnssd.")
+    var backend: BackendKind = .platformDefault
+
+    @Option(help: "Log level for diagnostics on stderr.")
+    var logLevel: Logger.Level = .warning
+
+    func run() async throws {
+        LoggingSetup.bootstrap(level: logLevel, format: .text)
+        let logger = Logger(label: "oa-bridge.connect")
+        let start = ContinuousClock.now
+        let finder = ConnectCandidates(target: target, tailscale: tailscale, browseTime: .milliseconds(Int(browseTime * 1_000)))
+        let candidates = try await finder.collect(backend: try backend.make(logger: logger))
+        guard !candidates.isEmpty else {
+            throw ValidationError("""
+            no bridge found\(target.map { " matching '\($0)'" } ?? "") over mDNS within \(browseTime) s, and no address to try.
+            Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
+            """)
+        }
+        let token = self.token
+        let race = HappyEyeballs()
+        let (endpoint, connected, attempts) = try await race.race(candidates) { endpoint in
+            let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, timeout: .seconds(3), logger: logger)
+            let client = BridgeAgentClient(connection: connection)
+            do {
+                let info = try await client.initialize(timeout: .seconds(5))
+                return ConnectedBridge(client: client, initialize: info)
+            } catch {
+                connection.close()
+                throw error
+            }
+        }
+        for attempt in attempts {
+            let took = attempt.duration.map { String(format: "%.0f ms", $0 * 1_000) } ?? "-"
+            FileHandle.standardError.write(Data("  \(attempt.endpoint.source.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(attempt.endpoint.url)  started +\(String(format: "%.0f", attempt.startedAt * 1_000)) ms, took \(took): \(attempt.outcome)\n".utf8))
+        }
+        let elapsed = ContinuousClock.now - start
+        let total = String(format: "%.0f ms", Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15)
+        let agent = connected.initialize["agentInfo"]?["title"]?.stringValue ?? connected.initialize["agentInfo"]?["name"]?.stringValue ?? "agent"
+        FileHandle.standardError.write(Data("connected to \(endpoint.url) via \(endpoint.source.rawValue) in \(total) (\(agent))\n".utf8))
+        if json { print(JSONRPCMessage.response(JSONRPCResponse(id: .int(1), result: connected.initialize)).jsonText) }
+
+        // The session runs on the desktop: default to the directory the bridge serves.
+        let bridgeDirectory = connected.initialize["_meta"]?["workingDirectory"]?.stringValue
+            ?? connected.initialize["_meta"]?["working_directory"]?.stringValue
+        guard let directory = cwd ?? bridgeDirectory else {
+            throw ValidationError("the bridge did not say its working directory; pass --cwd DIR (a directory on the desktop)")
+        }
+        let session = ConnectSession(client: connected.client, json: json, approve: yes, cwd: directory)
+        defer { connected.client.connection.close() }
+        if let prompt {
+            try await session.runOnce(prompt)
+        } else {
+            try await session.runInteractive()
+        }
+    }
+}
+
+/// A bridge that answered `initialize`.
+struct ConnectedBridge: Sendable {
+    let client: BridgeAgentClient
+    let initialize: JSONValue
+}
