@@ -98,6 +98,21 @@ def _browse_names(host: labmod.Host, stype: str = SERVICE_TYPE) -> set[str]:
     return {e["name"] for e in labmod.parse_avahi_browse(cp.stdout) if e["event"] == "+"}
 
 
+def wait_resolved(host: labmod.Host, name: str, timeout: float = 8.0, stype: str = SERVICE_TYPE) -> list[dict]:
+    """Poll `avahi-browse -rpt` on host until instance `name` resolves over IPv4; return its '=' records.
+    Product-independent: used to know a service is on the wire before a one-shot browse is started."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        cp = host.run(["avahi-browse", "-rpt", stype], timeout=8)
+        last = cp.stdout + cp.stderr
+        recs = [e for e in labmod.parse_avahi_browse(cp.stdout) if e["event"] == "=" and e["name"] == name]
+        if any(r["protocol"] == "IPv4" for r in recs):
+            return recs
+        time.sleep(0.1)
+    raise AssertionError(f"{name} not resolved on {host.name} within {timeout}s; last avahi-browse output:\n{last}")
+
+
 def wait_service_gone(host: labmod.Host, timeout: float = 5.0, stype: str = SERVICE_TYPE) -> set[str]:
     """Wait until `host`'s avahi cache has no instance of stype; return what is left (empty if clean)."""
     deadline = time.monotonic() + timeout

@@ -410,6 +410,15 @@ class Host:
         _run(["ip", "-n", ns, "addr", "add", f"{self.ipv4}/24", "dev", "eth0"])
         _run(["ip", "-n", ns, "addr", "add", f"{self.ipv6}/64", "dev", "eth0", "nodad"])
         _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+        self._add_routes()
+
+    def _add_routes(self) -> None:
+        # Other lab subnets (a routed "guest network") are reached through .1 / ::1 of our own switch, if a router
+        # is ever added; the connected /24 and /64 stay more specific. (The kernel drops these on link down.)
+        ns = self.netns
+        _run(["ip", "-n", ns, "route", "replace", "198.18.0.0/16", "via", f"{self.switch.v4}.1"], check=False)
+        _run(["ip", "-n", ns, "-6", "route", "replace", "fd00:6f60::/30", "via", f"{self.switch.v6}1"],
+             check=False)
 
     def start(self, avahi: bool = True, timeout: float = 15.0) -> None:
         self.with_avahi = avahi
@@ -514,6 +523,7 @@ class Host:
 
     def link_up(self) -> None:
         _run(["ip", "-n", self.netns, "link", "set", "eth0", "up"])
+        self._add_routes()
 
     def alive(self) -> bool:
         return self.init_pid is not None and _pid_alive(self.init_pid) and \
@@ -549,19 +559,33 @@ class Host:
 
     # -- running commands --------------------------------------------------------------------------------------
 
+    def env(self, extra: Optional[dict] = None) -> dict:
+        """Environment for commands in this host: the caller's, with XDG state/config/data/cache/runtime dirs
+        private to the host, so two lab hosts never share an install id, pairing database or config."""
+        env = dict(os.environ)
+        for key, sub in (("XDG_STATE_HOME", "state"), ("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"),
+                         ("XDG_CACHE_HOME", "cache"), ("XDG_RUNTIME_DIR", "runtime")):
+            d = self.dir / "home" / sub
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            env[key] = str(d)
+        env.update(extra or {})
+        return env
+
     def _nsenter(self, argv: Sequence[str]) -> list[str]:
         if self.init_pid is None:
             raise LabError(f"host {self.name} is not running")
-        return ["nsenter", "--target", str(self.init_pid), "--net", "--mount", "--uts", "--pid", "--", *argv]
+        # --wd: entering a mount namespace resets the cwd to its root; run in the host's own directory instead.
+        return ["nsenter", "--target", str(self.init_pid), "--net", "--mount", "--uts", "--pid",
+                f"--wd={self.dir}", "--", *argv]
 
     def run(self, argv: Sequence[str], timeout: float = 10.0, check: bool = False,
             env: Optional[dict] = None, input: Optional[str] = None) -> subprocess.CompletedProcess:
-        """Run argv inside the host, bounded by timeout. On timeout the process is killed and a
-        CompletedProcess with returncode -9 and whatever output was collected is returned."""
+        """Run argv inside the host (environment: self.env(env)), bounded by timeout. On timeout the process is
+        killed and a CompletedProcess with returncode -9 and whatever output was collected is returned."""
         full = self._nsenter(argv)
         p = subprocess.Popen(full, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env, cwd=str(self.dir), start_new_session=True)
+                             env=self.env(env), cwd=str(self.dir), start_new_session=True)
         try:
             out, err = p.communicate(input=input, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -590,10 +614,45 @@ class Host:
         err = self.dir / f"{self._seq:02d}-{safe}.err"
         popen = subprocess.Popen(self._nsenter(argv), stdin=subprocess.DEVNULL,
                                  stdout=open(out, "wb"), stderr=open(err, "wb"),
-                                 env=env, cwd=str(self.dir), start_new_session=True)
+                                 env=self.env(env), cwd=str(self.dir), start_new_session=True)
         proc = Proc(self, argv, popen, out, err, label)
         self.procs.append(proc)
         return proc
+
+
+class Router(Host):
+    """A host with one leg on each of several switches (address .1 / ::1 on each) that forwards IPv4 and IPv6
+    between them. Multicast (mDNS) is not forwarded: that is what a routed guest network looks like. It runs no
+    avahi-daemon."""
+
+    def __init__(self, lab: "Lab", name: str, switches: Sequence["Switch"]):
+        super().__init__(lab, name, 1, switches[0])
+        self.legs = list(switches)
+        self.port_name = f"r-{name}"
+
+    def _setup_network(self) -> None:
+        ns = self.netns
+        _run(["ip", "netns", "add", ns])
+        _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        _run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1",
+              "net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.default.accept_dad=0"], check=False)
+        for i, sw in enumerate(self.legs):
+            dev = f"eth{i}"
+            _run(["ip", "-n", sw.netns, "link", "add", self.port_name, "type", "veth", "peer", "name", dev,
+                  "netns", ns])
+            _run(["ip", "-n", sw.netns, "link", "set", self.port_name, "master", "br0"])
+            _run(["ip", "-n", sw.netns, "link", "set", self.port_name, "up"])
+            _run(["ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.accept_dad=0",
+                  f"net.ipv6.conf.{dev}.keep_addr_on_down=1"], check=False)
+            _run(["ip", "-n", ns, "addr", "add", f"{sw.v4}.1/24", "dev", dev])
+            _run(["ip", "-n", ns, "addr", "add", f"{sw.v6}1/64", "dev", dev, "nodad"])
+            _run(["ip", "-n", ns, "link", "set", dev, "up"])
+
+    def _add_routes(self) -> None:
+        pass
+
+    def addresses(self) -> list[str]:
+        return [a for sw in self.legs for a in (f"{sw.v4}.1", f"{sw.v6}1")]
 
 
 class Switch:
@@ -666,6 +725,25 @@ class Lab:
         self._log(f"host {name} up in {time.monotonic() - t0:.2f}s ({h.ipv4}, {h.ipv6})")
         return h
 
+    def add_router(self, name: str = "router", switches: Sequence[str] = ("sw0", "sw1"),
+                   timeout: float = 15.0) -> Router:
+        """Create a router between switches (creating sw1 = 198.18.1.0/24, fd00:6f62::/64 if asked for and
+        missing). Hosts reach other lab subnets through it; mDNS does not cross it."""
+        if not re.fullmatch(r"[a-z][a-z0-9]{0,11}", name) or name in self.hosts:
+            raise ValueError(f"bad or duplicate host name {name!r}")
+        legs = []
+        for i, sname in enumerate(switches):
+            if sname not in self.switches:
+                if i >= len(V4_SUBNETS):
+                    raise ValueError(f"no address plan for switch {sname}")
+                self.add_switch(sname, V4_SUBNETS[i], V6_SUBNETS[i])
+            legs.append(self.switches[sname])
+        r = Router(self, name, legs)
+        self.hosts[name] = r
+        r.start(avahi=False, timeout=timeout)
+        self._log(f"router {name} up between {', '.join(switches)}")
+        return r
+
     def remove_host(self, name: str, graceful: bool = True) -> None:
         """Destroy a host. graceful: first SIGTERM its spawned processes (so services send mDNS goodbyes and
         other hosts' caches do not keep them), then kill the host."""
@@ -675,7 +753,8 @@ class Lab:
                 if p.poll() is None:
                     p.stop(timeout=3.0)
         h.destroy()
-        _run(["ip", "-n", h.switch.netns, "link", "del", h.port_name], check=False)
+        for sw in getattr(h, "legs", [h.switch]):
+            _run(["ip", "-n", sw.netns, "link", "del", h.port_name], check=False)
 
     def all_logs(self, lines: int = 25) -> str:
         return "\n".join(h.logs(lines) for h in self.hosts.values())

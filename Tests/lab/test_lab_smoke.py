@@ -7,22 +7,7 @@ import signal
 import time
 
 import lab as labmod
-from conftest import SERVICE_TYPE, wait_service_gone
-
-
-def _resolved(host: labmod.Host, name: str, timeout: float = 8.0) -> list[dict]:
-    """Poll `avahi-browse -rpt` on host until `name` is resolved over IPv4; return its '=' records."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        cp = host.run(["avahi-browse", "-rpt", SERVICE_TYPE], timeout=8)
-        last = cp.stdout + cp.stderr
-        recs = [e for e in labmod.parse_avahi_browse(cp.stdout)
-                if e["event"] == "=" and e["name"] == name]
-        if any(r["protocol"] == "IPv4" for r in recs):
-            return recs
-        time.sleep(0.2)
-    raise AssertionError(f"{name} not resolved on {host.name} within {timeout}s; last avahi-browse output:\n{last}")
+from conftest import SERVICE_TYPE, wait_resolved, wait_service_gone
 
 
 def test_hosts_have_addresses_and_names(desk, phone):
@@ -53,7 +38,7 @@ def test_hosts_have_addresses_and_names(desk, phone):
 
 def test_publish_browse_resolve_and_withdraw(desk, phone):
     pub = desk.spawn(["avahi-publish", "-s", "Desk", SERVICE_TYPE, "9099", "txtvers=1"], label="avahi-publish")
-    recs = _resolved(phone, "Desk")
+    recs = wait_resolved(phone, "Desk")
     v4 = [r for r in recs if r["protocol"] == "IPv4"]
     assert v4, recs
     r = v4[0]
@@ -94,7 +79,7 @@ def test_kill_host_leaves_no_processes(lab, extra_host):
 
 def test_restart_avahi_and_link(desk, phone):
     pub = desk.spawn(["avahi-publish", "-s", "Restartme", SERVICE_TYPE, "9098"], label="avahi-publish")
-    _resolved(phone, "Restartme")
+    wait_resolved(phone, "Restartme")
     old = desk.daemon_pids()["avahi"]
     desk.restart_avahi()
     new = desk.daemon_pids()["avahi"]
@@ -119,3 +104,28 @@ def test_restart_avahi_and_link(desk, phone):
                     "  except ConnectionRefusedError: print('refused'); break\n"
                     "  except OSError: time.sleep(0.05)\n"], timeout=10)
     assert cp.stdout.strip() == "refused", f"desk unreachable after link_up: {cp.stdout} {cp.stderr}"
+
+
+def test_routed_guest_network(lab, desk):
+    """A host on the routed guest subnet reaches desk by IP, but mDNS does not cross the router."""
+    if "router" not in lab.hosts:
+        lab.add_router("router", ("sw0", "sw1"))
+    guest = lab.add_host("guest", switch="sw1")
+    try:
+        assert guest.ipv4.startswith("198.18.1.")
+        pub = desk.spawn(["avahi-publish", "-s", "Routed", SERVICE_TYPE, "9097"], label="avahi-publish")
+        cp = guest.run(["python3", "-c",
+                        "import socket,time\n"
+                        "for _ in range(60):\n"
+                        "  try:\n"
+                        f"    socket.create_connection(('{desk.ipv4}',9),timeout=1)\n"
+                        "  except ConnectionRefusedError: print('refused'); break\n"
+                        "  except OSError: time.sleep(0.05)\n"], timeout=10)
+        assert cp.stdout.strip() == "refused", f"guest cannot reach desk through the router: {cp.stdout} {cp.stderr}"
+        time.sleep(1.5)
+        cp = guest.run(["avahi-browse", "-pt", SERVICE_TYPE], timeout=8)
+        assert "Routed" not in cp.stdout, f"mDNS crossed the router:\n{cp.stdout}"
+        pub.stop(2.0)
+    finally:
+        lab.remove_host("guest")
+        lab.remove_host("router")
