@@ -100,7 +100,7 @@ enum LiveDaemon {
 /// Records every element of a stream in the background so tests can wait for one with a deadline
 /// (cancelling a task blocked in `AsyncStream.next()` would end the stream itself).
 final class EventRecorder<Element: Sendable>: Sendable {
-    private let state = Mutex<[Element]>([])
+    private let state = LockedList<Element>()
     private let task: Task<Void, Never>
 
     init(_ stream: AsyncStream<Element>) {
@@ -131,4 +131,13 @@ final class EventRecorder<Element: Sendable>: Sendable {
     }
 
     func stop() { task.cancel() }
+}
+
+/// An array behind a lock, shareable between the recording task and the test.
+final class LockedList<Element: Sendable>: Sendable {
+    private let elements = Mutex<[Element]>([])
+
+    func withLock<Result>(_ body: (inout [Element]) -> Result) -> Result {
+        elements.withLock { body(&$0) }
+    }
 }
