@@ -164,6 +164,11 @@ let package = Package(
         ),
         .testTarget(name: "BridgePairingTests", dependencies: ["BridgePairing"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "BridgeClientTests",
+            dependencies: ["BridgeClient", "BridgeDiscovery"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",

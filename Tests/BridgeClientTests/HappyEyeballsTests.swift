@@ -1,0 +1,68 @@
+import Testing
+@testable import BridgeClient
+
+@Suite("Happy Eyeballs racing")
+struct HappyEyeballsTests {
+    struct Refused: Error {}
+
+    let a = BridgeEndpoint(source: .mdns, host: "a")
+    let b = BridgeEndpoint(source: .manual, host: "b")
+    let c = BridgeEndpoint(source: .tailscale, host: "c")
+
+    @Test("a slow first candidate loses to a fast second one started after the delay")
+    func slowFirstLoses() async throws {
+        let race = HappyEyeballs(attemptDelay: .milliseconds(50))
+        let result = try await race.race([a, b]) { endpoint in
+            if endpoint.host == "a" { try await Task.sleep(for: .seconds(5)) }
+            return endpoint.host
+        }
+        #expect(result.value == "b")
+        #expect(result.attempts.count == 2)
+        #expect(result.attempts[0].outcome == "cancelled")
+        #expect(result.attempts[1].outcome == "won")
+        #expect(result.attempts[1].startedAt >= 0.04)
+    }
+
+    @Test("a failure starts the next candidate at once")
+    func failureStartsNext() async throws {
+        let race = HappyEyeballs(attemptDelay: .seconds(5))
+        let result = try await race.race([a, b, c]) { endpoint in
+            if endpoint.host != "c" { throw Refused() }
+            return endpoint.host
+        }
+        #expect(result.value == "c")
+        #expect(result.attempts.map(\.endpoint.host) == ["a", "b", "c"])
+        #expect(result.attempts[2].startedAt < 1)
+    }
+
+    @Test("the first candidate wins when it answers within the delay, and no other is started")
+    func fastFirstWins() async throws {
+        let race = HappyEyeballs(attemptDelay: .seconds(2))
+        let result = try await race.race([a, b, c]) { $0.host }
+        #expect(result.value == "a")
+        #expect(result.attempts.count == 1)
+    }
+
+    @Test("when every candidate fails, the error lists each attempt")
+    func allFail() async {
+        let race = HappyEyeballs(attemptDelay: .milliseconds(10))
+        do {
+            _ = try await race.race([a, b]) { _ -> String in throw Refused() }
+            Issue.record("the race should have failed")
+        } catch {
+            guard case .noEndpointReachable(let attempts) = error else {
+                Issue.record("unexpected error \(error)")
+                return
+            }
+            #expect(attempts.count == 2)
+            #expect(attempts[0].contains("ws://a:9099/"))
+        }
+    }
+
+    @Test("no candidates is an error, not a hang")
+    func empty() async {
+        await #expect(throws: BridgeClientError.self) {
+            _ = try await HappyEyeballs().race([]) { $0.host }
+        }
+    }
+}
