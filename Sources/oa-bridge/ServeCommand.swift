@@ -23,6 +23,10 @@ struct ServeCommand: AsyncParsableCommand {
         discovery is off and why, and advertises as soon as the daemon appears. SIGTERM or \
         Ctrl-C withdraws the advertisement and closes connections cleanly.
 
+        Every option can also be set as OA_BRIDGE_<OPTION> (OA_BRIDGE_PORT=9100) or in the \
+        config file (~/.config/oa-bridge/config.yaml: 'port: 9100'); 'oa-bridge config show' \
+        prints the effective values and where each comes from.
+
         Examples:
           oa-bridge serve
           oa-bridge serve --name "Studio Mac" --port 9100
@@ -30,59 +34,35 @@ struct ServeCommand: AsyncParsableCommand {
         """
     )
 
-    @Option(help: "The name phones see (the DNS-SD instance name). Default: this host's name.")
-    var name: String?
-
-    @Option(help: "The address to listen on; 0.0.0.0 for every IPv4 interface, :: for IPv6 too.")
-    var host: String = "0.0.0.0"
-
-    @Option(help: "The TCP port to listen on.")
-    var port: Int = 9099
-
-    @Option(help: "The ACP agent command to run behind the bridge, e.g. 'gemini --acp'. Default: the built-in demo agent.")
-    var agent: String?
-
-    @Option(help: "The working directory for agent sessions (and the agent process).")
-    var workingDirectory: String = FileManager.default.currentDirectoryPath
-
-    @Option(help: "mDNS advertising: avahi, dnssd, or off.")
-    var discovery: DiscoveryChoice = .platformDefault
-
-    @Option(help: "Where state is kept (install id, pairing database). Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
-    var stateDir: String?
-
-    @Option(help: "Largest accepted WebSocket message, in bytes.")
-    var maxFrameSize: Int = 1 << 20
-
-    @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).")
-    var logLevel: Logger.Level = .info
+    @OptionGroup var options: ServeOptions
 
     func validate() throws {
-        guard (0...65_535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
-        if let name, name.isEmpty || name.utf8.count > 63 {
-            throw ValidationError("--name must be 1 to 63 bytes")
-        }
-        guard maxFrameSize >= 1_024 else { throw ValidationError("--max-frame-size must be at least 1024 bytes") }
-        if let agent {
-            let words = try CommandLineSplitter.split(agent)
-            guard !words.isEmpty else { throw ValidationError("--agent is empty; leave it out to use the demo agent") }
+        if let agent = options.agent {
+            guard !(try CommandLineSplitter.split(agent)).isEmpty else {
+                throw ValidationError("--agent is empty; leave it out to use the demo agent")
+            }
         }
     }
 
     func run() async throws {
-        LoggingSetup.bootstrap(level: logLevel, format: .text)
+        let settings = try ServeSettings.resolve(options)
+        LoggingSetup.bootstrap(level: settings.logLevel.value, format: settings.logFormat.value)
         let logger = Logger(label: "oa-bridge.serve")
-        let stateDirectory = StateDirectory.resolve(override: stateDir)
+        let stateDirectory = StateDirectory.resolve(override: settings.stateDir.value)
         let installID = try InstallIdentity.load(stateDirectory: stateDirectory)
-        let serviceName = name ?? HostName.current
-        let agentCommand = try agent.map(CommandLineSplitter.split)
+        let serviceName = settings.name.value
+        let agentCommand = try settings.agent.value.map(CommandLineSplitter.split)
+        let host = settings.host.value
 
-        var configuration = BridgeServerConfiguration(serverName: serviceName, workingDirectory: workingDirectory)
+        var configuration = BridgeServerConfiguration(serverName: serviceName, workingDirectory: settings.workingDirectory.value)
         configuration.host = host
-        configuration.port = port
+        configuration.port = settings.port.value
         configuration.agentCommand = agentCommand
-        configuration.maxFrameSize = maxFrameSize
+        configuration.agentEnvironment = settings.agentEnv.value
+        configuration.agentWorkingDirectory = settings.agentCwd.value
+        configuration.maxFrameSize = settings.maxFrameSize.value
         let path = configuration.path
+        let discovery = settings.discovery.value
 
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in

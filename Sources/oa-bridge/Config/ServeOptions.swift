@@ -1,0 +1,59 @@
+import ArgumentParser
+import Logging
+
+/// The options of `oa-bridge serve`. Each is optional here: a value not given on the command line
+/// comes from `OA_BRIDGE_<NAME>`, then the config file, then the default (see ``ServeSettings``).
+struct ServeOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Config file (YAML).", valueName: "path"))
+    var config: String?
+
+    @Option(help: "The name phones see (the DNS-SD instance name). Default: this host's name.")
+    var name: String?
+
+    @Option(help: "The address to listen on: 0.0.0.0 for every IPv4 interface, :: for IPv6 too. Default: 0.0.0.0.")
+    var host: String?
+
+    @Option(help: "The TCP port to listen on. Default: 9099.")
+    var port: Int?
+
+    @Option(help: "The ACP agent command to run behind the bridge, e.g. 'gemini --acp'. Default: the built-in demo agent.")
+    var agent: String?
+
+    @Option(help: "The agent process's working directory. Default: --working-directory.")
+    var agentCwd: String?
+
+    @Option(help: "The directory sessions work in (fs/* requests are confined to it). Default: the current directory.")
+    var workingDirectory: String?
+
+    @Option(help: "mDNS advertising: avahi, dnssd, or off. Default: avahi on Linux.")
+    var discovery: DiscoveryChoice?
+
+    @Option(help: "Where state is kept (install id, pairing database). Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
+    var stateDir: String?
+
+    @Option(help: "Largest accepted WebSocket message, in bytes. Default: 1048576.")
+    var maxFrameSize: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Default: info.")
+    var logLevel: Logger.Level?
+
+    @Option(help: "Log format: text or json (one JSON object per line, for journald or log shippers). Default: text.")
+    var logFormat: LoggingSetup.Format?
+
+    @Option(help: "Authentication: token (phones pair with the QR code) or none (loopback and --allow-network only). Default: token.")
+    var auth: AuthMode?
+
+    @Flag(inversion: .prefixedNo, help: "Hold each new pairing until it is approved on the desktop ('oa-bridge devices approve ID'). Default: off.")
+    var requireApproval: Bool?
+
+    @Option(help: "With --auth none: also accept clients from this network (CIDR, e.g. 192.168.1.0/24). Repeatable; comma-separated in the environment and config.")
+    var allowNetwork: [String] = []
+}
+
+/// `--auth`: whether phones need a token.
+enum AuthMode: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case token
+    case none
+}
+
+extension LoggingSetup.Format: ExpressibleByArgument {}
