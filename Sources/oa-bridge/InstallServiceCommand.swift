@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+
+/// `oa-bridge install-service`: run the bridge as a systemd user service on a headless box.
+struct InstallServiceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "install-service",
+        abstract: "Write and enable a systemd user unit that runs 'oa-bridge serve'.",
+        discussion: """
+        Writes ~/.config/systemd/user/oa-bridge.service, then runs 'systemctl --user \
+        daemon-reload' and 'systemctl --user enable --now oa-bridge'. Settings come from the \
+        config file (~/.config/oa-bridge/config.yaml) or the serve options given after '--'.
+
+        On a headless machine, let the user's services run without a login session: \
+        'sudo loginctl enable-linger $USER'. Logs: 'journalctl --user -u oa-bridge -f'.
+
+        Examples:
+          oa-bridge install-service --print
+          oa-bridge install-service -- --name Studio --agent 'gemini --acp'
+        """
+    )
+
+    @Flag(help: "Print the unit instead of installing it.")
+    var print = false
+
+    @Option(help: "The unit's name (without .service).")
+    var unitName: String = "oa-bridge"
+
+    @Argument(parsing: .postTerminator, help: "Options passed to 'oa-bridge serve'.")
+    var serveArguments: [String] = []
+
+    func run() throws {
+        let unit = InstallServiceCommand.unit(executable: InstallServiceCommand.executablePath(), serveArguments: serveArguments)
+        if print {
+            Swift.print(unit, terminator: "")
+            return
+        }
+        let home = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            ?? (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + "/.config"
+        let directory = home + "/systemd/user"
+        let path = directory + "/\(unitName).service"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try unit.write(toFile: path, atomically: true, encoding: .utf8)
+        Swift.print("wrote \(path)")
+        for arguments in [["--user", "daemon-reload"], ["--user", "enable", "--now", unitName]] {
+            let status = InstallServiceCommand.systemctl(arguments)
+            guard status == 0 else {
+                throw ValidationError("'systemctl \(arguments.joined(separator: " "))' failed (exit \(status)). Is there a user systemd instance? On a headless box: 'sudo loginctl enable-linger $USER', then log in again.")
+            }
+        }
+        Swift.print("enabled and started \(unitName).service; logs: journalctl --user -u \(unitName) -f")
+        Swift.print("headless: 'sudo loginctl enable-linger \(ProcessInfo.processInfo.environment["USER"] ?? "$USER")' keeps it running without a login")
+    }
+
+    /// The unit file text.
+    static func unit(executable: String, serveArguments: [String]) -> String {
+        let arguments = (["serve"] + serveArguments).map(InstallServiceCommand.quote).joined(separator: " ")
+        return """
+        [Unit]
+        Description=oa-bridge: lets a phone find and drive this desktop's agent
+        After=network-online.target avahi-daemon.service
+        Wants=network-online.target
+
+        [Service]
+        Type=exec
+        ExecStart=\(quote(executable)) \(arguments)
+        Restart=on-failure
+        RestartSec=2
+        # SIGTERM withdraws the mDNS advertisement and closes connections with 1001.
+        KillSignal=SIGTERM
+        TimeoutStopSec=20
+        WorkingDirectory=%h
+        NoNewPrivileges=yes
+
+        [Install]
+        WantedBy=default.target
+
+        """
+    }
+
+    /// systemd's quoting: wrap in double quotes when needed, escaping `"` and `\\`.
+    static func quote(_ word: String) -> String {
+        guard word.isEmpty || word.contains(where: { " \t\"\\'$%".contains($0) }) else { return word }
+        let escaped = word.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "%", with: "%%").replacingOccurrences(of: "$", with: "$$")
+        return "\"\(escaped)\""
+    }
+
+    static func executablePath() -> String {
+        let path = CommandLine.arguments.first ?? "oa-bridge"
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
+        if path.contains("/") { return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path).standardizedFileURL.path }
+        return "/usr/bin/env oa-bridge"
+    }
+
+    static func systemctl(_ arguments: [String]) -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["systemctl"] + arguments
+        do {
+            try process.run()
+        } catch {
+            return 127
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
