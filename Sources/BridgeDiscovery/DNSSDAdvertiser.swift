@@ -22,6 +22,9 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     private var retryTimer: DNSSDRunLoop.TimerID?
     private var cancelled = false
     private var ownInstance: ServiceInstance?
+    /// Local-collision renames since the last successful registration (bounded).
+    private var consecutiveRenames = 0
+    private static let maxRenames = 50
 
     init(registration: ServiceRegistration, loop: DNSSDRunLoop, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
         self.registration = registration
@@ -108,6 +111,7 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         }
         outageReported = false
         retryDelay = .seconds(1)
+        consecutiveRenames = 0
         let registeredName = name.isEmpty ? currentName : name
         if registeredName != currentName {
             let oldName = currentName
@@ -137,6 +141,17 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     private func failed(_ error: DNSServiceErrorType, operation: String) {
         announced = false
         forgetOwnInstance()
+        if error == DNSSDErrorCode.nameConflict && consecutiveRenames < Self.maxRenames {
+            // Avahi renames on collisions with other hosts itself, but a name held by another client
+            // of the same daemon fails at once (AVAHI_ERR_LOCAL_COLLISION): pick the next name here.
+            consecutiveRenames += 1
+            let oldName = currentName
+            currentName = Self.alternativeName(for: oldName)
+            logger.notice("service name taken on this host, renaming", metadata: ["old": "\(oldName)", "new": "\(currentName)"])
+            continuation.yield(.collision(oldName: oldName, newName: currentName))
+            retryTimer = loop.schedule(after: .zero) { self.register() }
+            return
+        }
         if DNSSDErrorCode.isPermanent(error) {
             logger.error("registration failed", metadata: ["error": "\(DNSSDErrorCode.describe(error))"])
             continuation.yield(.failure(.backendFailure(operation: operation, message: DNSSDErrorCode.describe(error))))
@@ -178,6 +193,25 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         } else {
             logger.debug("TXT updated", metadata: ["name": "\(currentName)"])
         }
+    }
+
+    /// The next name to try after a collision, as Avahi picks them: `Desk` → `Desk #2` → `Desk #3`,
+    /// shortening the base so the result stays within 63 bytes of UTF-8.
+    static func alternativeName(for name: String) -> String {
+        var base = name
+        var number = 2
+        if let hash = name.range(of: " #", options: .backwards) {
+            let digits = name[hash.upperBound...]
+            if !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let value = Int(digits), value < Int.max {
+                base = String(name[..<hash.lowerBound])
+                number = value + 1
+            }
+        }
+        let suffix = " #\(number)"
+        while base.utf8.count + suffix.utf8.count > 63, !base.isEmpty {
+            base.removeLast()
+        }
+        return base + suffix
     }
 
     private func forgetOwnInstance() {

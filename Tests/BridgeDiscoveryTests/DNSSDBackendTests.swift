@@ -70,6 +70,20 @@ struct DNSSDBackendTests {
         #expect(DNSSDErrorCode.daemonReason(DNSSDErrorCode.unknown).contains("kDNSServiceErr_Unknown"))
     }
 
+    @Test("collision names follow Avahi's pattern and stay within 63 bytes")
+    func alternativeNames() {
+        #expect(DNSSDAdvertiser.alternativeName(for: "Desk") == "Desk #2")
+        #expect(DNSSDAdvertiser.alternativeName(for: "Desk #2") == "Desk #3")
+        #expect(DNSSDAdvertiser.alternativeName(for: "Desk #9") == "Desk #10")
+        #expect(DNSSDAdvertiser.alternativeName(for: "Room #A") == "Room #A #2")
+        #expect(DNSSDAdvertiser.alternativeName(for: "Desk #") == "Desk # #2")
+        let long = String(repeating: "ü", count: 31)  // 62 bytes
+        let renamed = DNSSDAdvertiser.alternativeName(for: long)
+        #expect(renamed.utf8.count <= 63)
+        #expect(renamed.hasSuffix(" #2"))
+        #expect(renamed.hasPrefix(String(repeating: "ü", count: 30)))
+    }
+
     @Test("the backend is called dnssd")
     func name() {
         #expect(DNSSDBackend().name == "dnssd")
