@@ -4,7 +4,7 @@ import BridgeServer
 import Foundation
 import Testing
 
-@Suite("Handshake over a real WebSocket")
+@Suite("Handshake over a real WebSocket", .timeLimit(.minutes(1)))
 struct HandshakeTests {
     static let seedInitialize = #"{"jsonrpc":"2.0","method":"initialize","id":"1","params":{"protocol_version":"0.2.2","client_capabilities":{},"client_info":{"name":"openagents-ios","title":"OpenAgents iOS","version":"0.1.0"}}}"#
 

@@ -86,8 +86,7 @@ final class TestClient: Sendable {
     static func with<T: Sendable>(port: Int, path: String = "/", _ body: @Sendable (TestClient) async throws -> T) async throws -> T {
         let (stream, sink) = AsyncStream.makeStream(of: Command.self)
         let client = TestClient(commands: sink)
-        var configuration = WebSocketClientConfiguration()
-        configuration.maxFrameSize = 1 << 24
+        let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
         let logger = Logger(label: "test.client")
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

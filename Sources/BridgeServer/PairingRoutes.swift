@@ -1,0 +1,271 @@
+import BridgePairing
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// A request context that knows the peer's address, which the pairing and auth routes need (rate limiting per
+/// address, loopback-only pages). Use it for the bridge's HTTP router: `Router(context: BridgeRequestContext.self)`.
+public struct BridgeRequestContext: RequestContext, RemoteAddressRequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's address, if the channel has one.
+    public let remoteAddress: SocketAddress?
+
+    /// Creates the context for a request arriving on `source.channel`.
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// The WebSocket router's context with the peer's address, so the upgrade check can rate-limit per address:
+/// `Router(context: BridgeWebSocketRequestContext.self)` and pass `context.remoteAddress?.ipAddress` on.
+public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestContext, RemoteAddressRequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// The WebSocket handler reference Hummingbird needs.
+    public let webSocket: WebSocketHandlerReference<Self>
+    /// The peer's address, if the channel has one.
+    public let remoteAddress: SocketAddress?
+
+    /// Creates the context for a request arriving on `source.channel`.
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.webSocket = .init()
+        self.remoteAddress = source.channel.remoteAddress
+    }
+}
+
+extension Authenticator {
+    /// A ``BridgeUpgradeAuthorizer`` for ``BridgeServerConfiguration/authorizeUpgrade``: browser Origin check, per-address
+    /// rate limit, token from `Authorization: Bearer` or `?token=`; denials carry `"<code>: <message>"` (e.g.
+    /// `token_expired: …`), never the token.
+    ///
+    /// `host` is the request's `Host` (`request.head.authority`), which ``BridgeUpgradeRequest`` does not carry yet:
+    /// while it is `nil`, every request that sends an `Origin` header (i.e. from a web page) is refused, and native
+    /// clients, which send none, are unaffected.
+    public func upgradeAuthorizer(allowedOrigins: Set<String> = []) -> BridgeUpgradeAuthorizer {
+        { request in
+            let decision = await self.checkUpgrade(
+                path: request.path,
+                authorization: request.headers[.authorization],
+                origin: request.headers[.origin],
+                host: nil,
+                remoteAddress: request.remoteAddress,
+                allowedOrigins: allowedOrigins)
+            switch decision {
+            case .allow:
+                return .allow
+            case .deny(let status, let body, _):
+                return .deny(status: status, message: "\(body.error): \(body.message)")
+            }
+        }
+    }
+}
+
+/// HTTP routes for pairing and token exchange (issue 4):
+///
+/// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
+/// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.
+/// - Loopback only (403 otherwise; also refuses non-loopback `Host` headers and foreign `Origin`s):
+///   `GET /pair` (HTML), `GET /api/pair/info` (the exact QR payload JSON), `GET /api/pair/qr` (PNG, `?scale=1...16`),
+///   `POST /api/pair/refresh` (new pairing code, old revoked; returns the payload), `POST /api/pair/approve` and
+///   `POST /api/pair/deny` `{"device_id"}`.
+public enum PairingRoutes {
+    /// Adds the routes to `router`. Pass `authenticator: nil` with `--auth none`: the `/api/auth/*` routes are then
+    /// not added, and the pairing page shows a payload without token.
+    public static func register<Context: RemoteAddressRequestContext>(
+        on router: Router<Context>,
+        authenticator: Authenticator?,
+        pairing: PairingSession,
+        logger: Logger
+    ) {
+        if let authenticator {
+            router.post("/api/auth/exchange") { request, context -> Response in
+                let address = peer(context)
+                guard let body: ExchangeRequest = try await decode(request) else { return badRequest("{\"pairing_token\": \"oa_p_…\"}") }
+                do {
+                    switch try await authenticator.exchange(body, address: address) {
+                    case .paired(let session):
+                        return json(.ok, session.response(now: Date()))
+                    case .pending(let deviceID):
+                        return json(.accepted, PendingResponse(deviceID: deviceID))
+                    }
+                } catch let error as PairingError {
+                    logger.info("pairing exchange refused", metadata: ["peer": "\(address)", "reason": "\(error.code)"])
+                    return failure(error)
+                }
+            }
+            router.post("/api/auth/refresh") { request, context -> Response in
+                let address = peer(context)
+                guard let body: RefreshRequest = try await decode(request) else { return badRequest("{\"refresh_token\": \"oa_r_…\"}") }
+                do {
+                    return json(.ok, try await authenticator.refresh(body, address: address).response(now: Date()))
+                } catch let error as PairingError {
+                    logger.info("token refresh refused", metadata: ["peer": "\(address)", "reason": "\(error.code)"])
+                    return failure(error)
+                }
+            }
+        }
+
+        router.get("/pair") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            do {
+                let payload = try await pairing.payload()
+                let pending = try await pairing.store?.pendingDevices() ?? []
+                let html = try PairingPage.html(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending)
+                var headers = privateHeaders()
+                headers[.contentType] = "text/html; charset=utf-8"
+                headers[.contentSecurityPolicy] =
+                    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+            } catch let error as PairingError {
+                return failure(error)
+            }
+        }
+        router.get("/api/pair/info") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            do {
+                return payloadResponse(try await pairing.payload())
+            } catch let error as PairingError {
+                return failure(error)
+            }
+        }
+        router.get("/api/pair/qr") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            let scale = min(16, max(1, request.uri.queryParameters.get("scale", as: Int.self) ?? 8))
+            do {
+                let png = try await pairing.payload().qrCode().pngData(scale: scale, quietZone: 4)
+                var headers = privateHeaders()
+                headers[.contentType] = "image/png"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: png)))
+            } catch let error as PairingError {
+                return failure(error)
+            } catch {
+                return plainError(.internalServerError, "qr_failed", "\(error)")
+            }
+        }
+        router.post("/api/pair/refresh") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            do {
+                let payload = try await pairing.rotate()
+                logger.notice("pairing code replaced from the pairing page")
+                return payloadResponse(payload)
+            } catch let error as PairingError {
+                return failure(error)
+            }
+        }
+        for (path, approve) in [("/api/pair/approve", true), ("/api/pair/deny", false)] {
+            router.post(RouterPath(path)) { request, context -> Response in
+                if let refusal = localRefusal(request, context) { return refusal }
+                guard let store = pairing.store else {
+                    return plainError(.notFound, "auth_off", "Authentication is off (--auth none): there is nothing to approve.")
+                }
+                guard let body: DeviceActionRequest = try await decode(request) else { return badRequest("{\"device_id\": \"…\"}") }
+                do {
+                    let device = approve ? try await store.approve(deviceID: body.deviceID) : try await store.revoke(deviceID: body.deviceID)
+                    return json(.ok, device)
+                } catch let error as PairingError {
+                    return failure(error)
+                }
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// The peer's host (no port) as the rate-limit key, `unknown` when the channel has no address.
+    static func peer<Context: RemoteAddressRequestContext>(_ context: Context) -> String {
+        guard let address = context.remoteAddress?.ipAddress else { return "unknown" }
+        return NetworkPolicy.host(fromRemoteAddress: address)
+    }
+
+    static func localRefusal<Context: RemoteAddressRequestContext>(_ request: Request, _ context: Context) -> Response? {
+        let refusal = NetworkPolicy.localPageRefusal(
+            remoteAddress: context.remoteAddress?.ipAddress,
+            host: request.head.authority,
+            origin: request.headers[.origin],
+            method: request.method.rawValue,
+            contentType: request.headers[.contentType])
+        return refusal.map { plainError(.forbidden, "loopback_only", $0) }
+    }
+
+    /// The request body decoded as `T`, or `nil` when it is not valid JSON for `T` (bodies over 16 KiB are refused).
+    static func decode<T: Decodable>(_ request: Request) async throws -> T? {
+        var request = request
+        guard let buffer = try? await request.collectBody(upTo: 16 * 1024) else { return nil }
+        return try? PairingJSON.decoder.decode(T.self, from: Data(buffer.readableBytesView))
+    }
+
+    static func privateHeaders() -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.cacheControl] = "no-store"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return headers
+    }
+
+    static func json<T: Encodable>(_ status: HTTPResponse.Status, _ value: T) -> Response {
+        var headers = privateHeaders()
+        headers[.contentType] = "application/json"
+        let data = (try? PairingJSON.encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The payload's exact QR text as the body, so `/api/pair/info` equals what `/api/pair/qr` decodes to.
+    static func payloadResponse(_ payload: PairingPayload) -> Response {
+        var headers = privateHeaders()
+        headers[.contentType] = "application/json"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: payload.jsonString())))
+    }
+
+    static func failure(_ error: PairingError) -> Response {
+        var response = json(HTTPResponse.Status(code: error.httpStatus == 202 ? 403 : error.httpStatus), AuthErrorBody(error))
+        if case .rateLimited(let seconds) = error { response.headers[.retryAfter] = "\(seconds)" }
+        if error.httpStatus == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        return response
+    }
+
+    static func plainError(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        json(status, AuthErrorBody(error: code, message: message))
+    }
+
+    static func badRequest(_ expected: String) -> Response {
+        plainError(.badRequest, "bad_request", "The body must be JSON like \(expected) (Content-Type: application/json).")
+    }
+}
+
+/// Requires a valid access token (`Authorization: Bearer`) on every `/api/` route except `/api/auth/*`,
+/// `/api/pair/*` and `/api/health`; answers 401/403/429 with a JSON body otherwise. Add it to the HTTP router with
+/// `router.add(middleware: BearerAuthMiddleware(authenticator: …))` when auth is on.
+public struct BearerAuthMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
+    /// The authenticator checking tokens.
+    public let authenticator: Authenticator
+    /// Path prefixes that need no token.
+    public let openPrefixes: [String]
+
+    /// A middleware using `authenticator`; `openPrefixes` defaults to `/api/auth/`, `/api/pair/` and `/api/health`.
+    public init(authenticator: Authenticator, openPrefixes: [String] = ["/api/auth/", "/api/pair/", "/api/health"]) {
+        self.authenticator = authenticator
+        self.openPrefixes = openPrefixes
+    }
+
+    /// Checks the token on protected paths, passes everything else through.
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let path = request.uri.path
+        guard path.hasPrefix("/api/"), !openPrefixes.contains(where: { path.hasPrefix($0) }) else {
+            return try await next(request, context)
+        }
+        do {
+            _ = try await authenticator.authenticate(
+                authorization: request.headers[.authorization], address: PairingRoutes.peer(context))
+        } catch {
+            return PairingRoutes.failure(error)
+        }
+        return try await next(request, context)
+    }
+}

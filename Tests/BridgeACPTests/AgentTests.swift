@@ -1,0 +1,118 @@
+import BridgeACP
+import BridgeRPC
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+enum AgentTestError: Error { case timeout }
+
+@Suite("Agents", .timeLimit(.minutes(1)))
+struct AgentTests {
+    @Test("the demo agent streams the prompt, shows a tool call, asks permission and ends the turn")
+    func demoAgentTurn() async throws {
+        let agent = DemoAgent(chunkDelay: .milliseconds(1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await agent.run() }
+            var events = agent.events.makeAsyncIterator()
+            try await agent.send(.request(JSONRPCRequest(id: .int(1), method: "initialize", params: ["protocolVersion": 1])))
+            guard case .message(.response(let initialized)) = await events.next() else { Issue.record("no initialize answer"); return }
+            #expect(initialized.result?["agentInfo"]?["title"]?.stringValue?.contains("demo agent") == true)
+
+            try await agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
+            guard case .message(.response(let created)) = await events.next(), let session = created.result?["sessionId"]?.stringValue else {
+                Issue.record("no session"); return
+            }
+            try await agent.send(.request(JSONRPCRequest(id: .int(3), method: "session/prompt", params: [
+                "sessionId": .string(session), "prompt": [["type": "text", "text": "hello there"]],
+            ])))
+            var chunks = ""
+            var sawToolCall = false
+            var stopReason: String?
+            while stopReason == nil {
+                guard let event = await events.next() else { break }
+                switch event {
+                case .message(.notification(let update)):
+                    #expect(update.method == "session/update")
+                    let body = update.params?["update"]
+                    if body?["sessionUpdate"] == "agent_message_chunk" { chunks += body?["content"]?["text"]?.stringValue ?? "" }
+                    if body?["sessionUpdate"] == "tool_call" { sawToolCall = true }
+                case .message(.request(let ask)):
+                    #expect(ask.method == "session/request_permission")
+                    #expect(sawToolCall)
+                    try await agent.send(.response(JSONRPCResponse(id: ask.id, result: ["outcome": ["outcome": "selected", "optionId": "allow"]])))
+                case .message(.response(let response)):
+                    #expect(response.id == .int(3))
+                    stopReason = response.result?["stopReason"]?.stringValue
+                case .exited:
+                    Issue.record("the demo agent exited")
+                }
+            }
+            #expect(chunks.hasPrefix("You said: hello there"))
+            #expect(stopReason == "end_turn")
+            await agent.stop()
+            group.cancelAll()
+        }
+    }
+
+    @Test("a stdio agent relays NDJSON both ways and stderr does not disturb it")
+    func stdioAgentRoundTrip() async throws {
+        let script = """
+        import sys, json
+        for line in sys.stdin:
+            msg = json.loads(line)
+            sys.stderr.write("got " + msg.get("method", "?") + "\\n"); sys.stderr.flush()
+            if msg.get("method") == "die":
+                sys.exit(3)
+            if "id" in msg:
+                print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params")}}), flush=True)
+        """
+        let agent = try StdioAgent.launch(StdioAgentConfiguration(command: ["python3", "-u", "-c", script]), logger: Logger(label: "test.stdio"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await agent.run() }
+            var events = agent.events.makeAsyncIterator()
+            try await agent.send(.request(JSONRPCRequest(id: .int(1), method: "ping", params: ["a": 1])))
+            guard case .message(.response(let response)) = await events.next() else { Issue.record("no answer"); return }
+            #expect(response.id == .int(1))
+            #expect(response.result == ["echo": ["a": 1]])
+
+            // A request left unanswered when the process dies fails with an error saying so.
+            try await agent.send(.request(JSONRPCRequest(id: .int(2), method: "die", params: [:])))
+            guard case .message(.response(let failed)) = await events.next() else { Issue.record("no failure"); return }
+            #expect(failed.id == .int(2))
+            #expect(failed.error?.message.contains("exited with status 3") == true)
+            guard case .exited(let reason) = await events.next() else { Issue.record("no exit event"); return }
+            #expect(reason.contains("status 3"))
+            #expect(await events.next() == nil)
+            do {
+                try await agent.send(.notification(JSONRPCNotification(method: "late")))
+                Issue.record("sending to a dead agent should fail")
+            } catch {
+                #expect("\(error)".contains("not running"))
+            }
+            group.cancelAll()
+        }
+    }
+
+    @Test("a missing agent command fails to launch with a message that says what to do")
+    func missingCommand() {
+        do {
+            _ = try StdioAgent.launch(StdioAgentConfiguration(command: ["no-such-agent-binary-xyz"]), logger: Logger(label: "test"))
+            Issue.record("should not launch")
+        } catch {
+            #expect(error.description.contains("not found on PATH"))
+        }
+    }
+
+    @Test("cancelling run() stops the agent process")
+    func cancelStops() async throws {
+        let agent = try StdioAgent.launch(StdioAgentConfiguration(command: ["sleep", "30"], terminationGrace: .milliseconds(200)), logger: Logger(label: "test"))
+        let started = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await agent.run() }
+            try? await Task.sleep(for: .milliseconds(100))
+            group.cancelAll()
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
