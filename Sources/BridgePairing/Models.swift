@@ -83,7 +83,7 @@ public struct DeviceSession: Sendable, Equatable {
             refreshToken: refreshToken.token,
             refreshTokenExpiresAt: refreshToken.expiresAt,
             tokenType: "Bearer",
-            expiresIn: max(0, Int(accessToken.expiresAt.timeIntervalSince(now).rounded(.down))),
+            expiresIn: max(0, Int(accessToken.expiresAt.timeIntervalSince(now).rounded())),
             deviceID: deviceID
         )
     }

@@ -1,0 +1,248 @@
+import BridgePairing
+import BridgeServer
+import Foundation
+import Hummingbird
+import Logging
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The pairing and auth routes (Sources/BridgeServer/PairingRoutes.swift) over real HTTP on 127.0.0.1.
+@Suite("Pairing and auth routes")
+struct PairingRoutesTests {
+    /// Runs an HTTP app with the pairing routes, the Bearer middleware and a protected `/api/status` on port 0.
+    static func withRoutes<T: Sendable>(
+        requireApproval: Bool = false,
+        _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> T
+    ) async throws -> T {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-routes-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var logger = Logger(label: "test.pairing-routes")
+        logger.logLevel = .critical
+        let store = try TokenStore(
+            directory: directory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), logger: logger)
+        let authenticator = Authenticator(store: store)
+        let pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
+        let router = Router(context: BridgeRequestContext.self)
+        router.add(middleware: BearerAuthMiddleware(authenticator: authenticator))
+        router.get("/api/status") { _, _ in "ok" }
+        router.get("/api/health") { _, _ in "healthy" }
+        PairingRoutes.register(on: router, authenticator: authenticator, pairing: pairing, logger: logger)
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw PairingHTTP.Failure(message: "server did not start") }
+            defer { group.cancelAll() }
+            return try await body(port, store)
+        }
+    }
+
+    @Test("a phone-like client goes from the QR payload to an authenticated, refreshed session")
+    func phoneFlow() async throws {
+        try await Self.withRoutes { port, _ in
+            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
+            #expect(info.status == 200)
+            let payload = try PairingPayload.decode(info.text)
+            let pairingToken = try #require(payload.token)
+            #expect(payload.ws == "ws://192.0.2.2:9099/")
+
+            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status").status == 401)
+            #expect(try await PairingHTTP.request(port: port, "GET", "/api/health").status == 200)
+
+            let exchange = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairingToken)","device_name":"Pixel"}"#)
+            #expect(exchange.status == 200)
+            let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(exchange.body))
+            #expect(tokens.tokenType == "Bearer" && (895...900).contains(tokens.expiresIn))
+
+            let reused = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairingToken)"}"#)
+            #expect(reused.status == 403)
+            #expect(reused.text.contains("pairing_token_used") && !reused.text.contains(pairingToken))
+
+            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"]).status == 200)
+            let refreshed = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/refresh", json: #"{"refresh_token":"\#(tokens.refreshToken)"}"#)
+            #expect(refreshed.status == 200)
+            let renewed = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(refreshed.body))
+            let old = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+            #expect(old.status == 403)
+            #expect(old.text.contains("token_revoked"))
+            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(renewed.accessToken)"]).status == 200)
+
+            #expect(try await PairingHTTP.request(port: port, "POST", "/api/auth/refresh", json: "nope").status == 400)
+        }
+    }
+
+    @Test("the QR PNG carries the payload of /api/pair/info; refresh replaces the code; form posts are refused")
+    func pairingEndpoints() async throws {
+        try await Self.withRoutes { port, _ in
+            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
+            let qr = try await PairingHTTP.request(port: port, "GET", "/api/pair/qr?scale=4")
+            #expect(qr.status == 200)
+            #expect(qr.headers["content-type"] == "image/png")
+            #expect(Array(qr.body.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+            let expected = try PairingPayload.decode(info.text).qrCode().pngData(scale: 4, quietZone: 4)
+            #expect(qr.body == expected)
+
+            let page = try await PairingHTTP.request(port: port, "GET", "/pair")
+            #expect(page.status == 200)
+            #expect(page.text.contains("<svg") && page.text.contains("Pair a phone with desk"))
+            #expect(page.headers["cache-control"] == "no-store")
+
+            #expect(try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", body: "x=1", contentType: "application/x-www-form-urlencoded").status == 403)
+            let foreign = try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}", headers: ["Origin": "https://evil.example"])
+            #expect(foreign.status == 403)
+            let rebinding = try await PairingHTTP.request(port: port, "GET", "/api/pair/info", host: "rebind.evil.example:9099")
+            #expect(rebinding.status == 403)
+
+            let rotated = try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}")
+            #expect(rotated.status == 200)
+            let oldToken = try PairingPayload.decode(info.text).token ?? ""
+            #expect(try PairingPayload.decode(rotated.text).token != oldToken)
+            let stale = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(oldToken)"}"#)
+            #expect(stale.status == 403 && stale.text.contains("token_revoked"))
+        }
+    }
+
+    @Test("approval mode: 202 until approved from the loopback page API, then tokens")
+    func approval() async throws {
+        try await Self.withRoutes(requireApproval: true) { port, store in
+            let token = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text).token ?? ""
+            let first = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            #expect(first.status == 202)
+            let pending = try PairingJSON.decoder.decode(PendingResponse.self, from: Data(first.body))
+            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("data-approve=\"\(pending.deviceID)\""))
+            let approve = try await PairingHTTP.request(port: port, "POST", "/api/pair/approve", json: #"{"device_id":"\#(pending.deviceID.prefix(8))"}"#)
+            #expect(approve.status == 200)
+            let second = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            #expect(second.status == 200)
+            #expect(try await store.listDevices().first?.approved == true)
+        }
+    }
+
+    @Test("guessing tokens from one address gets 429 with Retry-After")
+    func rateLimit() async throws {
+        try await Self.withRoutes { port, _ in
+            for _ in 0..<10 {
+                let guess = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
+                #expect(guess.status == 401)
+                #expect(guess.headers["www-authenticate"] == "Bearer")
+            }
+            let limited = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
+            #expect(limited.status == 429)
+            #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 > 0)
+        }
+    }
+}
+
+/// A minimal blocking HTTP/1.1 client over a loopback TCP socket (any method, headers, body), for these tests.
+enum PairingHTTP {
+    struct Failure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+    }
+
+    /// Sends one request and reads the whole reply on a thread of its own, so the blocking socket calls never hold
+    /// one of the few cooperative threads the server under test needs.
+    static func request(
+        port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
+        headers: [String: String] = [:], host: String = "127.0.0.1"
+    ) async throws -> Reply {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result {
+                    try blockingRequest(
+                        port: port, method, path, json: json, body: body, contentType: contentType, headers: headers, host: host)
+                })
+            }
+            thread.start()
+        }
+    }
+
+    static func blockingRequest(
+        port: Int, _ method: String, _ path: String, json: String?, body: String?, contentType: String?,
+        headers: [String: String], host: String
+    ) throws -> Reply {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(message: "socket failed") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(message: "connect failed") }
+        let payload = Array((json ?? body ?? "").utf8)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
+        if let type = json != nil ? "application/json" : contentType { head += "Content-Type: \(type)\r\n" }
+        if method != "GET" { head += "Content-Length: \(payload.count)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        let bytes = Array((head + "\r\n").utf8) + payload
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw Failure(message: "send failed") }
+            sent += count
+        }
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        for _ in 0..<10_000 {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var end = 0
+        while end + 4 <= data.count, Array(data[end..<(end + 4)]) != separator { end += 1 }
+        guard end + 4 <= data.count else { throw Failure(message: "no HTTP response") }
+        let headText = String(decoding: data[..<end], as: UTF8.self)
+        let lines = headText.components(separatedBy: "\r\n")
+        let statusParts = (lines.first ?? "").split(separator: " ").map(String.init)
+        let status = statusParts.count > 1 ? Int(statusParts[1]) ?? 0 : 0
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var content = Array(data[(end + 4)...])
+        if fields["transfer-encoding"]?.lowercased() == "chunked" { content = dechunk(content) }
+        return Reply(status: status, headers: fields, body: content)
+    }
+
+    static func dechunk(_ bytes: [UInt8]) -> [UInt8] {
+        var output: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            var lineEnd = index
+            while lineEnd + 1 < bytes.count, !(bytes[lineEnd] == 13 && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
+            guard lineEnd + 1 < bytes.count else { break }
+            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
+            let sizeField = sizeText.split(separator: ";").first.map(String.init) ?? ""
+            guard let size = Int(sizeField, radix: 16), size > 0 else { break }
+            let start = lineEnd + 2
+            let stop = min(bytes.count, start + size)
+            output.append(contentsOf: bytes[start..<stop])
+            index = stop + 2
+        }
+        return output
+    }
+}
