@@ -335,8 +335,12 @@ final class DNSSDBrowser: @unchecked Sendable {
             for (address, count) in sighting.addresses where count > 0 { addresses.insert(address) }
         }
         let firstResolution = announced[instance] == nil || reresolving.contains(instance)
-        if firstResolution && !addressWaitOver.contains(instance) && Set(addresses.map(\.family)).count < 2 {
-            // Wait for the first address; then, briefly, for the other family, so `added` is complete.
+        let complete = resolved.allSatisfy { sighting in
+            Set(sighting.addresses.filter { $0.value > 0 }.map(\.key.family)).count == 2
+        }
+        if firstResolution && !addressWaitOver.contains(instance) && !complete {
+            // Wait for the first address; then, briefly, for both families on every interface the
+            // instance was resolved on, so `added` is complete.
             if !addresses.isEmpty && !addressSettling.contains(instance) {
                 addressSettling.insert(instance)
                 armAddressTimer(instance, after: Self.familyWait)
