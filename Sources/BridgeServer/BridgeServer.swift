@@ -37,18 +37,23 @@ public struct BridgeServer: Service {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
 
-        let webSocketRouter = Router(context: BasicWebSocketRequestContext.self)
-        webSocketRouter.ws(RouterPath(configuration.path)) { request, _ in
+        let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
+        webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
             if let authorize = configuration.authorizeUpgrade {
-                let decision = await authorize(BridgeUpgradeRequest(path: request.uri.description, headers: request.headers, remoteAddress: nil))
-                if case .deny(let status, let message) = decision {
-                    logger.notice("WebSocket upgrade refused", metadata: ["status": "\(status)", "reason": "\(message)"])
+                let upgrade = BridgeUpgradeRequest(
+                    path: request.uri.description, headers: request.headers,
+                    remoteAddress: context.remoteAddress?.ipAddress, host: request.head.authority)
+                if case .deny(let status, let message) = await authorize(upgrade) {
+                    logger.notice("WebSocket upgrade refused", metadata: [
+                        "status": "\(status)", "reason": "\(message)", "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
+                    ])
                     throw HTTPError(HTTPResponse.Status(code: status), message: message)
                 }
             }
             return .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            try await ClientConnection(hub: hub, configuration: configuration).run(inbound: inbound, outbound: outbound, remote: nil)
+        } onUpgrade: { inbound, outbound, context in
+            try await ClientConnection(hub: hub, configuration: configuration)
+                .run(inbound: inbound, outbound: outbound, remote: context.requestContext.remoteAddress?.ipAddress)
         }
 
         let webSocketConfiguration = WebSocketServerConfiguration(

@@ -10,14 +10,17 @@ public struct BridgeUpgradeRequest: Sendable {
     public var path: String
     /// The HTTP header fields (e.g. `Authorization`).
     public var headers: HTTPFields
-    /// The peer's address, if known ("192.168.1.20:51234").
+    /// The peer's IP address, if known ("192.168.1.20", "fe80::1%eth0").
     public var remoteAddress: String?
+    /// The request's `Host` (its authority, "desk.local:9099"), if it sent one.
+    public var host: String?
 
     /// Creates a request description.
-    public init(path: String, headers: HTTPFields, remoteAddress: String?) {
+    public init(path: String, headers: HTTPFields, remoteAddress: String?, host: String? = nil) {
         self.path = path
         self.headers = headers
         self.remoteAddress = remoteAddress
+        self.host = host
     }
 }
 

@@ -9,6 +9,10 @@ enum RawHTTP {
     struct Failure: Error { var message: String }
 
     static func get(port: Int, path: String) async throws -> (status: Int, body: String) {
+        try await offPool { try getBlocking(port: port, path: path) }
+    }
+
+    private static func getBlocking(port: Int, path: String) throws -> (status: Int, body: String) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket failed") }
         defer { close(fd) }
@@ -37,5 +41,15 @@ enum RawHTTP {
         let parts = statusLine.split(separator: " ")
         let status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
         return (status, String(text[headerEnd.upperBound...]))
+    }
+}
+
+/// Runs blocking socket code on a dispatch thread, so it never blocks the (small) cooperative thread pool
+/// that the server under test needs.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            continuation.resume(with: Result { try body() })
+        }
     }
 }

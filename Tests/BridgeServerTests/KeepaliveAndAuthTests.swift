@@ -1,0 +1,83 @@
+import BridgeRPC
+import BridgeServer
+import Foundation
+import HummingbirdWSClient
+import Logging
+import Synchronization
+import Testing
+
+@Suite("Keepalive and the upgrade authorizer", .timeLimit(.minutes(1)))
+struct KeepaliveAndAuthTests {
+    @Test("a peer that never answers pings is closed after the keepalive timeout; one that does stays")
+    func deadPeer() async throws {
+        try await TestBridge.with(configure: { $0.pingInterval = .milliseconds(200) }) { port, _ in
+            let started = ContinuousClock.now
+            let (sawAnswer, sawPing, sawClose) = try await offPool { () throws -> (Bool, Bool, Bool) in
+                let dead = try RawWebSocket(port: port)
+                try dead.sendText(HandshakeTests.seedInitialize)
+                var sawAnswer = false
+                var sawPing = false
+                var sawClose = false
+                while let frame = try dead.nextFrame() {
+                    switch frame.opcode {
+                    case 0x1: sawAnswer = String(decoding: frame.payload, as: UTF8.self).contains("protocol_version")
+                    case 0x9: sawPing = true
+                    case 0x8: sawClose = true
+                    default: break
+                    }
+                }
+                return (sawAnswer, sawPing, sawClose)
+            }
+            #expect(sawAnswer)
+            #expect(sawPing)
+            #expect(sawClose)
+            #expect(ContinuousClock.now - started < .seconds(4))
+
+            // A live client (its library answers pings) outlasts several ping periods.
+            try await TestClient.with(port: port) { client in
+                try await client.initialize(seed: false)
+                try await Task.sleep(for: .milliseconds(1_000))
+                client.send(#"{"jsonrpc":"2.0","id":"still","method":"initialize","params":{"protocolVersion":1}}"#)
+                #expect(try await client.next()["id"] == "still")
+            }
+        }
+    }
+
+    @Test("the upgrade authorizer sees headers and the peer address, and can refuse the WebSocket")
+    func authorizer() async throws {
+        let seen = Mutex<[String]>([])
+        try await TestBridge.with(configure: { configuration in
+            configuration.authorizeUpgrade = { request in
+                seen.withLock { $0.append(request.remoteAddress ?? "none") }
+                return request.headers[.authorization] == "Bearer good" ? .allow : .deny(status: 401, message: "token_missing: send a token")
+            }
+        }) { port, _ in
+            // Refused: the connection never becomes a WebSocket.
+            let refused: Bool
+            do {
+                _ = try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/", logger: Logger(label: "test")) { _, _, _ in }
+                refused = false
+            } catch {
+                refused = true
+            }
+            #expect(refused)
+            // Allowed with the header.
+            var configuration = WebSocketClientConfiguration()
+            configuration.additionalHeaders[.authorization] = "Bearer good"
+            let frozen = configuration
+            let answer = Mutex<String?>(nil)
+            try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/", configuration: frozen, logger: Logger(label: "test")) { inbound, outbound, _ in
+                try await outbound.write(.text(HandshakeTests.seedInitialize))
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message {
+                        answer.withLock { $0 = text }
+                        break
+                    }
+                }
+                try await outbound.close(.normalClosure, reason: nil)
+            }
+            #expect(answer.withLock { $0 }?.contains(#""protocol_version":"0.2.2""#) == true)
+            #expect(seen.withLock { $0 } == ["127.0.0.1", "127.0.0.1"])
+        }
+    }
+}
