@@ -98,12 +98,16 @@ def _browse_names(host: labmod.Host, stype: str = SERVICE_TYPE) -> set[str]:
     return {e["name"] for e in labmod.parse_avahi_browse(cp.stdout) if e["event"] == "+"}
 
 
-def wait_resolved(host: labmod.Host, name: str, timeout: float = 8.0, stype: str = SERVICE_TYPE) -> list[dict]:
+def wait_resolved(host: labmod.Host, name: str, timeout: float = 8.0, stype: str = SERVICE_TYPE,
+                  guard: labmod.Proc | None = None) -> list[dict]:
     """Poll `avahi-browse -rpt` on host until instance `name` resolves over IPv4; return its '=' records.
-    Product-independent: used to know a service is on the wire before a one-shot browse is started."""
+    Product-independent: used to know a service is on the wire before a one-shot browse is started.
+    Fails at once if `guard` (the publisher) has exited."""
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
+        if guard is not None and guard.poll() is not None:
+            raise AssertionError(f"{guard.label} exited while waiting for {name} on {host.name}\n{guard.describe()}")
         cp = host.run(["avahi-browse", "-rpt", stype], timeout=8)
         last = cp.stdout + cp.stderr
         recs = [e for e in labmod.parse_avahi_browse(cp.stdout) if e["event"] == "=" and e["name"] == name]

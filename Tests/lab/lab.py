@@ -316,11 +316,17 @@ class Proc:
         parts = txt.split("\n")
         return [p for p in parts[:-1]]
 
-    def wait_for_line(self, pred: Callable[[str], bool], timeout: float, poll: float = 0.02) -> Optional[str]:
-        """First stdout line for which pred(line) is true, waiting up to timeout seconds."""
+    def wait_for_line(self, pred: Callable[[str], bool], timeout: float, poll: float = 0.02,
+                      guard: Iterable["Proc"] = ()) -> Optional[str]:
+        """First stdout line for which pred(line) is true, waiting up to timeout seconds. Gives up early (None) if
+        this process or any process in `guard` (e.g. the server being waited for) has exited."""
         deadline = time.monotonic() + timeout
         seen = 0
+        guard = list(guard)
         while True:
+            if any(g.poll() is not None for g in guard):
+                timeout = 0
+                deadline = time.monotonic()
             ls = self.lines()
             for line in ls[seen:]:
                 if pred(line):

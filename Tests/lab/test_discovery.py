@@ -14,6 +14,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -32,11 +33,23 @@ PROTOCOL_VERSION = "0.2.2"
 # -- fixtures and helpers ---------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def bridge_bin() -> str:
+def bridge_bin(lab) -> str:
+    """A snapshot of the binary under test, copied into the lab dir so a rebuild during the run (ETXTBSY, or a
+    half-written file) cannot change what is tested. Removed at the end of the session."""
     path = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge"))
     if not path.is_file() or not os.access(path, os.X_OK):
         pytest.skip(f"oa-bridge binary not found at {path} (build it with `swift build` or set OA_BRIDGE_BIN)")
-    return str(path.resolve())
+    snap = lab.dir / "bin" / "oa-bridge"
+    snap.parent.mkdir(exist_ok=True)
+    for _ in range(20):  # a linker may be writing it right now
+        st = path.stat()
+        shutil.copy2(path, snap)
+        if path.stat().st_mtime == st.st_mtime and snap.stat().st_size == st.st_size:
+            break
+        time.sleep(0.5)
+    print(f"\n[lab] testing {path} (modified {time.strftime('%H:%M:%S', time.gmtime(st.st_mtime))} UTC)")
+    yield str(snap)
+    snap.unlink(missing_ok=True)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -44,9 +57,31 @@ def backend(request) -> str:
     return request.param
 
 
+_SERVE_FLAG: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session")
+def serve_help(bridge_bin, lab) -> str:
+    h = lab.hosts.get("phone") or lab.add_host("phone")
+    cp = h.run([bridge_bin, "serve", "--help"], timeout=10)
+    return cp.stdout + cp.stderr
+
+
+@pytest.fixture(autouse=True)
+def _serve_backend_flag(request):
+    """The contract spells the backend choice of `serve` --backend. If the binary only knows --discovery (same
+    values), the behaviour tests use it so they still say something; test_contract_serve_backend_flag fails
+    on its own to report the mismatch."""
+    if "bridge_bin" in request.fixturenames:
+        help_text = request.getfixturevalue("serve_help")
+        _SERVE_FLAG["flag"] = "--backend" if re.search(r"--backend\b", help_text) else \
+            "--discovery" if re.search(r"--discovery\b", help_text) else "--backend"
+    yield
+
+
 def start_serve(host: labmod.Host, bridge_bin: str, backend: str, name: str = "Desk", *extra: str) -> labmod.Proc:
-    return host.spawn([bridge_bin, "serve", "--name", name, "--backend", backend, *extra],
-                      label=f"serve-{backend}")
+    flag = _SERVE_FLAG.get("flag", "--backend")
+    return host.spawn([bridge_bin, "serve", "--name", name, flag, backend, *extra], label=f"serve-{backend}")
 
 
 def start_watch(host: labmod.Host, bridge_bin: str, backend: str) -> labmod.Proc:
@@ -158,7 +193,7 @@ def test_serve_is_discovered_and_resolved(bridge_bin, backend, desk, phone, lab,
     serve = start_serve(desk, bridge_bin, backend)
     ctx = lambda: f"{serve.describe()}\n{watch.describe()}\n{desk.logs(15)}\n{phone.logs(15)}"  # noqa: E731
 
-    line = watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15)
+    line = watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15, guard=[serve])
     t_added = (time.monotonic() - t0) * 1000
     assert line is not None, f"phone never saw an `added` event for Desk within 15 s\n{ctx()}"
     added = json.loads(line)
@@ -195,7 +230,7 @@ def test_serve_is_discovered_and_resolved(bridge_bin, backend, desk, phone, lab,
 def test_websocket_initialize_handshake(bridge_bin, backend, desk, phone):
     serve = start_serve(desk, bridge_bin, backend)
     # A one-shot browse reports what is there now: wait (with avahi-browse) until Desk is on the wire.
-    wait_resolved(phone, "Desk", timeout=15)
+    wait_resolved(phone, "Desk", timeout=15, guard=serve)
     cp = phone.run([bridge_bin, "discover", "--json", "--timeout", "5", "--backend", backend], timeout=20)
     ctx = f"discover exit {cp.returncode}\nstdout:\n{cp.stdout}\nstderr:\n{cp.stderr}\n{serve.describe()}"
     assert cp.returncode == 0, f"one-shot discover did not find the service\n{ctx}\n{phone.logs(15)}"
@@ -249,7 +284,8 @@ def test_sigterm_withdraws_within_2s(bridge_bin, backend, desk, phone, timings):
     watch = start_watch(phone, bridge_bin, backend)
     serve = start_serve(desk, bridge_bin, backend)
     ctx = lambda: f"{serve.describe()}\n{watch.describe()}\n{desk.logs(15)}\n{phone.logs(15)}"  # noqa: E731
-    assert watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15), f"never added\n{ctx()}"
+    assert watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15, guard=[serve]), \
+        f"never added\n{ctx()}"
     time.sleep(0.3)  # let resolution settle; the figure below is about withdrawal only
 
     t0 = time.monotonic()
@@ -272,11 +308,11 @@ def test_same_name_on_two_hosts(bridge_bin, backend, desk, phone, extra_host):
     s2 = None
     ctx = lambda: (f"{s1.describe()}\n{s2.describe() if s2 else ''}\n{watch.describe()}\n"  # noqa: E731
                    f"{desk.logs(15)}\n{desk2.logs(15)}")
-    assert watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15), \
+    assert watch.wait_for_line(lambda l: is_event(l, "added", "Desk"), timeout=15, guard=[s1]), \
         f"first Desk never added\n{s1.describe()}\n{watch.describe()}"
     s2 = start_serve(desk2, bridge_bin, backend)
     line = watch.wait_for_line(lambda l: is_event(l, "added") and json.loads(l).get("name") != "Desk",
-                               timeout=15)
+                               timeout=15, guard=[s1, s2])
     assert line is not None, f"second bridge never appeared under another name\n{ctx()}"
     second = json.loads(line)["name"]
     assert second == "Desk #2", f"second bridge named {second!r}, expected 'Desk #2'\n{ctx()}"
@@ -295,7 +331,7 @@ def test_discover_probe(bridge_bin, backend, desk, phone, timings):
     serve = start_serve(desk, bridge_bin, backend)
     # A one-shot browse reports what is there now: wait (with avahi-browse) until Desk is on the wire. The probe
     # itself is not waited for: a bridge must not advertise before it accepts connections.
-    wait_resolved(phone, "Desk", timeout=15)
+    wait_resolved(phone, "Desk", timeout=15, guard=serve)
     t0 = time.monotonic()
     cp = phone.run([bridge_bin, "discover", "--probe", "--json", "--timeout", "6", "--backend", backend],
                    timeout=25)
@@ -348,3 +384,10 @@ def test_avahi_stopped(bridge_bin, backend, phone, extra_host):
            if re.search(r"\b(discovery|advertising|mdns advertising)\b[^.]{0,20}\b(off|disabled|unavailable)\b", l, re.I)]
     assert len(off) == 1, f"want exactly one line saying discovery is off, got {len(off)}: {off}\n{sctx}"
     assert re.search(r"avahi", off[0], re.I), f"the line does not say why (avahi-daemon): {off[0]!r}"
+
+
+def test_contract_serve_backend_flag(serve_help):
+    """Contract: `oa-bridge serve ... [--backend avahi|dnssd]` (same flag name as `discover --backend`)."""
+    assert re.search(r"--backend\b", serve_help), (
+        "contract mismatch: `serve` has no --backend option (the behaviour tests above fell back to "
+        f"--discovery if present). serve --help:\n{serve_help}")
