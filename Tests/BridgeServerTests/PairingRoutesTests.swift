@@ -128,6 +128,19 @@ struct PairingRoutesTests {
         }
     }
 
+    @Test(
+        "the /pair page renders in headless Chromium and its QR code decodes to /api/pair/info",
+        .enabled(if: PairingPageRenderer.shared != nil, PairingPageRenderer.unavailableReason),
+        .timeLimit(.minutes(1)))
+    func pageInChromium() async throws {
+        let renderer = try #require(PairingPageRenderer.shared)
+        try await Self.withRoutes { port, _ in
+            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
+            let screenshot = try await renderer.screenshot(url: "http://127.0.0.1:\(port)/pair")
+            #expect(try renderer.decodeQR(png: screenshot) == info.text)
+        }
+    }
+
     @Test("guessing tokens from one address gets 429 with Retry-After")
     func rateLimit() async throws {
         try await Self.withRoutes { port, _ in
@@ -244,5 +257,99 @@ enum PairingHTTP {
             index = stop + 2
         }
         return output
+    }
+}
+
+/// Headless Chromium (Debian package `chromium`) for screenshots and `zxing-cpp` (PyPI, with `pillow`) to read them.
+/// Chromium is pointed at a dead proxy, so nothing but loopback (which bypasses proxies) can be reached.
+struct PairingPageRenderer: Sendable {
+    let chromium: String
+    let python: String
+
+    static let unavailableReason: Comment =
+        "needs headless Chromium (apt-get install chromium) and zxing-cpp (python3 -m venv .venv && .venv/bin/pip install zxing-cpp pillow)"
+
+    static let shared: PairingPageRenderer? = {
+        let fileManager = FileManager.default
+        guard let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: fileManager.isExecutableFile(atPath:)) else {
+            return nil
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var candidates: [String] = []
+        if let configured = ProcessInfo.processInfo.environment["OA_BRIDGE_PYTHON"] { candidates.append(configured) }
+        candidates += [packageRoot.appendingPathComponent(".venv/bin/python").path, "/usr/bin/python3"]
+        for python in candidates where fileManager.isExecutableFile(atPath: python) {
+            if let output = try? run(python, ["-c", "import zxingcpp, PIL; print('ok')"], timeout: 30),
+               output.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" {
+                return PairingPageRenderer(chromium: chromium, python: python)
+            }
+        }
+        return nil
+    }()
+
+    /// A PNG screenshot of `url` at 900x1400 (the work happens on a thread of its own).
+    func screenshot(url: String) async throws -> Data {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-chromium-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("page.png")
+        let arguments = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=900,1400",
+            "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-domain-reliability", "--no-pings", "--proxy-server=http://127.0.0.1:9",
+            "--user-data-dir=\(directory.appendingPathComponent("profile").path)",
+            "--screenshot=\(output.path)", url,
+        ]
+        let chromium = self.chromium
+        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
+            Thread { continuation.resume(with: Result { try Self.run(chromium, arguments, timeout: 45) }) }.start()
+        }
+        return try Data(contentsOf: output)
+    }
+
+    /// The text of the single QR code in a PNG.
+    func decodeQR(png: Data) throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-page-\(UUID().uuidString).png")
+        try png.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let script = """
+            import sys, zxingcpp
+            from PIL import Image
+            found = [r for r in zxingcpp.read_barcodes(Image.open(sys.argv[1])) if r.format == zxingcpp.BarcodeFormat.QRCode]
+            if len(found) != 1:
+                sys.exit("found %d QR codes" % len(found))
+            sys.stdout.write(bytes(found[0].bytes).hex())
+            """
+        let hex = try Self.run(python, ["-c", script, file.path], timeout: 30).trimmingCharacters(in: .whitespacesAndNewlines)
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), let byte = UInt8(hex[index..<next], radix: 16) {
+            bytes.append(byte)
+            index = next
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Runs a program to completion (killed after `timeout` seconds) and returns its standard output.
+    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Outputs here are small (well under a pipe buffer), so wait first and read after: a hung child cannot block us.
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning {
+            process.terminate()
+            throw PairingHTTP.Failure(message: "\(executable) did not finish within \(Int(timeout)) s")
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        guard process.terminationStatus == 0 else {
+            throw PairingHTTP.Failure(message: "\(executable) exited with status \(process.terminationStatus)")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 }
