@@ -97,7 +97,8 @@ extension Authenticator {
     ///   - path: the request target with its query (`/?token=…`).
     ///   - authorization: the `Authorization` header, if any.
     ///   - origin: the `Origin` header, if any; `host`: the `Host` header.
-    ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting).
+    ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting); when `nil`,
+    ///     the token is still checked but failures are not rate limited.
     public func checkUpgrade(
         path: String, authorization: String?, origin: String?, host: String?, remoteAddress: String?,
         allowedOrigins: Set<String> = []
@@ -110,12 +111,23 @@ extension Authenticator {
                     message: "WebSocket connections from web pages of other sites are refused. Connect from the oa-bridge app or a native client."),
                 retryAfterSeconds: nil)
         }
-        let address = NetworkPolicy.host(fromRemoteAddress: remoteAddress ?? "unknown")
+        let queryToken = NetworkPolicy.queryToken(fromPath: path)
         do {
+            guard let remoteAddress else {
+                // Without a peer address there is no fair bucket to count in (one shared bucket would let anyone lock
+                // everyone out), so the token is checked without rate limiting. Pass the address to get limiting.
+                guard let token = Self.presentedToken(authorization: authorization, queryToken: queryToken) else {
+                    throw authorization == nil ? PairingError.missingToken : PairingError.invalidToken(.access)
+                }
+                return .allow(try await store.validateAccess(token))
+            }
             return .allow(try await authenticate(
-                authorization: authorization, queryToken: NetworkPolicy.queryToken(fromPath: path), address: address))
-        } catch {
+                authorization: authorization, queryToken: queryToken,
+                address: NetworkPolicy.host(fromRemoteAddress: remoteAddress)))
+        } catch let error as PairingError {
             return AccessDecision(denying: error)
+        } catch {
+            return AccessDecision(denying: .storage("\(error)"))
         }
     }
 }

@@ -155,6 +155,16 @@ struct PairingSessionTests {
         let limited = await auth.checkUpgrade(path: "/", authorization: "Bearer \(session.accessToken.token)", origin: nil, host: host, remoteAddress: "10.0.0.9:4")
         #expect(limited == .deny(status: 429, body: AuthErrorBody(.rateLimited(retryAfterSeconds: 60)), retryAfterSeconds: 60))
 
+        // Without a peer address nothing is rate limited (no shared bucket), but tokens are still checked.
+        for _ in 0..<5 {
+            let anonymous = await auth.checkUpgrade(path: "/?token=\(TokenSecret.generate(.access))", authorization: nil, origin: nil, host: host, remoteAddress: nil)
+            #expect(anonymous == .deny(status: 401, body: AuthErrorBody(.invalidToken(.access)), retryAfterSeconds: nil))
+        }
+        guard case .allow = await auth.checkUpgrade(path: "/", authorization: "Bearer \(session.accessToken.token)", origin: nil, host: host, remoteAddress: nil) else {
+            Issue.record("a good token without a peer address should pass")
+            return
+        }
+
         clock.advance(by: 900)
         let expired = await auth.checkUpgrade(path: "/", authorization: "Bearer \(session.accessToken.token)", origin: nil, host: host, remoteAddress: "10.0.0.7:5000")
         #expect(expired == .deny(status: 403, body: AuthErrorBody(.expiredToken(.access)), retryAfterSeconds: nil))
