@@ -25,7 +25,7 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "The directory sessions work in (fs/* requests are confined to it). Default: the current directory.")
     var workingDirectory: String?
 
-    @Option(help: "mDNS advertising: avahi, dnssd, or off. Default: avahi on Linux.")
+    @Option(name: [.customLong("discovery"), .customLong("backend")], help: "mDNS advertising: avahi, dnssd, or off (--backend is the same option). Default: avahi on Linux.")
     var discovery: DiscoveryChoice?
 
     @Option(help: "Where state is kept (install id, pairing database). Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
