@@ -6,12 +6,20 @@ import Logging
 /// avahi-daemon over D-Bus); on macOS over the system's mDNSResponder.
 ///
 /// Every advertisement and every browse gets its own thread (`DNSSDRunLoop`) that owns all its
-/// refs; callers see only Swift values and `AsyncStream`s.
+/// refs; callers see only Swift values and `AsyncStream`s. Addresses come from `DNSServiceQueryRecord`
+/// (A and AAAA on the resolved host name, per interface), which Avahi's layer supports;
+/// `DNSServiceGetAddrInfo` is not used because Avahi's layer lacks it.
 ///
-/// Limits on Linux (Avahi's compatibility layer): no "all for now" signal (it is synthesised a
-/// second after browsing starts), no "local"/"own" result flags (`isLocal` compares the host name
-/// with this machine's, `isOwn` also checks the services this process registered), and each
-/// instance and address is reported once per IP protocol.
+/// Limits on Linux (Avahi's compatibility layer):
+/// - no "all for now" signal: `allForNow` is synthesised a second after browsing starts, once every
+///   instance seen so far is resolved (at the latest after four seconds);
+/// - no "local"/"own" result flags: `isLocal` compares the host name with this machine's,
+///   `isOwn` also checks the services this process registered through this backend;
+/// - each instance and address is reported once per IP protocol (adds and removes are counted);
+/// - a name already held by another client of the same daemon fails instead of being renamed,
+///   so this backend renames (`Desk #2`) itself; names taken on other hosts are renamed by Avahi;
+/// - every ref is its own D-Bus connection and thread inside the library (a browse uses one ref,
+///   plus three per instance and interface: resolve, A, AAAA).
 public struct DNSSDBackend: DiscoveryBackend {
     /// `dnssd`.
     public var name: String { "dnssd" }
