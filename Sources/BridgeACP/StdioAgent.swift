@@ -33,6 +33,7 @@ public final class StdioAgent: ACPAgent {
         var stdoutDone = false
         var exitReason: String?
         var finished = false
+        var stopping = false
         var exitWaiter: CheckedContinuation<Void, Never>?
     }
 
@@ -208,16 +209,26 @@ public final class StdioAgent: ACPAgent {
         }
     }
 
-    /// Sends SIGTERM, then SIGKILL after the grace period if the process is still there.
+    /// Closes the agent's stdin (well-behaved agents exit on end of input), sends SIGTERM, and SIGKILL after the
+    /// grace period if the process is still there. Calling it again does nothing.
     public func stop() {
-        guard process.isRunning else { return }
+        let first = state.withLock { state in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+        guard first, process.isRunning else { return }
         let pid = process.processIdentifier
         logger.info("stopping the agent process")
+        let stdin = self.stdin
+        writeQueue.async { try? stdin.close() }
         process.terminate()
         let grace = configuration.terminationGrace
         let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [process] in
-            if process.isRunning { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [process, logger] in
+            if process.isRunning {
+                logger.warning("the agent ignored SIGTERM; killing it")
+                kill(pid, SIGKILL)
+            }
         }
     }
 
