@@ -184,6 +184,26 @@ struct TokenStoreTests {
         }
     }
 
+    @Test("concurrent refreshes through two handles on the same file (like two processes): exactly one wins")
+    func concurrentRefreshAcrossHandles() async throws {
+        defer { temporary.cleanUp() }
+        let first = try makeStore()
+        let second = try makeStore()
+        let session = try await pair(first)
+        let token = session.refreshToken.token
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<16 {
+                let store = index.isMultiple(of: 2) ? first : second
+                group.addTask { (try? await store.refresh(token)) != nil }
+            }
+            var wins: [Bool] = []
+            for await won in group { wins.append(won) }
+            return wins
+        }
+        #expect(outcomes.filter { $0 }.count == 1)
+        #expect(outcomes.count == 16)
+    }
+
     @Test("a new pairing token revokes the previous unexchanged one")
     func newPairingTokenRevokesOld() async throws {
         defer { temporary.cleanUp() }
