@@ -136,14 +136,29 @@ def tail(path: os.PathLike | str, lines: int = 25) -> str:
     return "\n".join(data[-lines:]) if data else f"({p} is empty)"
 
 
+def _die_with_parent() -> None:
+    """preexec_fn: SIGKILL this child when the lab's Python process dies, even by SIGKILL (PR_SET_PDEATHSIG).
+    Kept across exec (ip netns exec -> unshare)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def _pid_alive(pid: int) -> bool:
+    """True if pid exists and is not a zombie."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _children(pid: int) -> list[int]:
@@ -436,11 +451,12 @@ class Host:
         for f in ("init.ready", "dbus.nspid", "avahi.nspid"):
             (self.dir / f).unlink(missing_ok=True)
         argv = ["ip", "netns", "exec", self.netns,
-                "unshare", "-m", "-u", "-p", "-f", "--mount-proc", "--propagation", "private",
+                "unshare", "-m", "-u", "-p", "-f", "--kill-child=SIGKILL", "--mount-proc", "--propagation", "private",
                 "/bin/bash", str(init), str(self.dir), self.name, "1" if avahi else "0"]
         self.init_popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                            stdout=open(self.dir / "init.stdout", "ab"),
-                                           stderr=subprocess.STDOUT, start_new_session=True)
+                                           stderr=subprocess.STDOUT, start_new_session=True,
+                                           preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.init_pid is None:
             kids = _children(self.init_popen.pid)
@@ -703,6 +719,10 @@ class Lab:
         self._closed = False
         self._lock = threading.Lock()
         atexit.register(self.close)
+        # SIGTERM (e.g. CI cancelling the job) would skip atexit: turn it into SystemExit so cleanup runs.
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGTERM, _sigterm_to_exit)
         self.add_switch("sw0", V4_SUBNETS[0], V6_SUBNETS[0])
 
     def _log(self, msg: str) -> None:
@@ -770,6 +790,21 @@ class Lab:
             if self._closed:
                 return
             self._closed = True
+        # A second SIGTERM/SIGINT must not interrupt the cleanup itself.
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                try:
+                    signal.signal(sig, signal.SIG_IGN)
+                except (ValueError, OSError):
+                    pass
+        try:
+            self._close()
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def _close(self) -> None:
         for h in list(self.hosts.values()):
             try:
                 h.destroy()
@@ -798,6 +833,10 @@ class Lab:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _sigterm_to_exit(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def check_prerequisites() -> None:
