@@ -183,6 +183,8 @@ def check_address_list(ev: dict, ctx: str) -> None:
         assert (ip.version == 4) == (a["family"] == "ipv4"), a
         if a["family"] == "ipv4" or not ip.is_link_local:
             assert a["zone"] is None, f"zone on a non-link-local address: {a}"
+        else:
+            assert isinstance(a["zone"], str) and a["zone"], f"link-local address without its zone is unusable: {a}"
 
 
 # -- tests ----------------------------------------------------------------------------------------------------
@@ -384,6 +386,21 @@ def test_avahi_stopped(bridge_bin, backend, phone, extra_host):
            if re.search(r"\b(discovery|advertising|mdns advertising)\b[^.]{0,20}\b(off|disabled|unavailable)\b", l, re.I)]
     assert len(off) == 1, f"want exactly one line saying discovery is off, got {len(off)}: {off}\n{sctx}"
     assert re.search(r"avahi", off[0], re.I), f"the line does not say why (avahi-daemon): {off[0]!r}"
+
+
+def test_serve_advertises_once_avahi_starts(bridge_bin, backend, phone, extra_host, timings):
+    """serve started while avahi-daemon is down keeps serving and advertises as soon as the daemon is back
+    (serve --help: "advertises as soon as the daemon appears")."""
+    h = extra_host("latedaemon")
+    h.stop_avahi()
+    serve = start_serve(h, bridge_bin, backend, "Late")
+    res = ws_probe(phone, f"ws://{h.ipv4}:9099/", "--wait", "8")
+    assert "connect_error" not in res, f"{json.dumps(res)}\n{serve.describe()}"
+    t0 = time.monotonic()
+    h.start_avahi()
+    recs = wait_resolved(phone, "Late", timeout=20, guard=serve)
+    timings.record(f"avahi_start_to_advertised[{backend}]", (time.monotonic() - t0) * 1000)
+    assert any(r["address"] == h.ipv4 and r["port"] == 9099 for r in recs), recs
 
 
 def test_contract_serve_backend_flag(serve_help):
