@@ -275,6 +275,28 @@ public final class TokenStore: Sendable {
         }
     }
 
+    /// Device IDs as they are revoked from now on, by this process or another (`oa-bridge devices revoke`), found by
+    /// polling the database every `interval`. Each ID is yielded once. The server closes that device's WebSockets
+    /// (code 4003) for each. The stream ends when the consuming task is cancelled.
+    public func revocations(pollingEvery interval: Duration = .seconds(1)) -> AsyncStream<String> {
+        let start = clock.now()
+        return AsyncStream { continuation in
+            let task = Task {
+                var reported = Set<String>()
+                while !Task.isCancelled {
+                    if let ids = try? await self.devicesRevoked(since: start) {
+                        for id in ids where reported.insert(id).inserted {
+                            continuation.yield(id)
+                        }
+                    }
+                    try? await Task.sleep(for: interval)
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
     /// Devices waiting for approval, oldest first.
     public func pendingDevices() async throws(PairingError) -> [DeviceRecord] {
         try await listDevices(includeRevoked: false).filter(\.isPending)

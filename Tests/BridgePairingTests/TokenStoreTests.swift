@@ -313,6 +313,27 @@ struct TokenStoreTests {
         #expect(try await again.listDevices(includeRevoked: false).isEmpty)
     }
 
+    @Test("revocations from another handle reach the revocation stream once each", .timeLimit(.minutes(1)))
+    func revocationStream() async throws {
+        defer { temporary.cleanUp() }
+        let server = try makeStore()
+        let cli = try makeStore()
+        let early = try await pair(server)
+        try await cli.revoke(deviceID: early.deviceID)  // before the stream starts: not reported
+        clock.advance(by: 1)
+        let alice = try await pair(server)
+        let bob = try await pair(server)
+        let stream = server.revocations(pollingEvery: .milliseconds(20))
+        try await cli.revoke(deviceID: alice.deviceID)
+        try await cli.revokeAllDevices()
+        var seen: [String] = []
+        for await id in stream {
+            seen.append(id)
+            if seen.count == 2 { break }
+        }
+        #expect(Set(seen) == [alice.deviceID, bob.deviceID])
+    }
+
     @Test("the state directory is 0700 and the database files 0600, even if the directory existed with 0755")
     func fileModes() async throws {
         defer { temporary.cleanUp() }
