@@ -102,8 +102,11 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return
         }
+        connections[id]?.initializing += 1
+        let started = await ensureAgent()
+        connections[id]?.initializing -= 1
         let handle: AgentHandle
-        switch await ensureAgent() {
+        switch started {
         case .success(let running): handle = running
         case .failure(let error):
             fail(id, request: request.id, error, batch: batch)

@@ -102,12 +102,24 @@ actor BridgeHub {
         connections[id]?.dialect != nil
     }
 
-    /// Closes the connection if it has not initialized yet.
-    func closeIfNotInitialized(_ id: ConnectionID) {
-        guard let client = connections[id], client.dialect == nil else { return }
+    /// What the initialize deadline found.
+    enum InitializeDeadline {
+        /// The connection initialized (or is gone): nothing more to watch.
+        case done
+        /// It had not even started `initialize`: it was closed.
+        case closed
+        /// An `initialize` is being answered (the agent is starting): look again after another period.
+        case inProgress
+    }
+
+    /// At the initialize deadline: closes the connection if it has not initialized and is not initializing.
+    func initializeDeadline(_ id: ConnectionID) -> InitializeDeadline {
+        guard let client = connections[id], client.dialect == nil else { return .done }
+        if client.initializing > 0 { return .inProgress }
         let reason = "initialize not completed within \(configuration.initializeTimeout)"
         client.logger.notice("closing connection: \(reason)")
         client.outbound.yield(.close(.policyViolation, reason))
+        return .closed
     }
 
     /// Answers a frame that was too large with an error.

@@ -35,9 +35,11 @@ struct ClientConnection {
                     }
                 }
                 // The initialize deadline.
+                // (An initialize still being answered, while a slow agent starts, earns another period.)
                 group.addTask {
-                    try await Task.sleep(for: configuration.initializeTimeout)
-                    await hub.closeIfNotInitialized(id)
+                    repeat {
+                        try await Task.sleep(for: configuration.initializeTimeout)
+                    } while await hub.initializeDeadline(id) == .inProgress
                     // Keep the group alive: only the reader or writer ending ends the connection.
                     try await Task.sleep(for: .seconds(365 * 24 * 3600))
                 }

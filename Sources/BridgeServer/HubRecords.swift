@@ -11,6 +11,8 @@ struct ClientRecord {
     let outbound: AsyncStream<OutboundFrame>.Continuation
     /// Its dialect, once `initialize` succeeded.
     var dialect: ACPDialect?
+    /// How many `initialize` requests are being answered (the agent may still be starting).
+    var initializing = 0
     /// Requests forwarded to the agent and not answered yet.
     var pending = 0
     /// Sessions it is attached to.

@@ -77,4 +77,28 @@ struct StdioAgentBridgeTests {
             }
         }
     }
+
+    @Test("a slow agent start does not trip the initialize deadline of a client that is initializing")
+    func slowAgent() async throws {
+        let script = """
+        import json, sys, time
+        for line in sys.stdin:
+            msg = json.loads(line)
+            if msg.get("method") == "initialize":
+                time.sleep(1.0)
+                print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}), flush=True)
+        """
+        try await TestBridge.with(configure: {
+            $0.agentCommand = ["python3", "-u", "-c", script]
+            $0.initializeTimeout = .milliseconds(300)
+        }) { port, _ in
+            try await TestClient.with(port: port) { client in
+                client.send(HandshakeTests.seedInitialize)
+                let answer = try await client.next()
+                #expect(answer["result"]?["protocol_version"] == "0.2.2")
+                // No agentInfo from this agent: the bridge names it after its command.
+                #expect(answer["result"]?["agent_info"]?["name"] == "python3")
+            }
+        }
+    }
 }
