@@ -70,6 +70,8 @@ final class DNSSDBrowser: @unchecked Sendable {
     /// Pending `updated` reports, sent `updateDelay` after the first change.
     private var updateTimers: [ServiceInstance: DNSSDRunLoop.TimerID] = [:]
     private var outageReported = false
+    /// The browse restarted with instances announced: reconcile them once it runs again.
+    private var reconcileOnRestart = false
     private var retryDelay: Duration = .seconds(1)
     private var retryTimer: DNSSDRunLoop.TimerID?
     private var browseStarted: ContinuousClock.Instant?
@@ -109,7 +111,6 @@ final class DNSSDBrowser: @unchecked Sendable {
             self.browseReply(box: box, flags: flags, interface: interface, error: error, name: name, type: type, domain: domain)
         }
         box.failed = { error in
-            self.browser = nil
             self.daemonLost(error)
         }
         let type = self.type.rawValue
@@ -120,9 +121,10 @@ final class DNSSDBrowser: @unchecked Sendable {
         guard error == DNSSDErrorCode.noError else {
             if DNSSDErrorCode.meansDaemonUnavailable(error) {
                 daemonLost(error)
-            } else {
+            } else if DNSSDErrorCode.isPermanent(error) {
                 continuation.yield(.failure(.backendFailure(operation: "browsing \(type)", message: DNSSDErrorCode.describe(error))))
-                if !DNSSDErrorCode.isPermanent(error) { scheduleRetry() }
+            } else {
+                browseFailed(error)
             }
             return
         }
@@ -132,11 +134,14 @@ final class DNSSDBrowser: @unchecked Sendable {
         loop.cancelTimer(allForNowTimer)
         allForNowTimer = loop.schedule(after: .seconds(1)) { self.checkAllForNow(force: false) }
         logger.debug("browsing", metadata: ["type": "\(type)", "domain": "\(domain)"])
+        retryDelay = .seconds(1)
         if outageReported {
             outageReported = false
-            retryDelay = .seconds(1)
             continuation.yield(.daemonAvailable)
-            // What was announced before the outage and is not seen again soon has gone.
+        }
+        if reconcileOnRestart {
+            reconcileOnRestart = false
+            // What was announced before the restart and is not seen again soon has gone.
             let stale = Set(announced.keys)
             reresolving = stale
             loop.schedule(after: Self.staleGrace) { self.dropStale(stale) }
@@ -147,13 +152,10 @@ final class DNSSDBrowser: @unchecked Sendable {
                              name: String, type: String, domain: String) {
         guard box === browser, !stopped else { return }
         guard error == DNSSDErrorCode.noError else {
-            loop.close(box)
-            browser = nil
             if DNSSDErrorCode.meansDaemonUnavailable(error) {
                 daemonLost(error)
             } else {
-                continuation.yield(.failure(.backendFailure(operation: "browsing \(self.type)", message: DNSSDErrorCode.describe(error))))
-                scheduleRetry()
+                browseFailed(error)
             }
             return
         }
@@ -412,6 +414,26 @@ final class DNSSDBrowser: @unchecked Sendable {
     private func daemonLost(_ error: DNSServiceErrorType) {
         guard !stopped else { return }
         // Every ref of this browse went with the daemon connection; start over when it is back.
+        restartLater()
+        if !outageReported {
+            outageReported = true
+            let reason = DNSSDErrorCode.daemonReason(error)
+            logger.warning("mDNS daemon unavailable; browsing again when it is back", metadata: ["reason": "\(reason)"])
+            continuation.yield(.daemonUnavailable(reason: reason))
+        }
+    }
+
+    /// The browse failed for another reason: report it, start over later.
+    private func browseFailed(_ error: DNSServiceErrorType) {
+        guard !stopped else { return }
+        continuation.yield(.failure(.backendFailure(operation: "browsing \(type)", message: DNSSDErrorCode.describe(error))))
+        restartLater()
+    }
+
+    /// Closes every ref and schedules a new browse; what was announced is kept until the new browse
+    /// has had `staleGrace` to see it again.
+    private func restartLater() {
+        reconcileOnRestart = reconcileOnRestart || !announced.isEmpty
         loop.close(browser)
         browser = nil
         for sighting in sightings.values { drop(sighting) }
@@ -424,12 +446,6 @@ final class DNSSDBrowser: @unchecked Sendable {
         addressSettling.removeAll()
         loop.cancelTimer(allForNowTimer)
         allForNowTimer = nil
-        if !outageReported {
-            outageReported = true
-            let reason = DNSSDErrorCode.daemonReason(error)
-            logger.warning("mDNS daemon unavailable; browsing again when it is back", metadata: ["reason": "\(reason)"])
-            continuation.yield(.daemonUnavailable(reason: reason))
-        }
         scheduleRetry()
     }
 
