@@ -89,7 +89,7 @@ extension BridgeHub {
                 group.addTask {
                     try? await Task.sleep(for: timeout)
                     if !Task.isCancelled {
-                        await self.resolveBridgeRequest(agentID, with: JSONRPCError.internalError("the agent did not answer \(method) within \(timeout)"))
+                        await self.resolveBridgeRequest(agentID, with: JSONRPCError.internalError("the agent did not answer \(method) within \(timeout.words)"))
                     }
                 }
             }

@@ -116,7 +116,7 @@ actor BridgeHub {
     func initializeDeadline(_ id: ConnectionID) -> InitializeDeadline {
         guard let client = connections[id], client.dialect == nil else { return .done }
         if client.initializing > 0 { return .inProgress }
-        let reason = "initialize not completed within \(configuration.initializeTimeout)"
+        let reason = "initialize not completed within \(configuration.initializeTimeout.words)"
         client.logger.notice("closing connection: \(reason)")
         client.outbound.yield(.close(.policyViolation, reason))
         return .closed
