@@ -18,7 +18,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     private var announced = false
     private var box: DNSSDCallbackBox?
     private var outageReported = false
-    private var retryDelay: Duration = .seconds(1)
+    /// Retries since the last success; sets the delay (see `DNSSDRetry`).
+    private var retryAttempts = 0
     private var retryTimer: DNSSDRunLoop.TimerID?
     private var cancelled = false
     private var ownInstance: ServiceInstance?
@@ -110,7 +111,7 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             return
         }
         outageReported = false
-        retryDelay = .seconds(1)
+        retryAttempts = 0
         consecutiveRenames = 0
         let registeredName = name.isEmpty ? currentName : name
         if registeredName != currentName {
@@ -172,8 +173,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
 
     private func scheduleRetry() {
         guard !cancelled, retryTimer == nil else { return }
-        let delay = retryDelay
-        retryDelay = min(retryDelay + .seconds(1), .seconds(5))
+        retryAttempts += 1
+        let delay = DNSSDRetry.delay(afterAttempts: retryAttempts)
         retryTimer = loop.schedule(after: delay) { self.register() }
     }
 

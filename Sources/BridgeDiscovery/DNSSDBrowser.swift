@@ -72,7 +72,8 @@ final class DNSSDBrowser: @unchecked Sendable {
     private var outageReported = false
     /// The browse restarted with instances announced: reconcile them once it runs again.
     private var reconcileOnRestart = false
-    private var retryDelay: Duration = .seconds(1)
+    /// Retries since the last success; sets the delay (see `DNSSDRetry`).
+    private var retryAttempts = 0
     private var retryTimer: DNSSDRunLoop.TimerID?
     private var browseStarted: ContinuousClock.Instant?
     private var allForNowSent = false
@@ -134,7 +135,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         loop.cancelTimer(allForNowTimer)
         allForNowTimer = loop.schedule(after: .seconds(1)) { self.checkAllForNow(force: false) }
         logger.debug("browsing", metadata: ["type": "\(type)", "domain": "\(domain)"])
-        retryDelay = .seconds(1)
+        retryAttempts = 0
         if outageReported {
             outageReported = false
             continuation.yield(.daemonAvailable)
@@ -451,8 +452,8 @@ final class DNSSDBrowser: @unchecked Sendable {
 
     private func scheduleRetry() {
         guard !stopped, retryTimer == nil else { return }
-        let delay = retryDelay
-        retryDelay = min(retryDelay + .seconds(1), .seconds(5))
+        retryAttempts += 1
+        let delay = DNSSDRetry.delay(afterAttempts: retryAttempts)
         retryTimer = loop.schedule(after: delay) { self.startBrowse() }
     }
 

@@ -83,6 +83,18 @@ enum DNSSDConstants {
     static let interfaceAny: UInt32 = 0
 }
 
+/// When to try again while the daemon is unreachable. A failed attempt costs one local D-Bus round
+/// trip, and dns_sd cannot say when the daemon returns, so: every second for the first ten tries
+/// (a daemon that is starting is found within a second), then one second more each time, up to
+/// every five seconds.
+enum DNSSDRetry {
+    /// The delay before attempt `attempts + 1`, for `attempts` ≥ 1.
+    static func delay(afterAttempts attempts: Int) -> Duration {
+        guard attempts > 10 else { return .seconds(1) }
+        return .seconds(min(attempts - 9, 5))
+    }
+}
+
 /// Process-wide preparation before the first dns_sd call.
 enum DNSSDEnvironment {
     private static let prepared: Bool = {

@@ -84,6 +84,15 @@ struct DNSSDBackendTests {
         #expect(renamed.hasPrefix(String(repeating: "ü", count: 30)))
     }
 
+    @Test("retries: every second at first, then slower, never more than five seconds apart")
+    func retryDelays() {
+        let delays = (1...20).map { DNSSDRetry.delay(afterAttempts: $0) }
+        #expect(delays.prefix(10).allSatisfy { $0 == .seconds(1) })
+        #expect(Array(delays[10...13]) == [.seconds(2), .seconds(3), .seconds(4), .seconds(5)])
+        #expect(delays.allSatisfy { $0 >= .seconds(1) && $0 <= .seconds(5) })
+        #expect(DNSSDRetry.delay(afterAttempts: 10_000) == .seconds(5))
+    }
+
     @Test("the backend is called dnssd")
     func name() {
         #expect(DNSSDBackend().name == "dnssd")
