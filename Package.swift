@@ -165,6 +165,11 @@ let package = Package(
         ),
         .testTarget(name: "BridgePairingTests", dependencies: ["BridgePairing"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "OABridgeCLITests",
+            dependencies: ["oa-bridge"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgeClientTests",
             dependencies: ["BridgeClient", "BridgeDiscovery"],
             swiftSettings: swiftSettings
