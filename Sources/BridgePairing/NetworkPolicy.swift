@@ -41,14 +41,19 @@ public enum NetworkPolicy {
         return nil
     }
 
-    /// The browser Origin check for WebSocket upgrades: a request without `Origin` (native apps, CLI clients) passes;
-    /// with `Origin` it passes only when the origin's `host:port` is the request's own `Host` (a page served by this
-    /// bridge) or is in `allowedOrigins` (exact `scheme://host[:port]` strings). `Origin: null` is refused.
+    /// The browser Origin check for WebSocket upgrades, so a web page cannot drive the bridge.
+    ///
+    /// Passes: no `Origin` (most native clients); a `ws://` or `wss://` origin (some native WebSocket clients, e.g.
+    /// HummingbirdWSClient, send one; browsers never do); an `http(s)` origin whose `host:port` is the request's own
+    /// `Host` (a page served by this bridge); anything in `allowedOrigins` (exact `scheme://host[:port]` strings).
+    /// Refused: every other origin, `Origin: null` (sandboxed frames, `file:` pages) and several `Origin` values.
     public static func isOriginAllowed(origin: String?, host: String?, allowedOrigins: Set<String> = []) -> Bool {
         guard let origin = origin?.trimmingCharacters(in: .whitespaces), !origin.isEmpty else { return true }
         if allowedOrigins.contains(origin) { return true }
-        guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(), let originHost = url.host?.lowercased(),
-              scheme == "http" || scheme == "https",
+        guard let url = URL(string: origin), let scheme = url.scheme?.lowercased(), let originHost = url.host?.lowercased()
+        else { return false }
+        if (scheme == "ws" || scheme == "wss") && !origin.contains(",") && !origin.contains(" ") { return true }
+        guard scheme == "http" || scheme == "https",
               let host = host?.trimmingCharacters(in: .whitespaces).lowercased(), !host.isEmpty
         else { return false }
         let defaultPort = scheme == "https" ? 443 : 80

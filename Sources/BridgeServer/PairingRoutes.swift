@@ -44,16 +44,15 @@ extension Authenticator {
     /// rate limit, token from `Authorization: Bearer` or `?token=`; denials carry `"<code>: <message>"` (e.g.
     /// `token_expired: …`), never the token.
     ///
-    /// `host` is the request's `Host` (`request.head.authority`), which ``BridgeUpgradeRequest`` does not carry yet:
-    /// while it is `nil`, every request that sends an `Origin` header (i.e. from a web page) is refused, and native
-    /// clients, which send none, are unaffected.
+    /// The Origin check compares against the request's `Host` (``BridgeUpgradeRequest/host``); a request with an
+    /// `Origin` but no `Host` is refused. Native clients send no `Origin` and are unaffected.
     public func upgradeAuthorizer(allowedOrigins: Set<String> = []) -> BridgeUpgradeAuthorizer {
         { request in
             let decision = await self.checkUpgrade(
                 path: request.path,
                 authorization: request.headers[.authorization],
                 origin: request.headers[.origin],
-                host: nil,
+                host: request.host,
                 remoteAddress: request.remoteAddress,
                 allowedOrigins: allowedOrigins)
             switch decision {

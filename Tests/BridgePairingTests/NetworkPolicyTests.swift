@@ -50,6 +50,13 @@ struct NetworkPolicyTests {
         #expect(!NetworkPolicy.isOriginAllowed(origin: "http://192.168.1.20:9100", host: "192.168.1.20:9099"))
         #expect(!NetworkPolicy.isOriginAllowed(origin: "null", host: "192.168.1.20:9099"))
         #expect(NetworkPolicy.isOriginAllowed(origin: "app://oa", host: "x:1", allowedOrigins: ["app://oa"]))
+        #expect(!NetworkPolicy.isOriginAllowed(origin: "app://oa", host: "x:1"))
+        #expect(!NetworkPolicy.isOriginAllowed(origin: "file://", host: "x:1"))
+        // Native clients that send a WebSocket-scheme origin (browsers never do).
+        #expect(NetworkPolicy.isOriginAllowed(origin: "ws://127.0.0.1", host: "127.0.0.1:9099"))
+        #expect(NetworkPolicy.isOriginAllowed(origin: "wss://desk.local", host: nil))
+        // Two Origin headers folded into one value are refused.
+        #expect(!NetworkPolicy.isOriginAllowed(origin: "ws://127.0.0.1, https://evil.example", host: "127.0.0.1:9099"))
     }
 
     @Test("the pairing page gate: loopback peer and Host, same origin, JSON for POST")

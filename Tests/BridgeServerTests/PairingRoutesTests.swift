@@ -1,8 +1,11 @@
 import BridgePairing
 import BridgeServer
 import Foundation
+import HTTPTypes
 import Hummingbird
+import HummingbirdWSClient
 import Logging
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -139,6 +142,68 @@ struct PairingRoutesTests {
             let screenshot = try await renderer.screenshot(url: "http://127.0.0.1:\(port)/pair")
             #expect(try renderer.decodeQR(png: screenshot) == info.text)
         }
+    }
+
+    @Test("the bridge's WebSocket takes a paired device's access token (header or ?token=) and refuses the rest")
+    func webSocketUpgrade() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-ws-auth-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var logger = Logger(label: "test.pairing-ws")
+        logger.logLevel = .critical
+        let quiet = logger
+        let store = try TokenStore(directory: directory, logger: quiet)
+        let authenticator = Authenticator(store: store)
+        let pairing = try await store.issuePairingToken()
+        guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
+            Issue.record("expected tokens")
+            return
+        }
+        let access = session.accessToken.token
+        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+            func connects(_ url: String, headers: [String: String] = [:]) async -> Bool {
+                var configuration = WebSocketClientConfiguration()
+                for (name, value) in headers {
+                    if let field = HTTPField.Name(name) { configuration.additionalHeaders[field] = value }
+                }
+                let frozen = configuration
+                let answered = Mutex(false)
+                do {
+                    try await WebSocketClient.connect(url: url, configuration: frozen, logger: quiet) { inbound, outbound, _ in
+                        try await outbound.write(.text(HandshakeTests.seedInitialize))
+                        for try await message in inbound.messages(maxSize: 1 << 20) {
+                            if case .text = message {
+                                answered.withLock { $0 = true }
+                                break
+                            }
+                        }
+                        try await outbound.close(.normalClosure, reason: nil)
+                    }
+                } catch {
+                    return false
+                }
+                return answered.withLock { $0 }
+            }
+            // HummingbirdWSClient itself sends "Origin: ws://127.0.0.1", which passes; a web page's origin does not.
+            #expect(await connects("ws://127.0.0.1:\(port)/", headers: ["Authorization": "Bearer \(access)"]))
+            #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)"))
+            #expect(await connects("ws://127.0.0.1:\(port)/") == false)
+            #expect(await connects("ws://127.0.0.1:\(port)/?token=\(TokenSecret.generate(.access))") == false)
+            #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)", headers: ["Origin": "https://evil.example"]) == false)
+            try await store.revoke(deviceID: session.deviceID)
+            #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)") == false)
+        }
+
+        // The authorizer's answers: status and a "<code>: <message>" reason without the token.
+        let authorize = authenticator.upgradeAuthorizer()
+        let revoked = await authorize(BridgeUpgradeRequest(
+            path: "/?token=\(access)", headers: [:], remoteAddress: "127.0.0.1", host: "127.0.0.1:9099"))
+        guard case .deny(let status, let message) = revoked else {
+            Issue.record("expected a denial")
+            return
+        }
+        #expect(status == 403 && message.hasPrefix("device_revoked: ") && !message.contains(access))
+        let missing = await authorize(BridgeUpgradeRequest(path: "/", headers: [:], remoteAddress: "127.0.0.1", host: "127.0.0.1:9099"))
+        #expect(missing == .deny(status: 401, message: "missing_token: \(PairingError.missingToken.message)"))
     }
 
     @Test("guessing tokens from one address gets 429 with Retry-After")
