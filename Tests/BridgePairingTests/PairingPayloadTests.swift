@@ -62,3 +62,23 @@ struct PairingPayloadTests {
         }
     }
 }
+
+@Suite("Pairing banner")
+struct PairingBannerTests {
+    @Test("the banner shows the QR code, the page URL and the expiry, and warns loudly without auth")
+    func banner() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = TokenSecret.generate(.pairing)
+        let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: token)
+        let text = try PairingBanner.text(payload: payload, expiresAt: now.addingTimeInterval(3600), port: 9099, now: now, ansiColors: false)
+        #expect(text.hasPrefix(try payload.qrCode().terminalString(quietZone: 2, ansiColors: false)))
+        #expect(text.contains("http://127.0.0.1:9099/pair"))
+        #expect(text.contains("expires in 60 min"))
+        // The token travels in the QR code only, not as text.
+        #expect(!text.contains(token))
+        let open = try PairingBanner.text(
+            payload: PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: nil), expiresAt: nil, port: 9099)
+        #expect(open.contains("authentication is OFF"))
+        #expect(open.contains("\u{1B}[1;31m"))
+    }
+}
