@@ -167,7 +167,7 @@ extension BridgeHub {
         for member in record.members {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))
-            client.outbound.yield(.text(forwarded.jsonText))
+            send(.text(forwarded.jsonText), to: member)
         }
         logger.debug("agent request forwarded", metadata: ["method": "\(request.method)", "session": "\(session)", "clients": "\(record.members.count)"])
     }

@@ -32,6 +32,9 @@ actor BridgeHub {
     var batches: [UInt64: BatchRecord] = [:]
     var nextBatchID: UInt64 = 1
 
+    /// Frames queued for one client beyond which it counts as stuck: it is then disconnected.
+    static let maxQueuedFrames = 10_000
+
     init(configuration: BridgeServerConfiguration, logger: Logger) throws(BridgeServerError) {
         self.configuration = configuration
         self.logger = logger
@@ -70,7 +73,7 @@ actor BridgeHub {
     func connect(remote: String?) -> (ConnectionID, AsyncStream<OutboundFrame>) {
         let id = nextConnectionID
         nextConnectionID += 1
-        let (frames, sink) = AsyncStream.makeStream(of: OutboundFrame.self)
+        let (frames, sink) = AsyncStream.makeStream(of: OutboundFrame.self, bufferingPolicy: .bufferingOldest(BridgeHub.maxQueuedFrames))
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
@@ -118,7 +121,7 @@ actor BridgeHub {
         if client.initializing > 0 { return .inProgress }
         let reason = "initialize not completed within \(configuration.initializeTimeout.words)"
         client.logger.notice("closing connection: \(reason)")
-        client.outbound.yield(.close(.policyViolation, reason))
+        send(.close(.policyViolation, reason), to: id)
         return .closed
     }
 
@@ -136,8 +139,14 @@ actor BridgeHub {
 
     // MARK: Output
 
+    /// Queues a frame for a client. A client that stops reading (its queue is full) is cut off: its queue is
+    /// finished, so its writer ends after what is queued and the connection closes.
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
-        connections[id]?.outbound.yield(frame)
+        guard let client = connections[id] else { return }
+        if case .dropped = client.outbound.yield(frame) {
+            client.logger.warning("client is not reading; disconnecting it", metadata: ["queued": "\(BridgeHub.maxQueuedFrames)"])
+            client.outbound.finish()
+        }
     }
 
     /// Sends a response, or adds it to its batch and sends the batch once complete.
@@ -167,6 +176,6 @@ actor BridgeHub {
     func notify(_ id: ConnectionID, method: String, params: JSONValue?) {
         guard let client = connections[id], let dialect = client.dialect else { return }
         let message = JSONRPCMessage.notification(JSONRPCNotification(method: method, params: params.map(dialect.toClient)))
-        client.outbound.yield(.text(message.jsonText))
+        send(.text(message.jsonText), to: id)
     }
 }
