@@ -49,7 +49,8 @@ public struct Authenticator: Sendable {
     public func exchange(_ request: ExchangeRequest, address: String) async throws(PairingError) -> ExchangeOutcome {
         try limiter.check(address)
         return try await counting(address) { () async throws(PairingError) -> ExchangeOutcome in
-            try await store.exchange(pairingToken: request.pairingToken, deviceName: request.deviceName, address: address)
+            try await store.exchange(
+                pairingToken: request.pairingToken, deviceName: request.deviceName, address: address, deviceID: request.deviceID)
         }
     }
 

@@ -114,17 +114,21 @@ public final class TokenStore: Sendable {
 
     /// Exchanges a pairing token for a new device's access and refresh tokens (the pairing token is then used up).
     ///
-    /// In approval mode the first call registers the device and answers ``ExchangeOutcome/pending(deviceID:)``;
-    /// calling again with the same pairing token answers pending until ``approve(deviceID:)``, then the tokens.
+    /// In approval mode the first call registers the device and answers ``ExchangeOutcome/pending(deviceID:)``; the
+    /// pairing token is then claimed by that device. Calling again with the same pairing token *and that device ID*
+    /// answers pending until ``approve(deviceID:)``, then the tokens. Anyone else presenting the claimed token (say,
+    /// someone who photographed the QR code) gets ``PairingError/pairingTokenAlreadyUsed``: the device ID, which only
+    /// the first client learned, is the claim check.
     /// - Parameters:
     ///   - pairingToken: the `oa_p_…` token from the QR code.
     ///   - deviceName: a name for `devices list`; sanitised and shortened; "Phone" when absent.
     ///   - address: the client's source address, recorded as the device's last address.
+    ///   - deviceID: when polling in approval mode, the device ID from the first (pending) answer.
     /// - Throws: ``PairingError/missingToken``, ``PairingError/invalidToken(_:)``, ``PairingError/expiredToken(_:)``,
     ///   ``PairingError/revokedToken(_:)``, ``PairingError/pairingTokenAlreadyUsed``,
     ///   ``PairingError/deviceRevoked(deviceID:)``, ``PairingError/storage(_:)``.
     public func exchange(
-        pairingToken: String, deviceName: String? = nil, address: String? = nil
+        pairingToken: String, deviceName: String? = nil, address: String? = nil, deviceID claimedDeviceID: String? = nil
     ) async throws(PairingError) -> ExchangeOutcome {
         let hash = try Self.checkedHash(pairingToken, kind: .pairing)
         let now = clock.now()
@@ -135,8 +139,14 @@ public final class TokenStore: Sendable {
             guard let row = try Self.fetchToken(db, hash: hash, kind: .pairing) else {
                 return .failure(.invalidToken(.pairing))
             }
-            if let bound = row.deviceID, let device = try Self.fetchDevice(db, id: bound), device.isRevoked {
-                return .failure(.deviceRevoked(deviceID: bound))
+            if let bound = row.deviceID, row.usedAt == nil {
+                // Claimed by a device awaiting approval: only that device may continue.
+                guard let claimed = claimedDeviceID?.lowercased(), TokenSecret.constantTimeEquals(claimed, bound) else {
+                    return .failure(.pairingTokenAlreadyUsed)
+                }
+                if let device = try Self.fetchDevice(db, id: bound), device.isRevoked {
+                    return .failure(.deviceRevoked(deviceID: bound))
+                }
             }
             if row.revokedAt != nil { return .failure(.revokedToken(.pairing)) }
             if row.usedAt != nil { return .failure(.pairingTokenAlreadyUsed) }

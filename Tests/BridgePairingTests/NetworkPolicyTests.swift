@@ -96,7 +96,7 @@ struct PairingSessionTests {
         let second = try #require(try await session.payload().token)
         #expect(second != token)
         try await store.approve(deviceID: deviceID)
-        guard case .paired = try await store.exchange(pairingToken: token) else {
+        guard case .paired = try await store.exchange(pairingToken: token, deviceID: deviceID) else {
             Issue.record("claimed token should complete after approval")
             return
         }

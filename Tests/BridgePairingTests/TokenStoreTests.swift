@@ -231,7 +231,10 @@ struct TokenStoreTests {
             return
         }
         #expect(PairingError.approvalPending(deviceID: deviceID).httpStatus == 202)
-        #expect(try await store.exchange(pairingToken: pairing.token) == .pending(deviceID: deviceID))
+        #expect(try await store.exchange(pairingToken: pairing.token, deviceID: deviceID) == .pending(deviceID: deviceID))
+        // Someone else with the same (photographed) pairing code cannot ride along, with or without a guessed ID.
+        #expect(await pairingError { try await store.exchange(pairingToken: pairing.token) } == .pairingTokenAlreadyUsed)
+        #expect(await pairingError { try await store.exchange(pairingToken: pairing.token, deviceID: UUID().uuidString) } == .pairingTokenAlreadyUsed)
         #expect(try await store.pendingDevices().map(\.id) == [deviceID])
         // A new QR code does not strand the waiting device.
         _ = try await store.issuePairingToken()
@@ -239,7 +242,8 @@ struct TokenStoreTests {
         let approved = try await store.approve(deviceID: String(deviceID.prefix(8)))
         #expect(approved.id == deviceID && approved.approved)
         #expect(try await store.pendingDevices().isEmpty)
-        guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
+        #expect(await pairingError { try await store.exchange(pairingToken: pairing.token) } == .pairingTokenAlreadyUsed)
+        guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token, deviceID: deviceID.uppercased()) else {
             Issue.record("expected tokens after approval")
             return
         }
@@ -258,7 +262,7 @@ struct TokenStoreTests {
             return
         }
         try await store.revoke(deviceID: deviceID)
-        #expect(await pairingError { try await store.exchange(pairingToken: pairing.token) } == .deviceRevoked(deviceID: deviceID))
+        #expect(await pairingError { try await store.exchange(pairingToken: pairing.token, deviceID: deviceID) } == .deviceRevoked(deviceID: deviceID))
         #expect(await pairingError { try await store.approve(deviceID: deviceID) } == .deviceRevoked(deviceID: deviceID))
     }
 
