@@ -146,6 +146,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            name: "PhoneClient",
+            dependencies: [
+                "BridgeClient",
+                "BridgeDiscovery",
+                "BridgePairing",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/PhoneClient",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
 
         .testTarget(
