@@ -300,7 +300,10 @@ extension BridgeHub {
                 attach(route.connection, to: session)
             }
         case (ACPMethod.sessionLoad, .failure):
-            if let session = route.sessionID { detach(route.connection, from: session) }
+            if let session = route.sessionID {
+                detach(route.connection, from: session)
+                if sessions[session]?.members.isEmpty == true { sessions[session] = nil }
+            }
         default:
             break
         }

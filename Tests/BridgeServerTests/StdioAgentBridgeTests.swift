@@ -101,4 +101,41 @@ struct StdioAgentBridgeTests {
             }
         }
     }
+
+    @Test("session/load of a session the bridge does not run goes to an agent that can load: history replay, then attached")
+    func loadFromAgent() async throws {
+        let script = """
+        import json, sys
+        def send(m): print(json.dumps(m), flush=True)
+        for line in sys.stdin:
+            msg = json.loads(line)
+            method, params = msg.get("method"), msg.get("params", {})
+            if method == "initialize":
+                send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}, "authMethods": [], "agentInfo": {"name": "loader", "version": "1"}}})
+            elif method == "session/load":
+                if params.get("sessionId") != "old-1":
+                    send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32002, "message": "no such session"}})
+                    continue
+                send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "old-1", "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "earlier question"}}}})
+                send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
+            elif method == "session/prompt":
+                send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
+        """
+        try await TestBridge.with(configure: { $0.agentCommand = ["python3", "-u", "-c", script] }) { port, _ in
+            try await TestClient.with(port: port) { client in
+                try await client.initialize(seed: true)
+                client.send(#"{"jsonrpc":"2.0","id":"bad","method":"session/load","params":{"session_id":"nope"}}"#)
+                #expect(try await client.collect(until: "bad").0["error"]?["code"] == .int(-32002))
+                client.send(#"{"jsonrpc":"2.0","id":"load","method":"session/load","params":{"session_id":"old-1","mcp_servers":[]}}"#)
+                let (loaded, replay) = try await client.collect(until: "load")
+                #expect(loaded["result"] == [:])
+                #expect(replay.first?["params"]?["update"]?["session_update"] == "user_message_chunk")
+                client.prompt(seed: true, session: "old-1", text: "go on")
+                #expect(try await client.collect(until: "prompt").0["result"]?["stop_reason"] == "end_turn")
+                // The failed load did not leave the client attached to "nope".
+                client.prompt(seed: true, session: "nope", text: "x", id: "p2")
+                #expect(try await client.collect(until: "p2").0["error"]?["code"] == .int(-32002))
+            }
+        }
+    }
 }
