@@ -125,7 +125,10 @@ struct PairingRoutesTests {
             #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("data-approve=\"\(pending.deviceID)\""))
             let approve = try await PairingHTTP.request(port: port, "POST", "/api/pair/approve", json: #"{"device_id":"\#(pending.deviceID.prefix(8))"}"#)
             #expect(approve.status == 200)
-            let second = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            let intruder = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            #expect(intruder.status == 403)
+            let second = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)","device_id":"\#(pending.deviceID)"}"#)
             #expect(second.status == 200)
             #expect(try await store.listDevices().first?.approved == true)
         }
