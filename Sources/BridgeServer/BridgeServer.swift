@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgePairing
 import BridgeRPC
 import Foundation
 import Hummingbird
@@ -30,7 +31,13 @@ public struct BridgeServer: Service {
         let logger = self.logger
         let hub = try BridgeHub(configuration: configuration, logger: logger)
 
-        let router = Router()
+        let router = Router(context: BridgeRequestContext.self)
+        if let authenticator = configuration.authenticator {
+            router.add(middleware: BearerAuthMiddleware(authenticator: authenticator))
+        }
+        if let pairing = configuration.pairing {
+            PairingRoutes.register(on: router, authenticator: configuration.authenticator, pairing: pairing, logger: logger)
+        }
         router.get("/api/health") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

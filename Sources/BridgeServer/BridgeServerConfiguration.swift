@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgePairing
 import Foundation
 
 /// Everything `oa-bridge serve` needs to run the bridge.
@@ -37,6 +38,12 @@ public struct BridgeServerConfiguration: Sendable {
     public var demoChunkDelay: Duration = .milliseconds(20)
     /// Decides whether a WebSocket upgrade may proceed (authentication lives here); `nil` allows every upgrade.
     public var authorizeUpgrade: BridgeUpgradeAuthorizer? = nil
+
+    /// Token checks for `/api/*` (Bearer) and the pairing exchange routes; `nil` with `--auth none`.
+    public var authenticator: Authenticator? = nil
+    /// The current pairing code and QR payload, for `/pair` and `/api/pair/*` (loopback only); `nil` leaves
+    /// those routes out.
+    public var pairing: PairingSession? = nil
 
     /// Creates a configuration; every other setting starts at its default.
     public init(serverName: String, workingDirectory: String = FileManager.default.currentDirectoryPath) {
