@@ -131,24 +131,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
             let sighting = Sighting(interface: interface, proto: proto, instance: instance)
             if firstSeen[instance] == nil { firstSeen[instance] = .now }
             guard resolvers[sighting] == nil else { return }
-            let box = ResolverBox(sighting: sighting, browser: self)
-            let unmanagedBox = Unmanaged.passRetained(box)
-            box.resolver = avahi_service_resolver_new(
-                client, interface, proto, name, type, domain, proto, AvahiLookupFlags(rawValue: 0),
-                { _, interface, _, event, _, _, _, hostName, address, port, txt, flags, userdata in
-                    guard let userdata else { return }
-                    let box = Unmanaged<ResolverBox>.fromOpaque(userdata).takeUnretainedValue()
-                    box.browser?.resolverEvent(box: box, interface: interface, event: event,
-                                               hostName: AvahiStrings.string(hostName), address: address,
-                                               port: port, txt: txt, flags: flags)
-                }, UnsafeMutableRawPointer(unmanagedBox.toOpaque()))
-            if box.resolver == nil {
-                unmanagedBox.release()
-                let error = avahi_client_errno(client)
-                continuation.yield(.failure(.backendFailure(operation: "resolving '\(name)'", message: AvahiConnection.describe(error: error))))
-                return
-            }
-            resolvers[sighting] = unmanagedBox
+            startResolver(for: sighting, client: client)
         case AVAHI_BROWSER_REMOVE:
             let instance = ServiceInstance(name: name, type: type, domain: domain)
             let sighting = Sighting(interface: interface, proto: proto, instance: instance)
@@ -187,6 +170,17 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         let sighting = box.sighting
         switch event {
         case AVAHI_RESOLVER_FOUND:
+            if let previous = resolutions[sighting], previous.hostName != hostName {
+                // The SRV record now names another host. Avahi's resolver drops the old SRV but keeps
+                // the old host's address record, reports the new host with it, and ignores the new
+                // host's addresses (avahi-core/resolve-service.c: `if (!r->address_record)`). So a
+                // name taken over by another machine would keep pointing at the old one. A fresh
+                // resolver looks the new host's addresses up; until it answers, this sighting has none.
+                logger.debug("service moved to another host; resolving again", metadata: [
+                    "service": "\(sighting.instance)", "old": "\(previous.hostName)", "new": "\(hostName)"])
+                restartResolver(box: box)
+                return
+            }
             resolutions[sighting] = Resolution(
                 hostName: hostName,
                 port: port,
@@ -206,6 +200,51 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
             logger.debug("resolver failed", metadata: ["service": "\(sighting.instance)", "interface": "\(interface)"])
         default:
             break
+        }
+    }
+
+    /// Starts resolving one sighting; reports a failure if Avahi refuses.
+    @discardableResult
+    private func startResolver(for sighting: Sighting, client: OpaquePointer) -> Bool {
+        let instance = sighting.instance
+        let box = ResolverBox(sighting: sighting, browser: self)
+        let unmanagedBox = Unmanaged.passRetained(box)
+        box.resolver = avahi_service_resolver_new(
+            client, sighting.interface, sighting.proto, instance.name, instance.type, instance.domain, sighting.proto,
+            AvahiLookupFlags(rawValue: 0),
+            { _, interface, _, event, _, _, _, hostName, address, port, txt, flags, userdata in
+                guard let userdata else { return }
+                let box = Unmanaged<ResolverBox>.fromOpaque(userdata).takeUnretainedValue()
+                withExtendedLifetime(box) {
+                    box.browser?.resolverEvent(box: box, interface: interface, event: event,
+                                               hostName: AvahiStrings.string(hostName), address: address,
+                                               port: port, txt: txt, flags: flags)
+                }
+            }, UnsafeMutableRawPointer(unmanagedBox.toOpaque()))
+        guard box.resolver != nil else {
+            unmanagedBox.release()
+            let error = avahi_client_errno(client)
+            continuation.yield(.failure(.backendFailure(operation: "resolving '\(instance.name)'", message: AvahiConnection.describe(error: error))))
+            return false
+        }
+        resolvers[sighting] = unmanagedBox
+        return true
+    }
+
+    /// Replaces the resolver of `box`'s sighting with a new one (called from its own callback, which
+    /// Avahi allows to free it; the box itself is released after the callback has returned).
+    private func restartResolver(box: ResolverBox) {
+        let sighting = box.sighting
+        guard let unmanagedBox = resolvers[sighting], unmanagedBox.takeUnretainedValue() === box,
+              let resolver = box.resolver, let client = avahi_service_resolver_get_client(resolver) else { return }
+        resolvers.removeValue(forKey: sighting)
+        resolutions.removeValue(forKey: sighting)
+        box.resolver = nil
+        box.browser = nil
+        avahi_service_resolver_free(resolver)
+        connection.schedule(afterMilliseconds: 0) { unmanagedBox.release() }
+        if !startResolver(for: sighting, client: client) {
+            publish(sighting.instance)
         }
     }
 

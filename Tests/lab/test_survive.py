@@ -196,3 +196,82 @@ def test_dbus_restart_reregisters(bridge_bin, backend, desk, phone, other, timin
     back = wait_back(watch, serve, desk, start, 10)
     check_reregistered("dbus_restart", backend, t_ready, None if back is None else t_ready + back, ctx, timings)
     assert serve.poll() is None, f"serve exited\n{ctx()}"
+
+
+# -- 4. the desk's network interface goes down and comes back ------------------------------------------------
+
+def test_link_down_up_reannounces(bridge_bin, backend, desk, phone, other, timings):
+    """The desk's eth0 goes down (avahi-daemon drops the interface and every record on it) and comes back
+    (avahi-daemon probes and announces again on it). The bridge keeps its registration and its name."""
+    serve, watch = serve_and_watch(bridge_bin, backend, desk, phone)
+    ctx = lambda: f"{serve.describe()}\n{watch.describe()}\n{desk.logs(15)}"  # noqa: E731
+    try:
+        desk.link_down()
+        time.sleep(0.3)
+        forget_at_phone(other, watch, "Desk")
+        start = len(events(watch))
+        t0 = time.monotonic()
+        desk.link_up()
+        e, _ = wait_event(watch, ev("added", "Desk"), 10, start, guard=[serve])
+        dt = time.monotonic() - t0
+    finally:
+        desk.link_up()
+    assert e is not None, f"Desk not announced again within 10 s of the link coming back\n{ctx()}"
+    timings.record(f"link_up_to_visible[{backend}]", dt * 1000)
+    st, _ = wait_event(watch, lambda x: x.get("name") == "Desk" and x.get("event") in ("added", "updated")
+                       and desk.ipv4 in ipv4s(x), 3, start)
+    assert st is not None, f"Desk came back without the desk's IPv4 {desk.ipv4}\n{ctx()}"
+    assert st["port"] == 9099, st
+    assert serve.poll() is None, f"serve exited\n{ctx()}"
+    assert "is taken" not in serve.stderr(), f"a link flap made the bridge rename itself\n{ctx()}"
+    assert dt <= 5.0, f"re-announcement took {dt:.2f} s after link up (limit 5 s)\n{ctx()}"
+
+
+# -- 3. another host takes the name while the bridge runs -----------------------------------------------------
+
+TAKEN = re.compile(r"the name 'Desk' is taken on this network; advertising as '([^']+)' instead")
+
+
+def test_name_taken_while_away_bridge_moves(bridge_bin, backend, desk, phone, other, timings):
+    """The desk drops off the network (link down); meanwhile "other" registers "Desk" with its own avahi-daemon
+    and, nobody answering its probes, owns it. When the desk's link comes back, its avahi-daemon probes its
+    records again (RFC 6762 §8.1, required on every link change, §13); "other" answers with its conflicting SRV/TXT,
+    the desk's probe loses (§9) and the entry group reports a collision. The running bridge must move to the
+    next name and say so; the phone ends up with two services under distinct names."""
+    serve, watch = serve_and_watch(bridge_bin, backend, desk, phone)
+    ctx = lambda: (f"{serve.describe()}\n{watch.describe()}\n{pub.describe() if pub else ''}\n"  # noqa: E731
+                   f"{desk.logs(20)}\n{other.logs(20)}")
+    pub = None
+    try:
+        desk.link_down()
+        time.sleep(0.3)
+        pub = other.spawn(["avahi-publish", "-s", "Desk", SERVICE_TYPE, "9100", "owner=other"], label="publish-desk")
+        deadline = time.monotonic() + 10
+        while "Established under name 'Desk'" not in pub.stdout() + pub.stderr():
+            assert time.monotonic() < deadline and pub.poll() is None, f"other could not take 'Desk'\n{ctx()}"
+            time.sleep(0.05)
+        start = len(events(watch))
+        t0 = time.monotonic()
+        desk.link_up()
+        moved, _ = wait_event(watch, lambda x: x.get("event") == "added" and x.get("name") != "Desk"
+                              and desk.ipv4 in ipv4s(x), 10, start, guard=[serve, pub])
+        dt = time.monotonic() - t0
+    finally:
+        desk.link_up()
+    assert moved is not None, f"the bridge never appeared under another name at the phone\n{ctx()}"
+    timings.record(f"name_taken_link_up_to_renamed_visible[{backend}]", dt * 1000, name=moved["name"])
+    assert moved["name"] == "Desk #2", f"moved to {moved['name']!r}, want Avahi's next alternative 'Desk #2'\n{ctx()}"
+    assert moved["port"] == 9099, moved
+    m = TAKEN.search(serve.stderr())
+    assert m and m.group(1) == "Desk #2", f"serve did not log the move\n{ctx()}"
+    # "Desk" at the phone is other's service now, "Desk #2" the bridge's: distinct names, distinct owners.
+    desk_now, _ = wait_event(watch, lambda x: x.get("name") == "Desk" and x.get("event") in ("added", "updated")
+                             and other.ipv4 in ipv4s(x), 5)
+    assert desk_now is not None and desk_now["port"] == 9100, f"'Desk' at the phone is not other's\n{ctx()}"
+    final = merged_state(events(watch), "Desk")
+    assert final and desk.ipv4 not in ipv4s(final) and final["port"] == 9100, f"'Desk' at the phone: {final}\n{ctx()}"
+    mine = merged_state(events(watch), "Desk #2")
+    assert mine and desk.ipv4 in ipv4s(mine) and other.ipv4 not in ipv4s(mine), f"'Desk #2': {mine}\n{ctx()}"
+    assert "Established under name 'Desk'" in pub.stdout() + pub.stderr() and "collision" not in \
+        (pub.stdout() + pub.stderr()).lower(), f"other lost its name instead\n{ctx()}"
+    assert serve.poll() is None and pub.poll() is None, ctx()
