@@ -18,6 +18,8 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
     case timedOut(String)
     /// The bridge refused the credentials, or they are missing.
     case unauthorized(String)
+    /// This client cannot use the address.
+    case unsupportedAddress(String, reason: String)
 
     public var description: String {
         switch self {
@@ -35,6 +37,8 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
             return "unexpected answer from the bridge: \(what)"
         case .timedOut(let what):
             return "timed out: \(what)"
+        case .unsupportedAddress(let url, let reason):
+            return "cannot connect to \(url): \(reason)"
         case .unauthorized(let why):
             return "not authorized: \(why). Pair again with the QR code shown by 'oa-bridge pair' on the desktop."
         }

@@ -29,8 +29,15 @@ public final class BridgeRPCClient: Sendable {
     public static func connect(
         to url: String, token: String? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24, logger: Logger
     ) async throws -> BridgeRPCClient {
+        try WebSocketURLSupport.check(url)
         let client = BridgeRPCClient(url: url)
-        try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, logger: logger)
+        do {
+            try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, logger: logger)
+        } catch let error as WebSocketClientError where "\(error)".contains("upgrade") {
+            throw BridgeClientError.unauthorized(token == nil
+                ? "the bridge refused the WebSocket without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
+                : "the bridge refused the token (expired or revoked)")
+        }
         return client
     }
 

@@ -57,6 +57,11 @@ public struct HandshakeProbe: Sendable {
     /// Probes one URL.
     public func probe(url: String) async -> Result {
         let start = ContinuousClock.now
+        do {
+            try WebSocketURLSupport.check(url)
+        } catch {
+            return Result(ok: false, url: url, milliseconds: 0, error: error.description)
+        }
         let logger = self.logger
         let timeout = self.timeout
         let configuration = HandshakeProbe.configuration(token: token)

@@ -38,6 +38,7 @@ public struct BridgeServer: Service {
         if let pairing = configuration.pairing {
             PairingRoutes.register(on: router, authenticator: configuration.authenticator, pairing: pairing, logger: logger)
         }
+        StatusRoute.register(on: router, configuration: configuration, started: Date())
         router.get("/api/health") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -2,16 +2,33 @@ import BridgeClient
 import BridgeDiscovery
 import Foundation
 
-/// Gathers the endpoints `connect` races: mDNS first, then the manual address, then Tailscale.
+/// Gathers the endpoints `connect` races: mDNS first, then manual addresses, then Tailscale.
 struct ConnectCandidates: Sendable {
-    let target: String?
-    let tailscale: [String]
-    let browseTime: Duration
+    /// A service name or install id to look for over mDNS; `nil` with `browseForAny` takes the first bridge.
+    var nameOrID: String?
+    /// Whether to browse at all.
+    var browse: Bool
+    /// Addresses given by the user or the pairing payload.
+    var manual: [BridgeEndpoint]
+    /// Tailscale names or IPs.
+    var tailscale: [BridgeEndpoint]
+    /// How long to browse.
+    var browseTime: Duration
 
-    /// Whether the target reads as an address rather than a service name or id.
-    var manualEndpoint: BridgeEndpoint? {
-        guard let target, ConnectCandidates.looksLikeAddress(target) else { return nil }
-        return try? BridgeEndpoint.manual(target)
+    /// Reads `connect`'s TARGET: an address is tried as given (no browsing: an arbitrary mDNS
+    /// service might be another desktop); a name or id is looked up over mDNS.
+    init(target: String?, pairing: (name: String, ws: String, fallbacks: [String])?, tailscale: [String], browseTime: Duration) throws {
+        self.browseTime = browseTime
+        self.tailscale = try (tailscale + (pairing?.fallbacks ?? [])).map { try BridgeEndpoint.manual($0, source: .tailscale) }
+        if let target, ConnectCandidates.looksLikeAddress(target) {
+            manual = [try BridgeEndpoint.manual(target)]
+            nameOrID = nil
+            browse = false
+        } else {
+            manual = try pairing.map { [try BridgeEndpoint.manual($0.ws)] } ?? []
+            nameOrID = target ?? pairing?.name
+            browse = true
+        }
     }
 
     static func looksLikeAddress(_ text: String) -> Bool {
@@ -19,23 +36,22 @@ struct ConnectCandidates: Sendable {
         return text.contains(":") || text.contains(".") || text.hasPrefix("[") || text.lowercased().hasPrefix("ws://")
     }
 
-    func collect(backend: any DiscoveryBackend) async throws -> [BridgeEndpoint] {
-        if let target, ConnectCandidates.looksLikeAddress(target) {
-            _ = try BridgeEndpoint.manual(target)  // a clear error for a malformed address
-        }
-        let manual: [BridgeEndpoint] = manualEndpoint.map { [$0] } ?? []
-        let fallbacks = manual + (try tailscale.map { try BridgeEndpoint.manual($0, source: .tailscale) })
-        // An address names one desktop; an arbitrary mDNS service might be another one.
-        if !manual.isEmpty { return fallbacks }
-        // With a Tailscale name at hand, do not let a blocked LAN hold things up.
+    func collect(backend: any DiscoveryBackend) async -> [BridgeEndpoint] {
+        let fallbacks = manual + tailscale
+        guard browse else { return fallbacks }
+        // With another way in at hand, do not let a blocked LAN hold things up.
         let limit = fallbacks.isEmpty ? browseTime : min(browseTime, .seconds(1))
-        let discovered = await browse(backend: backend, limit: limit, stopAtFirstMatch: true)
-        return discovered + fallbacks
+        var discovered = await self.browse(backend: backend, limit: limit)
+        // The same address may come from mDNS and the payload: keep the first (mDNS) one.
+        for endpoint in fallbacks where !discovered.contains(where: { $0.url == endpoint.url }) {
+            discovered.append(endpoint)
+        }
+        return discovered
     }
 
-    private func browse(backend: any DiscoveryBackend, limit: Duration, stopAtFirstMatch: Bool) async -> [BridgeEndpoint] {
+    private func browse(backend: any DiscoveryBackend, limit: Duration) async -> [BridgeEndpoint] {
         let events = backend.browse(.openAgents, domain: nil)
-        let wanted = target.flatMap { ConnectCandidates.looksLikeAddress($0) ? nil : $0 }
+        let wanted = nameOrID
         return await withTaskGroup(of: [BridgeEndpoint]?.self) { group in
             group.addTask {
                 for await event in events {

@@ -35,8 +35,14 @@ struct ConnectCommand: AsyncParsableCommand {
     @Option(help: "The desktop's Tailscale MagicDNS name or IP, tried when the LAN fails.")
     var tailscale: [String] = []
 
-    @Option(help: "An access token for a bridge that requires pairing.")
+    @Option(help: "An access token for a bridge that requires pairing (otherwise the saved credentials are used).")
     var token: String?
+
+    @Option(help: "Pair first with this QR payload (the JSON 'oa-bridge pair --json' prints on the desktop).")
+    var pair: String?
+
+    @Option(help: "Where this client keeps its tokens (mode 0600). Default: <state dir>/client/<bridge name or address>.json.")
+    var credentials: String?
 
     @Option(help: "Send this prompt once, stream the answer, and exit.")
     var prompt: String?
@@ -63,15 +69,34 @@ struct ConnectCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: logLevel, format: .text)
         let logger = Logger(label: "oa-bridge.connect")
         let start = ContinuousClock.now
-        let finder = ConnectCandidates(target: target, tailscale: tailscale, browseTime: .milliseconds(Int(browseTime * 1_000)))
-        let candidates = try await finder.collect(backend: try backend.make(logger: logger))
+        let payload = try pair.map { try PairingPayload.decode($0) }
+        // Tokens are kept per bridge (by its name or address), so one desktop's token is never sent to another.
+        let credentialsKey = ConnectCommand.fileSafe(payload?.name ?? target ?? "default")
+        let credentialsFile = credentials.map { URL(fileURLWithPath: $0) }
+            ?? StateDirectory.resolve().appendingPathComponent("client/\(credentialsKey).json")
+        let vault = TokenVault(file: credentialsFile)
+        if let payload, let pairingToken = payload.token {
+            let paired = try await vault.pair(bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)")
+            FileHandle.standardError.write(Data("paired with \(payload.name) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
+        }
+        let finder = try ConnectCandidates(
+            target: target, pairing: payload.map { ($0.name, $0.ws, $0.fallbacks) },
+            tailscale: tailscale, browseTime: .milliseconds(Int(browseTime * 1_000)))
+        let candidates = await finder.collect(backend: try backend.make(logger: logger))
         guard !candidates.isEmpty else {
             throw ValidationError("""
             no bridge found\(target.map { " matching '\($0)'" } ?? "") over mDNS within \(browseTime) s, and no address to try.
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
             """)
         }
-        let token = self.token
+        let token: String?
+        if let given = self.token {
+            token = given
+        } else if await vault.current != nil {
+            token = try await vault.accessToken()  // refreshed first when it is about to expire
+        } else {
+            token = nil
+        }
         let race = HappyEyeballs()
         let (endpoint, connected, attempts) = try await race.race(candidates) { endpoint in
             let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, timeout: .seconds(3), logger: logger)
@@ -107,6 +132,13 @@ struct ConnectCommand: AsyncParsableCommand {
         } else {
             try await session.runInteractive()
         }
+    }
+}
+
+extension ConnectCommand {
+    /// A name usable as a file name: letters, digits, '.', '-', '_' kept, the rest '_'.
+    static func fileSafe(_ text: String) -> String {
+        String(text.map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" })
     }
 }
 

@@ -64,18 +64,36 @@ struct ServeCommand: AsyncParsableCommand {
         let path = configuration.path
         let discovery = settings.discovery.value
 
+        let tailnet = ServeCommand.readTailnet(logger: logger)
+        let auth = try ServeAuth.make(settings: settings, stateDirectory: stateDirectory, logger: logger)
+        configuration.authenticator = auth.authenticator
+        configuration.authorizeUpgrade = auth.authenticator?.upgradeAuthorizer()
+        let pairing = PairingSession(
+            store: auth.store,
+            endpoint: .init(
+                host: LANAddress.preferred() ?? "127.0.0.1", port: settings.port.value, webSocketPath: path,
+                session: UUID().uuidString.lowercased(), name: serviceName,
+                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? []))
+        configuration.pairing = pairing
+        if auth.store == nil {
+            logger.warning("AUTHENTICATION IS OFF (--auth none): any client on loopback\(settings.allowNetwork.value.isEmpty ? "" : " or in " + settings.allowNetwork.value.joined(separator: ", ")) can drive this desktop's agent without pairing")
+        }
+
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in
-            logger.notice("oa-bridge \(BridgeVersion.current) serving ws://\(host):\(boundPort)\(path) (agent: \(agentCommand?.joined(separator: " ") ?? "built-in demo agent"))")
+            logger.notice("oa-bridge \(BridgeVersion.current) serving ws://\(host):\(boundPort)\(path) (agent: \(agentCommand?.joined(separator: " ") ?? "built-in demo agent"), auth: \(auth.store == nil ? "none" : "token"))")
+            await ServeCommand.printBanner(pairing: pairing, port: boundPort, logger: logger)
             portContinuation.yield(boundPort)
         }
         var services: [any Service] = [server]
         if let backend = try discovery.makeBackend(logger: logger) {
+            let authMode = auth.store == nil ? "none" : "token"
+            let extra: [(String, String)] = tailnet.map { [("tailnet", $0.dnsName)] } ?? []
             let announcer = BridgeAnnouncer(backend: backend, listeningPorts: ports, logger: logger) { boundPort in
                 try ServiceRegistration(
                     name: serviceName,
                     port: UInt16(boundPort),
-                    txt: BridgeTXT.record(installID: installID, auth: "none", path: path))
+                    txt: BridgeTXT.record(installID: installID, auth: authMode, path: path, extra: extra))
             }
             services.append(announcer)
         } else {
@@ -86,6 +104,37 @@ struct ServeCommand: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
+    }
+}
+
+extension ServeCommand {
+    /// This machine's tailnet name and addresses, if Tailscale runs; never fatal.
+    static func readTailnet(logger: Logger) -> TailnetIdentity? {
+        do {
+            let identity = try TailscaleStatusReader().read()
+            guard identity.isRunning, !identity.dnsName.isEmpty else {
+                logger.info("Tailscale is installed but not running; no tailnet fallback", metadata: ["state": "\(identity.backendState)"])
+                return nil
+            }
+            logger.notice("Tailscale fallback: phones can also reach this desktop as \(identity.dnsName)")
+            return identity
+        } catch .notInstalled {
+            return nil
+        } catch {
+            logger.info("no tailnet fallback: \(error)")
+            return nil
+        }
+    }
+
+    /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does.
+    static func printBanner(pairing: PairingSession, port: Int, logger: Logger) async {
+        do {
+            let payload = try await pairing.payload()
+            let text = try PairingBanner.text(payload: payload, expiresAt: await pairing.expiresAt(), port: port, ansiColors: isatty(STDOUT_FILENO) != 0)
+            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        } catch {
+            logger.error("cannot show the pairing code: \(error)")
+        }
     }
 }
 

@@ -81,7 +81,10 @@ def _serve_backend_flag(request):
 
 def start_serve(host: labmod.Host, bridge_bin: str, backend: str, name: str = "Desk", *extra: str) -> labmod.Proc:
     flag = _SERVE_FLAG.get("flag", "--backend")
-    return host.spawn([bridge_bin, "serve", "--name", name, flag, backend, *extra], label=f"serve-{backend}")
+    # Discovery and the handshake are under test here, not pairing (test_pairing.py): no token, but
+    # only the lab's own networks may connect.
+    open_to_lab = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "fd00:6f61::/32"]
+    return host.spawn([bridge_bin, "serve", "--name", name, flag, backend, *open_to_lab, *extra], label=f"serve-{backend}")
 
 
 def start_watch(host: labmod.Host, bridge_bin: str, backend: str) -> labmod.Proc:

@@ -1,0 +1,138 @@
+"""Pairing across the lab (issue 4): the desktop serves with tokens (the default); a phone that is
+not the desktop cannot see the pairing pages or open the WebSocket without a token, pairs with the
+QR payload, prompts, and loses access when the desktop revokes it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import lab as labmod
+
+
+@pytest.fixture
+def bridge_bin(lab):
+    import os
+    from pathlib import Path
+    path = os.environ.get("OA_BRIDGE_BIN", str(Path(__file__).resolve().parent.parent.parent / ".build/debug/oa-bridge"))
+    if not Path(path).exists():
+        pytest.skip(f"no oa-bridge binary at {path}")
+    return path
+
+
+def _wait_http(host: labmod.Host, url: str, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = host.run(["python3", "-c", f"import urllib.request;urllib.request.urlopen('{url}', timeout=1)"], timeout=5)
+        if r.returncode == 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not answer within {timeout}s")
+
+
+def _request(host: labmod.Host, url: str, method: str = "GET", token: str | None = None) -> tuple[int, str]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    code = (
+        "import urllib.request, urllib.error\n"
+        f"req = urllib.request.Request('{url}', method='{method}', data=b'{{}}' if '{method}' == 'POST' else None,"
+        f" headers={headers!r})\n"
+        "try:\n    r = urllib.request.urlopen(req, timeout=3); print(r.status); print(r.read().decode())\n"
+        "except urllib.error.HTTPError as e:\n    print(e.code); print(e.read().decode())\n"
+    )
+    r = host.run(["python3", "-c", code], timeout=10)
+    assert r.returncode == 0, r.stderr
+    status, _, body = r.stdout.partition("\n")
+    return int(status.strip()), body
+
+
+def _status(host: labmod.Host, url: str, method: str = "GET", token: str | None = None) -> int:
+    return _request(host, url, method, token)[0]
+
+
+def _ws_upgrade_status(host: labmod.Host, ip: str, token: str | None = None) -> int:
+    """Sends a raw WebSocket upgrade and returns the HTTP status line's code."""
+    auth = f"Authorization: Bearer {token}\\r\\n" if token else ""
+    code = (
+        "import socket\n"
+        f"s = socket.create_connection(('{ip}', 9099), timeout=3)\n"
+        f"s.sendall(b'GET / HTTP/1.1\\r\\nHost: {ip}:9099\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n'"
+        f" b'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n{auth}\\r\\n')\n"
+        "print(s.recv(4096).split(b' ')[1].decode())\n"
+    )
+    r = host.run(["python3", "-c", code], timeout=10)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.strip())
+
+
+def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
+    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-token")
+    try:
+        _wait_http(desk, "http://127.0.0.1:9099/api/health")
+
+        # The pairing surfaces answer on the desktop's loopback only.
+        assert _status(desk, "http://127.0.0.1:9099/api/pair/info") == 200
+        for path in ("/pair", "/api/pair/info", "/api/pair/qr"):
+            assert _status(phone, f"http://{desk.ipv4}:9099{path}") == 403, path
+        assert _status(phone, f"http://{desk.ipv4}:9099/api/pair/refresh", method="POST") == 403
+        # No token, a made-up token: no WebSocket. (HummingbirdWebSocket answers every refused upgrade
+        # with a bare 400; /api/status below gives the 401/403 with a JSON reason.)
+        assert _ws_upgrade_status(phone, desk.ipv4) == 400
+        assert _ws_upgrade_status(phone, desk.ipv4, token="oa_s_made_up") == 400
+        # /api/status needs the Bearer header, and says why not; health does not.
+        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status")
+        assert status == 401 and "error" in json.loads(body), body
+        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token="oa_s_made_up")
+        assert status == 401 and "oa_s_made_up" not in body, body
+        assert _status(phone, f"http://{desk.ipv4}:9099/api/health") == 200
+
+        # The QR payload, as the desktop user sees it; never in TXT.
+        pair = desk.run([bridge_bin, "pair", "--json"], timeout=10)
+        assert pair.returncode == 0, pair.stderr
+        payload = json.loads(pair.stdout)
+        assert payload["token"].startswith("oa_p_")
+        assert payload["name"] == "Desk"
+        assert payload["ws"].startswith(f"ws://{desk.ipv4}:9099")
+
+        paired = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--prompt", "hello paired"], timeout=30)
+        assert paired.returncode == 0, paired.stderr
+        assert "You said: hello paired" in paired.stdout
+        assert "paired with Desk" in paired.stderr
+
+        # The pairing code works once.
+        again = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--prompt", "x",
+                           "--credentials", "/tmp/other-credentials.json"], timeout=30)
+        assert again.returncode != 0
+        assert "pairing" in again.stderr.lower() or "used" in again.stderr.lower(), again.stderr
+
+        # The saved access token opens /api/status.
+        import glob
+        saved_files = glob.glob(str(phone.dir) + "/**/client/Desk.json", recursive=True)
+        assert saved_files, "connect --pair saved no credentials"
+        access = json.load(open(saved_files[0]))["tokens"]["access_token"]
+        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token=access)
+        assert status == 200 and json.loads(body)["auth"] == "token", body
+
+        # Saved credentials carry the phone on the next run.
+        saved = phone.run([bridge_bin, "connect", "Desk", "--prompt", "with saved tokens"], timeout=30)
+        assert saved.returncode == 0, saved.stderr
+        assert "You said: with saved tokens" in saved.stdout
+
+        devices = desk.run([bridge_bin, "devices", "list", "--json"], timeout=10)
+        listed = json.loads(devices.stdout)
+        assert len(listed) == 1 and listed[0]["lastAddress"] == phone.ipv4, devices.stdout
+
+        revoke = desk.run([bridge_bin, "devices", "revoke", "--all"], timeout=10)
+        assert revoke.returncode == 0 and "revoked 1" in revoke.stdout
+        refused = phone.run([bridge_bin, "connect", "Desk", "--prompt", "after revocation"], timeout=30)
+        assert refused.returncode != 0
+        assert "refused the token" in refused.stderr, refused.stderr
+        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token=access)
+        assert status == 403 and "revoked" in body, body
+    finally:
+        serve.stop()
+        log = serve.stderr()
+        assert "oa_p_" not in log and "oa_s_" not in log and "oa_r_" not in log, "a token reached the log"
