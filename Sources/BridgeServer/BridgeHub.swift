@@ -46,9 +46,18 @@ actor BridgeHub {
         (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
     }
 
-    /// Runs and watches agents until cancelled (cancellation stops the agent).
+    /// Runs and watches agents until cancelled (cancellation stops the agent); with auth on, also closes the
+    /// WebSockets of devices as they are revoked.
     nonisolated func run() async {
         await withDiscardingTaskGroup { group in
+            if let store = configuration.authenticator?.store {
+                let interval = configuration.revocationPollInterval
+                group.addTask {
+                    for await device in store.revocations(pollingEvery: interval) {
+                        await self.deviceRevoked(device)
+                    }
+                }
+            }
             for await launched in launches {
                 group.addTask { await launched.agent.run() }
                 group.addTask {
@@ -70,14 +79,15 @@ actor BridgeHub {
     // MARK: Connections
 
     /// Registers a new connection; returns its id and the frames to write to it.
-    func connect(remote: String?) -> (ConnectionID, AsyncStream<OutboundFrame>) {
+    func connect(remote: String?, device: String? = nil) -> (ConnectionID, AsyncStream<OutboundFrame>) {
         let id = nextConnectionID
         nextConnectionID += 1
         let (frames, sink) = AsyncStream.makeStream(of: OutboundFrame.self, bufferingPolicy: .bufferingOldest(BridgeHub.maxQueuedFrames))
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
-        connections[id] = ClientRecord(outbound: sink, logger: connectionLogger)
+        if let device { connectionLogger[metadataKey: "device"] = "\(device)" }
+        connections[id] = ClientRecord(outbound: sink, logger: connectionLogger, device: device)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
         return (id, frames)
     }

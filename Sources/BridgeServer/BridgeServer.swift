@@ -46,12 +46,18 @@ public struct BridgeServer: Service {
         }
 
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
+        let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
         webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
-            if let authorize = configuration.authorizeUpgrade {
+            if let authorize = authorizeUpgrade {
                 let upgrade = BridgeUpgradeRequest(
                     path: request.uri.description, headers: request.headers,
                     remoteAddress: context.remoteAddress?.ipAddress, host: request.head.authority)
-                if case .deny(let status, let message) = await authorize(upgrade) {
+                switch await authorize(upgrade) {
+                case .allow:
+                    break
+                case .authenticated(let device):
+                    context.upgradeOutcome.device = device
+                case .deny(let status, let message):
                     logger.notice("WebSocket upgrade refused", metadata: [
                         "status": "\(status)", "reason": "\(message)", "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
                     ])
@@ -60,8 +66,9 @@ public struct BridgeServer: Service {
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            try await ClientConnection(hub: hub, configuration: configuration)
-                .run(inbound: inbound, outbound: outbound, remote: context.requestContext.remoteAddress?.ipAddress)
+            let request = context.requestContext
+            try await ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device)
+                .run(inbound: inbound, outbound: outbound, remote: request.remoteAddress?.ipAddress)
         }
 
         let webSocketConfiguration = WebSocketServerConfiguration(

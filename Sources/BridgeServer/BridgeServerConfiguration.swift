@@ -41,6 +41,9 @@ public struct BridgeServerConfiguration: Sendable {
 
     /// Token checks for `/api/*` (Bearer) and the pairing exchange routes; `nil` with `--auth none`.
     public var authenticator: Authenticator? = nil
+    /// How often the token store is polled for revoked devices (their WebSockets are closed with 4003); revocations
+    /// made by another process (`oa-bridge devices revoke`) are seen within this time.
+    public var revocationPollInterval: Duration = .seconds(1)
     /// The current pairing code and QR payload, for `/pair` and `/api/pair/*` (loopback only); `nil` leaves
     /// those routes out.
     public var pairing: PairingSession? = nil

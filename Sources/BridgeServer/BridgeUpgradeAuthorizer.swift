@@ -1,7 +1,8 @@
+import BridgePairing
 import Hummingbird
 
 /// The seam where authentication plugs in: called with the HTTP upgrade request before a WebSocket is accepted.
-/// Return ``BridgeUpgradeDecision/allow`` to accept it.
+/// Return ``BridgeUpgradeDecision/allow`` (or ``BridgeUpgradeDecision/authenticated(_:)``) to accept it.
 public typealias BridgeUpgradeAuthorizer = @Sendable (_ request: BridgeUpgradeRequest) async -> BridgeUpgradeDecision
 
 /// What an upgrade authorizer gets to see.
@@ -25,9 +26,12 @@ public struct BridgeUpgradeRequest: Sendable {
 }
 
 /// An upgrade authorizer's answer.
-public enum BridgeUpgradeDecision: Sendable, Hashable {
+public enum BridgeUpgradeDecision: Sendable, Equatable {
     /// Accept the WebSocket.
     case allow
+    /// Accept the WebSocket of this paired device: the connection is closed with 4001 when its access token
+    /// expires, and with 4003 as soon as the device is revoked.
+    case authenticated(AuthenticatedDevice)
     /// Refuse it with an HTTP status (401, 403, 429...) and a message for the client.
     case deny(status: Int, message: String)
 }

@@ -1,11 +1,15 @@
+import BridgePairing
+import Foundation
 import HummingbirdWebSocket
 import Logging
 
 /// Runs one WebSocket connection: reads frames into the hub, writes what the hub queues for it,
-/// and closes it if `initialize` does not come in time.
+/// closes it if `initialize` does not come in time, and (for a paired device) when its access token expires.
 struct ClientConnection {
     let hub: BridgeHub
     let configuration: BridgeServerConfiguration
+    /// The paired device the upgrade was authenticated as, if auth is on.
+    var device: AuthenticatedDevice? = nil
 
     /// Messages up to this size are read and answered with an error if over ``BridgeServerConfiguration/maxFrameSize``;
     /// beyond it the connection is closed with 1009.
@@ -13,10 +17,14 @@ struct ClientConnection {
         max(maxFrameSize * 2, maxFrameSize + 64 * 1024)
     }
 
+    /// Long enough to outlive any connection: tasks that only watch sleep this long once done.
+    static let forever: Duration = .seconds(365 * 24 * 3600)
+
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String?) async throws {
-        let (id, frames) = await hub.connect(remote: remote)
+        let (id, frames) = await hub.connect(remote: remote, device: device?.deviceID)
         let hub = self.hub
         let configuration = self.configuration
+        let expiresAt = device?.accessTokenExpiresAt
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Writer: everything the hub queues, in order; a close frame ends it.
@@ -25,11 +33,8 @@ struct ClientConnection {
                         switch frame {
                         case .text(let text):
                             try await outbound.write(.text(text))
-                        case .close(.policyViolation, let reason):
-                            try await outbound.close(.policyViolation, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                            return
-                        case .close(.messageTooBig, let reason):
-                            try await outbound.close(.messageTooLarge, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                        case .close(let kind, let reason):
+                            try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
                             return
                         }
                     }
@@ -41,7 +46,16 @@ struct ClientConnection {
                         try await Task.sleep(for: configuration.initializeTimeout)
                     } while await hub.initializeDeadline(id) == .inProgress
                     // Keep the group alive: only the reader or writer ending ends the connection.
-                    try await Task.sleep(for: .seconds(365 * 24 * 3600))
+                    try await Task.sleep(for: ClientConnection.forever)
+                }
+                // The access token's expiry (a paired device only).
+                if let expiresAt {
+                    group.addTask {
+                        let remaining = expiresAt.timeIntervalSinceNow
+                        if remaining > 0 { try await Task.sleep(for: .milliseconds(Int64(remaining * 1000) + 1)) }
+                        await hub.tokenExpired(id)
+                        try await Task.sleep(for: ClientConnection.forever)
+                    }
                 }
                 // Reader.
                 group.addTask {

@@ -19,6 +19,8 @@ struct ClientRecord {
     var sessions: Set<String> = []
     /// Its logger (with `connection` metadata).
     let logger: Logger
+    /// The paired device it authenticated as (auth on), for closing it when the device is revoked.
+    var device: String? = nil
 }
 
 /// A session the agent has, and who is attached to it.

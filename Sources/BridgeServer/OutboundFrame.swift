@@ -1,3 +1,6 @@
+import HummingbirdWebSocket
+import NIOWebSocket
+
 /// What a connection's writer sends next.
 enum OutboundFrame: Sendable {
     /// A text frame.
@@ -11,5 +14,22 @@ enum OutboundFrame: Sendable {
         case policyViolation
         /// 1009: a message was too large.
         case messageTooBig
+        /// 1001: the bridge is shutting down.
+        case goingAway
+        /// 4001: the access token the WebSocket was opened with expired; refresh and reconnect.
+        case tokenExpired
+        /// 4003: the device was revoked.
+        case deviceRevoked
+
+        /// The WebSocket close code.
+        var code: WebSocketErrorCode {
+            switch self {
+            case .policyViolation: .policyViolation
+            case .messageTooBig: .messageTooLarge
+            case .goingAway: .goingAway
+            case .tokenExpired: .unknown(4001)
+            case .deviceRevoked: .unknown(4003)
+            }
+        }
     }
 }

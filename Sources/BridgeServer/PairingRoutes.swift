@@ -30,6 +30,8 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
     public let webSocket: WebSocketHandlerReference<Self>
     /// The peer's address, if the channel has one.
     public let remoteAddress: SocketAddress?
+    /// What the upgrade check decided (the authenticated device), for the connection.
+    let upgradeOutcome = UpgradeOutcome()
 
     /// Creates the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
@@ -56,8 +58,8 @@ extension Authenticator {
                 remoteAddress: request.remoteAddress,
                 allowedOrigins: allowedOrigins)
             switch decision {
-            case .allow:
-                return .allow
+            case .allow(let device):
+                return .authenticated(device)
             case .deny(let status, let body, _):
                 return .deny(status: status, message: "\(body.error): \(body.message)")
             }

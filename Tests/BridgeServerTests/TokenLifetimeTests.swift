@@ -1,0 +1,89 @@
+import BridgePairing
+import BridgeRPC
+import BridgeServer
+import Foundation
+import Logging
+import Testing
+
+/// Open WebSockets of paired devices: closed with 4001 when the access token expires, 4003 when the device is revoked.
+@Suite("Token lifetime on open WebSockets", .timeLimit(.minutes(1)))
+struct TokenLifetimeTests {
+    /// A token store in a fresh directory with the given access-token lifetime.
+    static func makeStore(accessLifetime: TimeInterval) throws -> TokenStore {
+        var logger = Logger(label: "test.tokens")
+        logger.logLevel = .critical
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-lifetime-\(UUID().uuidString)")
+        return try TokenStore(
+            directory: directory,
+            configuration: TokenStoreConfiguration(lifetimes: TokenLifetimes(access: accessLifetime)),
+            logger: logger)
+    }
+
+    /// Pairs a new device; returns its id and access token.
+    static func pair(_ store: TokenStore, name: String) async throws -> (device: String, access: String) {
+        let pairing = try await store.issuePairingToken()
+        guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token, deviceName: name) else {
+            throw TestClientError.closed
+        }
+        return (session.deviceID, session.accessToken.token)
+    }
+
+    @Test("the WebSocket closes with 4001 when its access token expires, after working until then")
+    func expiry() async throws {
+        let store = try Self.makeStore(accessLifetime: 1.5)
+        let phone = try await Self.pair(store, name: "phone")
+        try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }) { port, _ in
+            try await TestClient.with(port: port, path: "/?token=\(phone.access)") { client in
+                let started = ContinuousClock.now
+                try await client.initialize(seed: false)
+                _ = try await client.newSession(seed: false)
+                let frame = try await client.waitForEnd(timeout: .seconds(5))
+                let elapsed = ContinuousClock.now - started
+                #expect(frame?.closeCode == .unknown(4001))
+                #expect(frame?.reason == "access token expired; refresh and reconnect")
+                #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4))
+            }
+            // The expired token no longer opens a WebSocket; a refreshed one would (the upgrade check is the store's).
+            let refused = try await offPool { () throws -> Bool in
+                do {
+                    _ = try RawWebSocket(port: port, path: "/?token=\(phone.access)")
+                    return false
+                } catch {
+                    return true
+                }
+            }
+            #expect(refused)
+        }
+    }
+
+    @Test("revoking a device closes all its WebSockets with 4003 at once; other devices stay connected")
+    func revocation() async throws {
+        let store = try Self.makeStore(accessLifetime: 600)
+        let phone = try await Self.pair(store, name: "phone")
+        let tablet = try await Self.pair(store, name: "tablet")
+        try await TestBridge.with(configure: {
+            $0.authenticator = Authenticator(store: store)
+            $0.revocationPollInterval = .milliseconds(100)
+        }) { port, _ in
+            try await TestClient.with(port: port, path: "/?token=\(tablet.access)") { other in
+                try await other.initialize(seed: true)
+                try await TestClient.with(port: port, path: "/?token=\(phone.access)") { first in
+                    try await TestClient.with(port: port, path: "/?token=\(phone.access)") { second in
+                        try await first.initialize(seed: false)
+                        try await second.initialize(seed: true)
+                        let revokedAt = ContinuousClock.now
+                        try await store.revoke(deviceID: phone.device)
+                        for client in [first, second] {
+                            let frame = try await client.waitForEnd(timeout: .seconds(3))
+                            #expect(frame?.closeCode == .unknown(4003))
+                            #expect(frame?.reason == "device revoked")
+                        }
+                        #expect(ContinuousClock.now - revokedAt < .seconds(2))
+                    }
+                }
+                // The tablet is unaffected.
+                _ = try await other.newSession(seed: true)
+            }
+        }
+    }
+}
