@@ -30,10 +30,16 @@ public struct BridgeServer: Service {
         let configuration = self.configuration
         let logger = self.logger
         let hub = try BridgeHub(configuration: configuration, logger: logger)
+        // --auth none: loopback and the allowed networks only.
+        let gate = try NetworkGate(for: configuration)
+        let slots = ConnectionSlots(limit: configuration.maxConnections)
 
         let router = Router(context: BridgeRequestContext.self)
         if let authenticator = configuration.authenticator {
             router.add(middleware: BearerAuthMiddleware(authenticator: authenticator))
+        }
+        if let gate {
+            router.add(middleware: NetworkGateMiddleware(gate: gate))
         }
         if let pairing = configuration.pairing {
             PairingRoutes.register(on: router, authenticator: configuration.authenticator, pairing: pairing, logger: logger)
@@ -48,6 +54,17 @@ public struct BridgeServer: Service {
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
         webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
+            let remote = context.remoteAddress?.ipAddress
+            if let gate, !gate.admits(remote) {
+                logger.notice("WebSocket upgrade refused: outside the allowed networks", metadata: ["remote": "\(remote ?? "?")"])
+                throw gate.refusal(for: remote)
+            }
+            if let refusal = slots.refusal() {
+                logger.warning("WebSocket upgrade refused: connection limit reached", metadata: [
+                    "limit": "\(configuration.maxConnections)", "remote": "\(remote ?? "?")",
+                ])
+                throw refusal
+            }
             if let authorize = authorizeUpgrade {
                 let upgrade = BridgeUpgradeRequest(
                     path: request.uri.description, headers: request.headers,
@@ -67,6 +84,8 @@ public struct BridgeServer: Service {
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let request = context.requestContext
+            slots.open()
+            defer { slots.close() }
             try await ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device)
                 .run(inbound: inbound, outbound: outbound, remote: request.remoteAddress?.ipAddress)
         }

@@ -48,6 +48,16 @@ public struct BridgeServerConfiguration: Sendable {
     /// those routes out.
     public var pairing: PairingSession? = nil
 
+    /// With ``authenticator`` `nil` (`--auth none`): networks in CIDR notation (`192.168.1.0/24`, `fd00::/8`) whose
+    /// peers may open a WebSocket or use `/api/` besides loopback; everyone else gets 403. Ignored with auth on.
+    public var allowedNetworks: [String] = []
+    /// The most WebSocket connections at once; beyond it upgrades are refused with 503.
+    public var maxConnections: Int = 1024
+    /// How many `session/update` notifications each session keeps for `_oa/session/resume`.
+    public var replayBufferSize: Int = 1000
+    /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
+    public var shutdownGracePeriod: Duration = .seconds(5)
+
     /// Creates a configuration; every other setting starts at its default.
     public init(serverName: String, workingDirectory: String = FileManager.default.currentDirectoryPath) {
         self.serverName = serverName

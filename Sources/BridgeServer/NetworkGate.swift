@@ -1,0 +1,55 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// `--auth none`: only loopback peers and peers inside an allowed network may open a WebSocket or use `/api/`.
+struct NetworkGate: Sendable {
+    /// The networks allowed besides loopback.
+    let allowed: [IPNetwork]
+
+    /// The gate for `configuration`: `nil` with auth on. Throws ``BridgeServerError/badNetwork(_:)`` for a network
+    /// that is not CIDR.
+    init?(for configuration: BridgeServerConfiguration) throws(BridgeServerError) {
+        guard configuration.authenticator == nil else { return nil }
+        var networks: [IPNetwork] = []
+        for text in configuration.allowedNetworks {
+            guard let network = IPNetwork(text) else { throw BridgeServerError.badNetwork(text) }
+            networks.append(network)
+        }
+        allowed = networks
+    }
+
+    /// A gate letting loopback and `allowed` in.
+    init(allowed: [IPNetwork]) {
+        self.allowed = allowed
+    }
+
+    /// Whether a peer address (`nil` when unknown) may come in.
+    func admits(_ remoteAddress: String?) -> Bool {
+        guard let remoteAddress else { return false }
+        return IPNetwork.isLoopback(remoteAddress) || allowed.contains { $0.contains(remoteAddress) }
+    }
+
+    /// The 403 for a peer outside: says which address and how to allow it.
+    func refusal(for remoteAddress: String?) -> JSONErrorResponse {
+        let networks = allowed.isEmpty ? "none" : allowed.map(\.description).joined(separator: ", ")
+        return JSONErrorResponse(
+            status: .forbidden, code: "forbidden_network",
+            message: "Authentication is off (--auth none): only this machine and the allowed networks (\(networks)) may "
+                + "connect, and \(remoteAddress ?? "an unknown address") is outside them. Add its network with "
+                + "--allow-network CIDR, or run the bridge with --auth token and pair the device.")
+    }
+}
+
+/// Applies a ``NetworkGate`` to every `/api/` route.
+struct NetworkGateMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
+    let gate: NetworkGate
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let remote = context.remoteAddress?.ipAddress
+        guard !request.uri.path.hasPrefix("/api/") || gate.admits(remote) else {
+            return gate.refusal(for: remote).response
+        }
+        return try await next(request, context)
+    }
+}
