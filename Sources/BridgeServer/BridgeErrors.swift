@@ -40,6 +40,15 @@ enum BridgeErrors {
             data: ["sessionId": .string(session)])
     }
 
+    /// -32002 from `_oa/session/resume`: the updates after `requestedAfter` are no longer all buffered.
+    static func gap(oldest: Int64, requestedAfter: Int64, latest: Int64) -> JSONRPCError {
+        JSONRPCError(
+            code: BridgeMethod.gapErrorCode,
+            message: "gap: updates after seq \(requestedAfter) are no longer buffered (the oldest kept is \(oldest)); "
+                + "the connection is attached again, reload the session's history (session/load) to fill the gap",
+            data: ["oldestSeq": .int(oldest), "requestedAfter": .int(requestedAfter), "lastSeq": .int(latest)])
+    }
+
     static func unknownSession(_ session: String) -> JSONRPCError {
         JSONRPCError(code: resourceNotFoundCode, message: "Unknown session \(session)", data: ["sessionId": .string(session)])
     }

@@ -130,6 +130,10 @@ extension BridgeHub {
 
     /// Sends a notification to the clients attached to its session (or to every client if it names none).
     private func relay(_ notification: JSONRPCNotification) {
+        var notification = notification
+        if notification.method == ACPMethod.sessionUpdate, let session = notification.params?["sessionId"]?.stringValue {
+            notification = sequenced(notification, session: session)
+        }
         let targets: [ConnectionID]
         if let session = notification.params?["sessionId"]?.stringValue {
             targets = Array(sessions[session]?.members ?? [])
@@ -156,14 +160,15 @@ extension BridgeHub {
         default:
             break
         }
-        guard let session = request.params?["sessionId"]?.stringValue, let record = sessions[session], !record.members.isEmpty else {
+        guard let session = request.params?["sessionId"]?.stringValue, let record = sessions[session] else {
             let ask = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: request.params?["sessionId"]?.stringValue ?? "", targets: [], generation: current)
-            await answerUnaskable(ask, reason: "no client is attached to the session")
+            await answerUnaskable(ask, reason: "no such session")
             return
         }
         let askID = nextAskID
         nextAskID += 1
-        asks[askID] = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: session, targets: record.members, generation: current)
+        // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
+        asks[askID] = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: session, params: request.params, targets: record.members, generation: current)
         for member in record.members {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))

@@ -81,13 +81,20 @@ extension BridgeHub {
             await newSession(request, params: params, from: id, batch: batch)
         case ACPMethod.sessionLoad:
             await loadSession(request, params: params, from: id, batch: batch)
+        case BridgeMethod.sessionResume:
+            resume(request, params: params, from: id, batch: batch)
         default:
             if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
                 let error = sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
                 fail(id, request: request.id, error, batch: batch)
                 return
             }
-            await forward(request, params: params, from: id, batch: batch)
+            if request.method == ACPMethod.sessionPrompt, let session = params?["sessionId"]?.stringValue {
+                sessions[session]?.finishedWhileAway = nil
+                await forward(request, params: params, from: id, batch: batch, sessionID: session)
+            } else {
+                await forward(request, params: params, from: id, batch: batch)
+            }
         }
     }
 
@@ -271,7 +278,7 @@ extension BridgeHub {
         case .success(let running): handle = running
         case .failure(let error):
             connections[id]?.pending -= 1
-            if let sessionID { detach(id, from: sessionID) }
+            if let sessionID, request.method == ACPMethod.sessionLoad { detach(id, from: sessionID) }
             fail(id, request: request.id, error, batch: batch)
             return
         }
@@ -291,7 +298,12 @@ extension BridgeHub {
 
     /// Delivers the agent's answer to the client that asked, in its dialect, and keeps session membership right.
     func complete(_ route: ClientRoute, outcome: Result<JSONValue, JSONRPCError>) {
-        guard let client = connections[route.connection] else { return }
+        guard let client = connections[route.connection] else {
+            if route.method == ACPMethod.sessionPrompt, let session = route.sessionID {
+                promptEndedAway(session: session, outcome: outcome)
+            }
+            return
+        }
         connections[route.connection]?.pending = max(client.pending - 1, 0)
         switch (route.method, outcome) {
         case (ACPMethod.sessionNew, .success(let result)):

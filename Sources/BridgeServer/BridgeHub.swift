@@ -100,7 +100,8 @@ actor BridgeHub {
         batches = batches.filter { $0.value.connection != id }
         for (askID, var ask) in asks where ask.targets.contains(id) {
             ask.targets.remove(id)
-            if ask.targets.isEmpty {
+            // A live session keeps its question for the next client that resumes it.
+            if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
                 asks[askID] = nil
                 await answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
             } else {

@@ -31,6 +31,19 @@ struct SessionRecord {
     var members: Set<ConnectionID> = []
     /// The `modes` from `session/new`, returned when another client attaches.
     var modes: JSONValue?
+    /// The sequence number the next `session/update` gets (`_meta.seq`).
+    var nextSeq: Int64 = 1
+    /// The latest updates, oldest first, for `_oa/session/resume` (official spelling, `_meta.seq` set).
+    var replay: [BufferedUpdate] = []
+    /// The stop reason of the last prompt that ended while the client that sent it was gone.
+    var finishedWhileAway: String?
+}
+
+/// One `session/update` kept for resume.
+struct BufferedUpdate {
+    let seq: Int64
+    /// The notification's params, official spelling, with `_meta.seq`.
+    let params: JSONValue
 }
 
 /// Where the agent's answer to a forwarded request goes.
@@ -68,7 +81,9 @@ struct PendingAsk {
     let agentRequestID: JSONRPCID
     let method: String
     let sessionID: String
-    /// The clients asked that have not gone away.
+    /// The request's params (official spelling), to ask again on resume.
+    var params: JSONValue? = nil
+    /// The clients asked that have not gone away (empty while the session waits for a client to resume).
     var targets: Set<ConnectionID>
     let generation: Int
 }

@@ -1,0 +1,103 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// Resume without loss: sequence numbers on `session/update`, the replay buffer, `_oa/session/resume`, and prompts
+/// that outlive the connection that sent them.
+extension BridgeHub {
+    /// Stamps a `session/update` with the session's next sequence number (`params._meta.seq`, other `_meta` keys
+    /// kept) and keeps it in the session's replay buffer. Updates of sessions the bridge does not know pass unchanged.
+    func sequenced(_ notification: JSONRPCNotification, session: String) -> JSONRPCNotification {
+        guard var record = sessions[session], var params = notification.params?.objectValue else { return notification }
+        let seq = record.nextSeq
+        record.nextSeq += 1
+        var meta = params["_meta"]?.objectValue ?? [:]
+        meta["seq"] = .int(seq)
+        params["_meta"] = .object(meta)
+        let stamped = JSONValue.object(params)
+        record.replay.append(BufferedUpdate(seq: seq, params: stamped))
+        let overflow = record.replay.count - max(configuration.replayBufferSize, 0)
+        if overflow > 0 { record.replay.removeFirst(overflow) }
+        sessions[session] = record
+        return JSONRPCNotification(method: notification.method, params: stamped)
+    }
+
+    /// Whether a `session/prompt` of `session` is waiting for the agent's answer.
+    func promptRunning(_ session: String) -> Bool {
+        routes.values.contains { route in
+            if case .client(let client) = route { return client.method == ACPMethod.sessionPrompt && client.sessionID == session }
+            return false
+        }
+    }
+
+    /// A prompt ended after the client that sent it went away: remember the stop reason for resume and tell the
+    /// session's attached clients with `_oa/prompt_finished`.
+    func promptEndedAway(session: String, outcome: Result<JSONValue, JSONRPCError>) {
+        guard sessions[session] != nil else { return }
+        let stopReason: String
+        switch outcome {
+        case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
+        case .failure: stopReason = "error"
+        }
+        sessions[session]?.finishedWhileAway = stopReason
+        let members = sessions[session]?.members ?? []
+        logger.info("prompt finished while its client was away", metadata: [
+            "session": "\(session)", "stopReason": "\(stopReason)", "attached": "\(members.count)",
+        ])
+        for member in members {
+            notify(member, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
+        }
+    }
+
+    /// `_oa/session/resume {"sessionId", "lastSeq"}`: attaches the connection, replays the buffered updates after
+    /// `lastSeq` in order, asks again what the agent is still waiting on, then answers
+    /// `{"lastSeq", "replayed", "promptRunning", "finishedWhileAway"?}`, or the gap error (still attached).
+    func resume(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) {
+        let usage = "\(BridgeMethod.sessionResume) needs {\"sessionId\": string, \"lastSeq\": integer >= 0} (seed dialect: session_id, last_seq)"
+        guard let session = params?["sessionId"]?.stringValue, let lastSeq = params?["lastSeq"]?.intValue, lastSeq >= 0 else {
+            fail(id, request: request.id, JSONRPCError.invalidParams(usage), batch: batch)
+            return
+        }
+        guard let record = sessions[session] else {
+            fail(id, request: request.id, BridgeErrors.unknownSession(session), batch: batch)
+            return
+        }
+        attach(id, to: session)
+        let latest = record.nextSeq - 1
+        let oldest = record.replay.first?.seq ?? record.nextSeq
+        if lastSeq < latest && lastSeq + 1 < oldest {
+            connections[id]?.logger.notice("resume gap", metadata: [
+                "session": "\(session)", "requestedAfter": "\(lastSeq)", "oldestSeq": "\(oldest)",
+            ])
+            askAgain(session, to: id)
+            fail(id, request: request.id, BridgeErrors.gap(oldest: oldest, requestedAfter: lastSeq, latest: latest), batch: batch)
+            return
+        }
+        var replayed: Int64 = 0
+        for update in record.replay where update.seq > lastSeq {
+            notify(id, method: ACPMethod.sessionUpdate, params: update.params)
+            replayed += 1
+        }
+        askAgain(session, to: id)
+        var result: [String: JSONValue] = [
+            "lastSeq": .int(latest), "replayed": .int(replayed), "promptRunning": .bool(promptRunning(session)),
+        ]
+        if let reason = record.finishedWhileAway { result["finishedWhileAway"] = .string(reason) }
+        connections[id]?.logger.info("session resumed", metadata: [
+            "session": "\(session)", "lastSeq": "\(lastSeq)", "replayed": "\(replayed)",
+        ])
+        let dialect = connections[id]?.dialect
+        deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
+    }
+
+    /// Sends the agent's unanswered requests of `session` (e.g. `session/request_permission`) to a client that was
+    /// not asked yet, under their original ids.
+    private func askAgain(_ session: String, to id: ConnectionID) {
+        guard let dialect = connections[id]?.dialect else { return }
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) {
+            asks[askID]?.targets.insert(id)
+            let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: ask.params.map(dialect.toClient))
+            send(.text(JSONRPCMessage.request(request).jsonText), to: id)
+        }
+    }
+}
