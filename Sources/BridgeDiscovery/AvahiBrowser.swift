@@ -51,6 +51,9 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     /// After the daemon returns: instances not seen again by the next ALL_FOR_NOW are removed.
     private var staleAfterReconnect: Set<ServiceInstance>?
     private var daemonLost = false
+    /// Announced before a daemon outage and not reported since: the first report after the daemon
+    /// returns waits for the other sightings too, so a service does not flicker to fewer addresses.
+    private var reresolving: Set<ServiceInstance> = []
     /// Instances with a publish already scheduled, so bursts of sightings become one event.
     private var pendingFlush: Set<ServiceInstance> = []
 
@@ -88,6 +91,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         if daemonLost {
             daemonLost = false
             staleAfterReconnect = Set(announced.keys)
+            reresolving = Set(announced.keys)
             continuation.yield(.daemonAvailable)
         }
         let userdata = unmanagedSelf.map { UnsafeMutableRawPointer($0.toOpaque()) }
@@ -152,6 +156,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
                 for instance in stale.subtracting(seen) where announced[instance] != nil {
                     announced.removeValue(forKey: instance)
                     firstSeen.removeValue(forKey: instance)
+                    reresolving.remove(instance)
                     continuation.yield(.removed(instance))
                 }
             }
@@ -191,7 +196,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
                 isOwn: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0)
             let instance = sighting.instance
             let pending = resolvers.keys.contains { $0.instance == instance && resolutions[$0] == nil }
-            if announced[instance] == nil && pending {
+            if (announced[instance] == nil && pending) || reresolving.contains(instance) {
                 scheduleFlush(instance)  // first report waits briefly for the other address family
             } else {
                 publish(instance)
@@ -259,6 +264,10 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
 
     /// Merges every sighting of `instance` and reports what changed.
     private func publish(_ instance: ServiceInstance) {
+        // During a daemon outage nothing is known; what was announced stays until the daemon is
+        // back and its next ALL_FOR_NOW settles it (a coalescing timer may still fire meanwhile).
+        guard !daemonLost else { return }
+        reresolving.remove(instance)
         let parts = resolutions.filter { $0.key.instance == instance }.map(\.value)
         guard let latest = parts.first else {
             if resolvers.keys.contains(where: { $0.instance == instance }) { return }

@@ -275,3 +275,137 @@ def test_name_taken_while_away_bridge_moves(bridge_bin, backend, desk, phone, ot
     assert "Established under name 'Desk'" in pub.stdout() + pub.stderr() and "collision" not in \
         (pub.stdout() + pub.stderr()).lower(), f"other lost its name instead\n{ctx()}"
     assert serve.poll() is None and pub.poll() is None, ctx()
+
+
+# -- 5. the phone's avahi-daemon restarts under a running browser ---------------------------------------------
+
+def test_browser_survives_daemon_restart(bridge_bin, backend, desk, phone, other, timings):
+    """`discover --watch` on the phone while the phone's avahi-daemon restarts: it says daemon_unavailable, then
+    daemon_available; the service still there is reported again (or kept: never removed), the one that left
+    during the outage is reported removed, and one that appears afterwards is added."""
+    serve = start_serve(desk, bridge_bin, "avahi")
+    gone = other.spawn(["avahi-publish", "-s", "Gone", SERVICE_TYPE, "9098"], label="publish-gone")
+    watch = start_watch(phone, bridge_bin, backend)
+    ctx = lambda: f"{watch.describe()}\n{serve.describe()}\n{gone.describe()}\n{phone.logs(20)}"  # noqa: E731
+    for name in ("Desk", "Gone"):
+        e, _ = wait_event(watch, ev("added", name), 15, guard=[serve, gone])
+        assert e is not None, f"{name} never added before the restart\n{ctx()}"
+
+    mark = len(events(watch))
+    t0 = time.monotonic()
+    kill_daemon(phone, "avahi-daemon")
+    down, _ = wait_event(watch, ev("daemon_unavailable"), 5, mark)
+    assert down is not None, f"no daemon_unavailable within 5 s of the phone's avahi-daemon dying\n{ctx()}"
+    timings.record(f"browser_daemon_kill_to_unavailable[{backend}]", (time.monotonic() - t0) * 1000)
+    assert watch.poll() is None, f"discover --watch exited when the daemon went away\n{ctx()}"
+    gone.stop()  # its goodbye goes out while the phone's daemon is down: nobody on the phone hears it
+    time.sleep(0.5)
+
+    phone.start_avahi()
+    t_ready = time.monotonic()
+    up, i_up = wait_event(watch, ev("daemon_available"), 10, mark)
+    assert up is not None, f"no daemon_available within 10 s of the phone's avahi-daemon being ready\n{ctx()}"
+    timings.record(f"browser_daemon_ready_to_available[{backend}]", (time.monotonic() - t_ready) * 1000)
+    removed, _ = wait_event(watch, ev("removed", "Gone"), 10, i_up)
+    assert removed is not None, f"Gone left during the outage but was never reported removed\n{ctx()}"
+    timings.record(f"browser_daemon_ready_to_gone_removed[{backend}]", (time.monotonic() - t_ready) * 1000)
+    after = events(watch)[i_up:]
+    assert any(e["event"] == "all_for_now" for e in after), f"no all_for_now after the daemon came back\n{ctx()}"
+    st, _ = wait_event(watch, lambda _: bool(merged_state(events(watch), "Desk")), 5, i_up)
+    assert st is not None and desk.ipv4 in ipv4s(merged_state(events(watch), "Desk")), \
+        f"Desk, still on the network, is not in the watch's view after the restart\n{ctx()}"
+
+    during = [e for e in events(watch)[mark:i_up] if e["event"] in ("removed", "updated", "added")]
+    assert not during, f"the browser reported changes while its daemon was down (it knows nothing then): {during}\n{ctx()}"
+    flaps = [e for e in events(watch)[i_up:] if e.get("name") == "Desk" and e["event"] != "all_for_now"
+             and (e["event"] == "removed" or desk.ipv4 not in ipv4s(e))]
+    assert not flaps, f"the daemon restart made Desk flap at the phone: {flaps}\n{ctx()}"
+
+    # The browser is really browsing again: a new service shows up.
+    fresh = other.spawn(["avahi-publish", "-s", "Fresh", SERVICE_TYPE, "9097"], label="publish-fresh")
+    e, _ = wait_event(watch, ev("added", "Fresh"), 10, i_up, guard=[fresh])
+    assert e is not None, f"a service published after the restart was never added\n{ctx()}\n{fresh.describe()}"
+    assert watch.poll() is None, ctx()
+
+
+# -- 3b. two networks that both have a "Desk" are joined ------------------------------------------------------
+
+# Multicasts one mDNS query (QM, from port 5353, so answers are multicast too) for <instance>.<type>.local ANY.
+QUERY = r"""
+import socket, struct, sys
+instance, stype, src = sys.argv[1:4]
+qname = b"".join(bytes([len(l.encode())]) + l.encode() for l in [instance] + stype.split(".") + ["local"]) + b"\0"
+pkt = struct.pack("!HHHHHH", 0, 0, 1, 0, 0, 0) + qname + struct.pack("!HH", 255, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 255)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(src))
+s.bind((src, 5353))
+s.sendto(pkt, ("224.0.0.251", 5353))
+"""
+
+COLLIDED = re.compile(r"(?:Service name|Name) collision, (?:renaming service to|picking new name) '([^']+)'")  # avahi-publish
+
+
+def set_plugged(host: labmod.Host, plugged: bool) -> None:
+    """Take the host's cable out of the switch (or put it back): its port leaves the bridge, while the host's own
+    eth0 stays up, so its avahi-daemon sees no link change and does not probe again."""
+    labmod._run(["ip", "-n", host.switch.netns, "link", "set", host.port_name] +
+                (["master", "br0"] if plugged else ["nomaster"]))
+
+
+def test_networks_joined_same_name_resolved(bridge_bin, backend, desk, phone, other, timings):
+    """RFC 6762 §9, after the fact: "other" is off the network and owns "Desk" there; the bridge owns "Desk" on
+    the phone's network. The networks are joined (other's port goes back into the switch; neither host sees a link
+    change, so neither probes again). A query for Desk makes both answer; each sees the other's conflicting SRV/TXT,
+    returns to probing, and the simultaneous probes are tie-broken (§8.2). Whoever loses takes 'Desk #2'. Which one
+    loses depends on the records and the timing; either way the phone must end up with two services under
+    distinct names, each pointing at its own host, and a bridge that moved must have logged it."""
+    serve, watch = serve_and_watch(bridge_bin, backend, desk, phone)
+    pub = None
+    ctx = lambda: (f"{serve.describe()}\n{watch.describe()}\n{pub.describe() if pub else ''}\n"  # noqa: E731
+                   f"{desk.logs(20)}\n{other.logs(20)}")
+    try:
+        set_plugged(other, False)
+        pub = other.spawn(["avahi-publish", "-s", "Desk", SERVICE_TYPE, "9100", "owner=other"], label="publish-desk")
+        deadline = time.monotonic() + 10
+        while "Established under name 'Desk'" not in pub.stdout() + pub.stderr():
+            assert time.monotonic() < deadline and pub.poll() is None, f"other could not take 'Desk' alone\n{ctx()}"
+            time.sleep(0.05)
+    finally:
+        set_plugged(other, True)
+    start = len(events(watch))
+    t0 = time.monotonic()
+    cp = phone.run([sys.executable, "-c", QUERY, "Desk", SERVICE_TYPE, phone.ipv4], timeout=10)
+    assert cp.returncode == 0, f"query sender failed\n{cp.stdout}\n{cp.stderr}"
+
+    def settled() -> dict | None:
+        names = {}
+        for n in {e.get("name") for e in events(watch) if e.get("name")}:
+            st = merged_state(events(watch), n)
+            if st:
+                names[n] = st
+        mine = [n for n, st in names.items() if desk.ipv4 in ipv4s(st) and other.ipv4 not in ipv4s(st)]
+        theirs = [n for n, st in names.items() if other.ipv4 in ipv4s(st) and desk.ipv4 not in ipv4s(st)]
+        if len(mine) == 1 and len(theirs) == 1 and mine != theirs:
+            return {"bridge": mine[0], "other": theirs[0]}
+        return None
+
+    deadline = time.monotonic() + 10
+    result = settled()
+    while result is None and time.monotonic() < deadline and serve.poll() is None and pub.poll() is None:
+        time.sleep(0.05)
+        result = settled()
+    dt = time.monotonic() - t0
+    assert result is not None, f"the phone does not show two distinct names for the two hosts within 10 s\n{ctx()}"
+    timings.record(f"networks_joined_to_distinct_names[{backend}]", dt * 1000, **result)
+    log = pub.stdout() + pub.stderr()
+    if result["bridge"] != "Desk":
+        m = TAKEN.search(serve.stderr())
+        assert m and m.group(1) == result["bridge"], f"the bridge moved to {result['bridge']!r} without saying so\n{ctx()}"
+        assert result["other"] == "Desk" and not COLLIDED.search(log), ctx()
+    else:
+        assert COLLIDED.search(log) and result["other"] == COLLIDED.search(log).group(1), ctx()
+        assert "is taken" not in serve.stderr(), ctx()
+    assert result["bridge"] in ("Desk", "Desk #2") and result["other"] in ("Desk", "Desk #2"), result
+    assert serve.poll() is None, ctx()
