@@ -246,13 +246,19 @@ extension BridgeHub {
         }
         guard case .running(let handle) = agentState else { return BridgeErrors.agentGone("the agent is not running") }
         connections[id]?.logger.info("cancelling the prompt", metadata: ["session": "\(session)"])
+        return await cancelTurn(session, params: params, agent: handle)
+    }
+
+    /// Answers the session's pending permission requests `cancelled` (telling the clients asked) and sends
+    /// `session/cancel` to the agent. Returns the error to report, if any.
+    func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) async -> JSONRPCError? {
         for (askID, ask) in asks where ask.sessionID == session && ask.method == ACPMethod.requestPermission {
             asks[askID] = nil
             for target in ask.targets { notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"]) }
             await answerUnaskable(ask, reason: "the prompt was cancelled")
         }
         do {
-            try await handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params)))
+            try await handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
         } catch {
             return error.rpcError
         }

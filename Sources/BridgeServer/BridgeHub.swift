@@ -31,6 +31,8 @@ actor BridgeHub {
     var nextAskID: Int64 = 1
     var batches: [UInt64: BatchRecord] = [:]
     var nextBatchID: UInt64 = 1
+    /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
+    var shuttingDown = false
 
     /// Frames queued for one client beyond which it counts as stuck: it is then disconnected.
     static let maxQueuedFrames = 10_000
@@ -70,8 +72,10 @@ actor BridgeHub {
         }
     }
 
-    /// Stops accepting agents (the run loop ends once running agents are gone).
+    /// Lets prompts in flight finish within the grace period (cancelling the rest), then stops the agent and accepts
+    /// no new one (the run loop ends once running agents are gone). Without waiting when the task is cancelled.
     func shutdown() async {
+        await finishPrompts()
         launchSink.finish()
         if let liveAgent { await liveAgent.agent.stop() }
     }
@@ -89,6 +93,7 @@ actor BridgeHub {
         if let device { connectionLogger[metadataKey: "device"] = "\(device)" }
         connections[id] = ClientRecord(outbound: sink, logger: connectionLogger, device: device)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
+        if shuttingDown { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
         return (id, frames)
     }
 

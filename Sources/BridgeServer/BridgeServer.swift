@@ -107,25 +107,42 @@ public struct BridgeServer: Service {
             },
             logger: logger)
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await hub.run() }
+        try await withThrowingTaskGroup(of: Part.self) { group in
+            group.addTask {
+                await hub.run()
+                return .agent
+            }
             group.addTask {
                 do {
                     try await app.run()
                 } catch {
                     throw BridgeServer.explain(error, host: configuration.host, port: configuration.port)
                 }
+                return .app
+            }
+            group.addTask {
+                // Graceful shutdown (SIGTERM/SIGINT in a ServiceGroup): the HTTP server stops accepting and waits
+                // for the WebSockets to close; the hub closes them with 1001.
+                guard (try? await gracefulShutdown()) != nil else { return .shutdownWatch }
+                await hub.beginShutdown()
+                return .shutdownWatch
             }
             defer { group.cancelAll() }
-            // The app ends first (shutdown or failure); then the agent goes too.
+            // The app ends first (shutdown or failure); then prompts get their grace period and the agent goes.
             do {
-                try await group.next()
+                while let part = try await group.next(), part != .app {}
             } catch {
                 await hub.shutdown()
                 throw error
             }
             await hub.shutdown()
+            logger.info("bridge stopped")
         }
+    }
+
+    /// The tasks ``run()`` runs side by side.
+    private enum Part: Sendable {
+        case agent, app, shutdownWatch
     }
 
     /// Turns a bind failure into an error that names the port and says what to do.

@@ -1,0 +1,53 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// Graceful shutdown: clients are told first, prompts get a grace period, then the agent stops.
+extension BridgeHub {
+    /// Close reason sent with 1001 to every client on graceful shutdown.
+    static let shuttingDownReason = "bridge shutting down"
+
+    /// Closes every client with 1001 "bridge shutting down" (and any that still connects). Prompts keep running.
+    func beginShutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        logger.notice("shutting down: closing client connections", metadata: [
+            "clients": "\(connections.count)", "prompts": "\(runningPromptSessions().count)",
+        ])
+        for id in connections.keys { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
+    }
+
+    /// Sessions with a `session/prompt` waiting for the agent.
+    func runningPromptSessions() -> Set<String> {
+        var result = Set<String>()
+        for case .client(let route) in routes.values where route.method == ACPMethod.sessionPrompt {
+            if let session = route.sessionID { result.insert(session) }
+        }
+        return result
+    }
+
+    /// Waits up to ``BridgeServerConfiguration/shutdownGracePeriod`` for prompts in flight to end, then cancels the
+    /// rest (`session/cancel`, pending permissions answered `cancelled`) and waits up to one more second for them.
+    func finishPrompts() async {
+        guard !Task.isCancelled, !runningPromptSessions().isEmpty else { return }
+        let grace = configuration.shutdownGracePeriod
+        logger.notice("waiting for prompts in flight", metadata: ["prompts": "\(runningPromptSessions().count)", "grace": "\(grace.words)"])
+        await waitForPrompts(until: ContinuousClock.now + grace)
+        let left = runningPromptSessions()
+        guard !left.isEmpty, !Task.isCancelled, case .running(let handle) = agentState else { return }
+        logger.notice("cancelling prompts still running after the grace period", metadata: ["prompts": "\(left.count)"])
+        for session in left.sorted() {
+            if let error = await cancelTurn(session, params: nil, agent: handle) {
+                logger.warning("could not cancel a prompt", metadata: ["session": "\(session)", "error": "\(error.message)"])
+            }
+        }
+        await waitForPrompts(until: ContinuousClock.now + .seconds(1))
+    }
+
+    /// Polls (every 20 ms, bounded by `deadline` and cancellation) until no prompt is running.
+    private func waitForPrompts(until deadline: ContinuousClock.Instant) async {
+        while !runningPromptSessions().isEmpty, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
