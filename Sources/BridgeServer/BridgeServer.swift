@@ -33,6 +33,7 @@ public struct BridgeServer: Service {
         // --auth none: loopback and the allowed networks only.
         let gate = try NetworkGate(for: configuration)
         let slots = ConnectionSlots(limit: configuration.maxConnections)
+        let refusals = UpgradeRefusals()
 
         let router = Router(context: BridgeRequestContext.self)
         if let authenticator = configuration.authenticator {
@@ -57,13 +58,13 @@ public struct BridgeServer: Service {
             let remote = context.remoteAddress?.ipAddress
             if let gate, !gate.admits(remote) {
                 logger.notice("WebSocket upgrade refused: outside the allowed networks", metadata: ["remote": "\(remote ?? "?")"])
-                throw gate.refusal(for: remote)
+                throw refusals.refuse(gate.refusal(for: remote), on: context)
             }
             if let refusal = slots.refusal() {
                 logger.warning("WebSocket upgrade refused: connection limit reached", metadata: [
                     "limit": "\(configuration.maxConnections)", "remote": "\(remote ?? "?")",
                 ])
-                throw refusal
+                throw refusals.refuse(refusal, on: context)
             }
             if let authorize = authorizeUpgrade {
                 let upgrade = BridgeUpgradeRequest(
@@ -78,7 +79,7 @@ public struct BridgeServer: Service {
                     logger.notice("WebSocket upgrade refused", metadata: [
                         "status": "\(status)", "reason": "\(message)", "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
                     ])
-                    throw HTTPError(HTTPResponse.Status(code: status), message: message)
+                    throw refusals.refuse(JSONErrorResponse(denial: status, message), on: context)
                 }
             }
             return .upgrade([:])
@@ -96,7 +97,8 @@ public struct BridgeServer: Service {
         let onListening = self.onListening
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocketConfiguration)),
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter, configuration: .init(ws: webSocketConfiguration), refusals: refusals),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: configuration.serverName),

@@ -32,12 +32,15 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
     public let remoteAddress: SocketAddress?
     /// What the upgrade check decided (the authenticated device), for the connection.
     let upgradeOutcome = UpgradeOutcome()
+    /// The connection's channel, where a refusal is recorded (``UpgradeRefusals``).
+    let channelID: ObjectIdentifier
 
     /// Creates the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress
+        self.channelID = ObjectIdentifier(source.channel)
     }
 }
 

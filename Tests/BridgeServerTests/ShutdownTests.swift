@@ -80,7 +80,13 @@ struct ShutdownTests {
                 try await TestClient.with(port: port) { second in
                     try await second.initialize(seed: true)
                     let reply = try await offPool { try ShutdownTests.upgradeReply(port: port) }
-                    #expect(reply.status != 101, "the upgrade beyond the limit must be refused")
+                    #expect(reply.status == 503)
+                    #expect(reply.headers["content-type"] == "application/json")
+                    #expect(reply.headers["retry-after"] == "5")
+                    let body = try JSONValue(parsing: reply.text)
+                    #expect(body["error"] == "too_many_connections")
+                    #expect(body["limit"] == 2)
+                    #expect(body["message"]?.stringValue?.contains("2 WebSocket connections") == true)
                 }
                 // The second one left: a new connection fits again.
                 try await Task.sleep(for: .milliseconds(200))
@@ -94,7 +100,7 @@ struct ShutdownTests {
 
 extension ShutdownTests {
     /// Sends a WebSocket upgrade request on a plain socket and reads the whole HTTP answer (the server closes).
-    static func upgradeReply(port: Int) throws -> PairingHTTP.Reply {
+    static func upgradeReply(port: Int, path: String = "/") throws -> PairingHTTP.Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw PairingHTTP.Failure(message: "socket failed") }
         defer { close(fd) }
@@ -108,7 +114,7 @@ extension ShutdownTests {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw PairingHTTP.Failure(message: "connect failed") }
-        let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         let bytes = Array(request.utf8)
         guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {

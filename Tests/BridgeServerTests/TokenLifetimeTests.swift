@@ -20,28 +20,28 @@ struct TokenLifetimeTests {
     }
 
     /// Pairs a new device; returns its id and access token.
-    static func pair(_ store: TokenStore, name: String) async throws -> (device: String, access: String) {
+    static func pair(_ store: TokenStore, name: String) async throws -> (device: String, access: String, expiresAt: Date) {
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token, deviceName: name) else {
             throw TestClientError.closed
         }
-        return (session.deviceID, session.accessToken.token)
+        return (session.deviceID, session.accessToken.token, session.accessToken.expiresAt)
     }
 
     @Test("the WebSocket closes with 4001 when its access token expires, after working until then")
     func expiry() async throws {
-        let store = try Self.makeStore(accessLifetime: 1.5)
+        let store = try Self.makeStore(accessLifetime: 3)
         let phone = try await Self.pair(store, name: "phone")
         try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }) { port, _ in
             try await TestClient.with(port: port, path: "/?token=\(phone.access)") { client in
-                let started = ContinuousClock.now
                 try await client.initialize(seed: false)
                 _ = try await client.newSession(seed: false)
-                let frame = try await client.waitForEnd(timeout: .seconds(5))
-                let elapsed = ContinuousClock.now - started
+                let frame = try await client.waitForEnd(timeout: .seconds(6))
+                let closedAt = Date()
                 #expect(frame?.closeCode == .unknown(4001))
                 #expect(frame?.reason == "access token expired; refresh and reconnect")
-                #expect(elapsed > .milliseconds(900) && elapsed < .seconds(4))
+                #expect(closedAt >= phone.expiresAt.addingTimeInterval(-0.05), "not before the token expires")
+                #expect(closedAt < phone.expiresAt.addingTimeInterval(2), "soon after it expires")
             }
             // The expired token no longer opens a WebSocket; a refreshed one would (the upgrade check is the store's).
             let refused = try await offPool { () throws -> Bool in
@@ -84,6 +84,26 @@ struct TokenLifetimeTests {
                 // The tablet is unaffected.
                 _ = try await other.newSession(seed: true)
             }
+        }
+    }
+
+    @Test("refused upgrades keep their status and JSON body: 401 missing token, 401 unknown token, 403 revoked")
+    func refusalBodies() async throws {
+        let store = try Self.makeStore(accessLifetime: 600)
+        let phone = try await Self.pair(store, name: "phone")
+        try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }) { port, _ in
+            let missing = try await offPool { try ShutdownTests.upgradeReply(port: port) }
+            #expect(missing.status == 401)
+            #expect(try JSONValue(parsing: missing.text)["error"] == "missing_token")
+            let unknown = try await offPool { try ShutdownTests.upgradeReply(port: port, path: "/?token=oa_s_nothing") }
+            #expect(unknown.status == 401)
+            #expect(!unknown.text.contains("oa_s_nothing"))
+            try await store.revoke(deviceID: phone.device)
+            let revoked = try await offPool { try ShutdownTests.upgradeReply(port: port, path: "/?token=\(phone.access)") }
+            #expect(revoked.status == 403)
+            #expect(revoked.headers["content-type"] == "application/json")
+            #expect(try JSONValue(parsing: revoked.text)["error"] == "device_revoked")
+            #expect(!revoked.text.contains(phone.access))
         }
     }
 }
