@@ -96,8 +96,33 @@ extension BridgeHub {
         guard let dialect = connections[id]?.dialect else { return }
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) {
             asks[askID]?.targets.insert(id)
+            asks[askID]?.orphanedSince = nil
             let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: ask.params.map(dialect.toClient))
             send(.text(JSONRPCMessage.request(request).jsonText), to: id)
+        }
+    }
+
+    /// Until cancelled: every `orphanCheckInterval`, answers agent requests that nobody could answer for
+    /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
+    /// prompt whose phone never comes back does not wait forever.
+    nonisolated func sweepOrphanedAsks() async {
+        let timeout = configuration.orphanedRequestTimeout
+        let interval = min(timeout / 4, .seconds(1))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: max(interval, .milliseconds(10)))
+            await expireOrphanedAsks(olderThan: timeout)
+        }
+    }
+
+    private func expireOrphanedAsks(olderThan timeout: Duration) async {
+        let now = ContinuousClock.now
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
+            guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
+            asks[askID] = nil
+            logger.notice("nobody came back to answer the agent's request", metadata: [
+                "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(timeout.words)",
+            ])
+            await answerUnaskable(ask, reason: "no client came back within \(timeout.words)")
         }
     }
 }

@@ -52,6 +52,7 @@ actor BridgeHub {
     /// WebSockets of devices as they are revoked.
     nonisolated func run() async {
         await withDiscardingTaskGroup { group in
+            group.addTask { await self.sweepOrphanedAsks() }
             if let store = configuration.authenticator?.store {
                 let interval = configuration.revocationPollInterval
                 group.addTask {
@@ -106,6 +107,7 @@ actor BridgeHub {
         for (askID, var ask) in asks where ask.targets.contains(id) {
             ask.targets.remove(id)
             // A live session keeps its question for the next client that resumes it.
+            if ask.targets.isEmpty { ask.orphanedSince = ContinuousClock.now }
             if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
                 asks[askID] = nil
                 await answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")

@@ -55,6 +55,9 @@ public struct BridgeServerConfiguration: Sendable {
     public var maxConnections: Int = 1024
     /// How many `session/update` notifications each session keeps for `_oa/session/resume`.
     public var replayBufferSize: Int = 1000
+    /// How long a request of the agent (e.g. a permission) waits when no client is attached to its session (the phone
+    /// is reconnecting, see `_oa/session/resume`) before it is answered as nobody can (a permission: `cancelled`).
+    public var orphanedRequestTimeout: Duration = .seconds(300)
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
 

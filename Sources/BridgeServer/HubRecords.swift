@@ -86,6 +86,8 @@ struct PendingAsk {
     /// The clients asked that have not gone away (empty while the session waits for a client to resume).
     var targets: Set<ConnectionID>
     let generation: Int
+    /// Since when nobody who could answer is connected; `nil` while someone is.
+    var orphanedSince: ContinuousClock.Instant? = nil
 }
 
 /// Answers collected for a batch until all are in.

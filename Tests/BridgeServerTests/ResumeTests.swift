@@ -155,6 +155,32 @@ struct ResumeTests {
         }
     }
 
+    @Test("a permission nobody comes back to answer is cancelled after orphanedRequestTimeout; resume reports how the prompt ended")
+    func orphanedPermission() async throws {
+        try await TestBridge.with(configure: { $0.orphanedRequestTimeout = .milliseconds(300) }) { port, _ in
+            let session = try await TestClient.with(port: port) { phone -> String in
+                try await phone.initialize(seed: false)
+                let session = try await phone.newSession(seed: false)
+                phone.prompt(seed: false, session: session, text: "ask me")
+                _ = try await phone.next { $0["method"] == "session/request_permission" }
+                return session
+            }
+            try await Task.sleep(for: .milliseconds(1_500))
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                phone.send(JSONValue.object([
+                    "jsonrpc": "2.0", "id": "resume", "method": "_oa/session/resume",
+                    "params": ["sessionId": .string(session), "lastSeq": 0],
+                ]))
+                let (answer, replayed) = try await phone.next { $0["id"] == "resume" }
+                #expect(answer["result"]?["promptRunning"] == false)
+                #expect(answer["result"]?["finishedWhileAway"] == "cancelled")
+                #expect(!replayed.contains { $0["method"] == "session/request_permission" }, "nothing left to ask")
+                #expect(replayed.last?["params"]?["update"]?["status"] == "failed")
+            }
+        }
+    }
+
     @Test("resume needs a known session and a lastSeq")
     func badResume() async throws {
         try await TestBridge.with { port, _ in
