@@ -21,6 +21,9 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     /// Retries since the last success; sets the delay (see `DNSSDRetry`).
     private var retryAttempts = 0
     private var retryTimer: DNSSDRunLoop.TimerID?
+    /// While the daemon is away: the next look for a sign of its return, and what the last look saw.
+    private var signTimer: DNSSDRunLoop.TimerID?
+    private var daemonSeenAccepting: Bool?
     private var cancelled = false
     private var ownInstance: ServiceInstance?
     /// Local-collision renames since the last successful registration (bounded).
@@ -54,6 +57,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             self.cancelled = true
             self.loop.cancelTimer(self.retryTimer)
             self.retryTimer = nil
+            self.loop.cancelTimer(self.signTimer)
+            self.signTimer = nil
             self.loop.close(self.box)
             self.box = nil
             self.forgetOwnInstance()
@@ -112,6 +117,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         }
         outageReported = false
         retryAttempts = 0
+        loop.cancelTimer(signTimer)
+        signTimer = nil
         consecutiveRenames = 0
         let registeredName = name.isEmpty ? currentName : name
         if registeredName != currentName {
@@ -165,6 +172,7 @@ final class DNSSDAdvertiser: @unchecked Sendable {
                 logger.warning("mDNS daemon unavailable; retrying", metadata: ["reason": "\(reason)"])
                 continuation.yield(.daemonUnavailable(reason: reason))
             }
+            watchForDaemon()
         } else {
             continuation.yield(.failure(.backendFailure(operation: operation, message: DNSSDErrorCode.describe(error))))
         }
@@ -176,6 +184,30 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         retryAttempts += 1
         let delay = DNSSDRetry.delay(afterAttempts: retryAttempts)
         retryTimer = loop.schedule(after: delay) { self.register() }
+    }
+
+    /// While the daemon is away, looks for a sign of its return every 250 ms (see `DNSSDDaemonSign`)
+    /// and then registers at once, rather than waiting out a retry delay of up to five seconds: the
+    /// service is announced again within about a second of the daemon's return, however long it was gone.
+    private func watchForDaemon() {
+        guard !cancelled, signTimer == nil, let accepting = DNSSDDaemonSign.daemonAccepting() else { return }
+        daemonSeenAccepting = accepting
+        signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
+    }
+
+    private func checkDaemonSign() {
+        signTimer = nil
+        guard !cancelled, box == nil, let accepting = DNSSDDaemonSign.daemonAccepting() else { return }
+        let cameBack = accepting && daemonSeenAccepting == false
+        daemonSeenAccepting = accepting
+        if cameBack {
+            logger.debug("avahi-daemon accepts connections again; registering now", metadata: ["name": "\(currentName)"])
+            loop.cancelTimer(retryTimer)
+            retryTimer = nil
+            retryAttempts = 0
+            register()
+        }
+        signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
     }
 
     private func applyTXT(_ txt: TXTRecord) {

@@ -247,3 +247,42 @@ enum DNSSDCallbacks {
         box.query?(flags, interface, error, rrtype, bytes)
     }
 }
+
+/// A cheap sign that the mDNS daemon has come back, for the retry loops: dns_sd itself cannot say
+/// when the daemon returns. On Linux, avahi-daemon listens on `/run/avahi-daemon/socket` (its
+/// simple protocol, set up just before it joins D-Bus); a socket left behind by a dead daemon
+/// refuses connections. Elsewhere there is no such sign and the retry schedule alone applies.
+enum DNSSDDaemonSign {
+    /// How often callers look while the daemon is away.
+    static let interval: Duration = .milliseconds(250)
+
+    /// Whether a daemon accepts connections right now; `nil` where this cannot be known.
+    static func daemonAccepting() -> Bool? {
+        #if os(Linux)
+        let path = "/run/avahi-daemon/socket"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        let fits = path.withCString { source -> Bool in
+            guard strlen(source) < capacity else { return false }
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                raw.copyMemory(from: UnsafeRawBufferPointer(start: source, count: strlen(source) + 1))
+            }
+            return true
+        }
+        guard fits else { return nil }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        // A listening socket accepts at once (or is busy: EAGAIN); a stale one refuses.
+        return result == 0 || errno == EAGAIN || errno == EINPROGRESS
+        #else
+        return nil
+        #endif
+    }
+}

@@ -409,3 +409,27 @@ def test_networks_joined_same_name_resolved(bridge_bin, backend, desk, phone, ot
         assert "is taken" not in serve.stderr(), ctx()
     assert result["bridge"] in ("Desk", "Desk #2") and result["other"] in ("Desk", "Desk #2"), result
     assert serve.poll() is None, ctx()
+
+
+# -- 1b. a long daemon outage -----------------------------------------------------------------------------------
+
+LONG_OUTAGE_S = 15.3  # old schedule: retries 1, 2, ..., 10, 12, 15, 19, 24 s after the loss: the worst phase
+
+
+def test_long_avahi_outage_reregisters(bridge_bin, desk, phone, other, timings):
+    """dns_sd cannot tell when avahi-daemon returns, so the dnssd backend polls; after a long outage it must still
+    be visible within 3 s of the daemon's return (the avahi backend is told by libavahi-client at once)."""
+    backend = "dnssd"
+    serve, watch = serve_and_watch(bridge_bin, backend, desk, phone)
+    ctx = lambda: f"{serve.describe()}\n{watch.describe()}\n{desk.logs(15)}"  # noqa: E731
+    kill_daemon(desk, "avahi-daemon")
+    t_kill = time.monotonic()
+    forget_at_phone(other, watch, "Desk")
+    time.sleep(max(0.0, LONG_OUTAGE_S - (time.monotonic() - t_kill)))
+    start = len(events(watch))
+    desk.start_avahi()
+    t_ready = time.monotonic()
+    back = wait_back(watch, serve, desk, start, 10)
+    check_reregistered(f"avahi_outage_{LONG_OUTAGE_S:.0f}s", backend, t_ready,
+                       None if back is None else t_ready + back, ctx, timings)
+    assert serve.poll() is None, f"serve exited\n{ctx()}"
