@@ -61,6 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.agentEnvironment = settings.agentEnv.value
         configuration.agentWorkingDirectory = settings.agentCwd.value
         configuration.maxFrameSize = settings.maxFrameSize.value
+        configuration.allowedNetworks = settings.allowNetwork.value
         let path = configuration.path
         let discovery = settings.discovery.value
 

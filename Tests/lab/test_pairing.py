@@ -78,10 +78,9 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         for path in ("/pair", "/api/pair/info", "/api/pair/qr"):
             assert _status(phone, f"http://{desk.ipv4}:9099{path}") == 403, path
         assert _status(phone, f"http://{desk.ipv4}:9099/api/pair/refresh", method="POST") == 403
-        # No token, a made-up token: no WebSocket. (HummingbirdWebSocket answers every refused upgrade
-        # with a bare 400; /api/status below gives the 401/403 with a JSON reason.)
-        assert _ws_upgrade_status(phone, desk.ipv4) == 400
-        assert _ws_upgrade_status(phone, desk.ipv4, token="oa_s_made_up") == 400
+        # No token, a made-up token: no WebSocket, 401.
+        assert _ws_upgrade_status(phone, desk.ipv4) == 401
+        assert _ws_upgrade_status(phone, desk.ipv4, token="oa_s_made_up") == 401
         # /api/status needs the Bearer header, and says why not; health does not.
         status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status")
         assert status == 401 and "error" in json.loads(body), body
