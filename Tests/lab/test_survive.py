@@ -73,6 +73,26 @@ def other(lab):
     lab.remove_host("other")
 
 
+@pytest.fixture(autouse=True)
+def _hosts_restored(lab):
+    """Whatever a test broke (it may have failed half-way) is mended before the next test: desk and phone get
+    their eth0, link, switch port, D-Bus and avahi-daemon back."""
+    yield
+    for name in ("desk", "phone", "other"):
+        h = lab.hosts.get(name)
+        if h is None or not h.alive():
+            continue
+        if not _has_eth0(h):
+            add_veth(h)
+        h.link_up()
+        set_plugged(h, True)
+        if h.run(["pgrep", "-x", "dbus-daemon"], timeout=5).returncode != 0:
+            kill_daemon(h, "avahi-daemon")  # avahi-daemon without its bus is no use
+            start_dbus(h)
+        if not h.avahi_running():
+            h.start_avahi()
+
+
 def events(proc: labmod.Proc) -> list[dict]:
     return parse_events(proc.stdout(), proc.describe())
 
