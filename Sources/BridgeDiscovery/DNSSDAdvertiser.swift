@@ -207,7 +207,10 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             retryAttempts = 0
             register()
         }
-        signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
+        // A failed attempt just now may have started the next look already.
+        if signTimer == nil {
+            signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
+        }
     }
 
     private func applyTXT(_ txt: TXTRecord) {

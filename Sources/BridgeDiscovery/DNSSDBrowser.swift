@@ -75,6 +75,9 @@ final class DNSSDBrowser: @unchecked Sendable {
     /// Retries since the last success; sets the delay (see `DNSSDRetry`).
     private var retryAttempts = 0
     private var retryTimer: DNSSDRunLoop.TimerID?
+    /// While the daemon is away: the next look for a sign of its return, and what the last look saw.
+    private var signTimer: DNSSDRunLoop.TimerID?
+    private var daemonSeenAccepting: Bool?
     private var browseStarted: ContinuousClock.Instant?
     private var allForNowSent = false
     private var allForNowTimer: DNSSDRunLoop.TimerID?
@@ -131,6 +134,8 @@ final class DNSSDBrowser: @unchecked Sendable {
         }
         browser = box
         browseStarted = .now
+        loop.cancelTimer(signTimer)
+        signTimer = nil
         allForNowSent = false
         loop.cancelTimer(allForNowTimer)
         allForNowTimer = loop.schedule(after: .seconds(1)) { self.checkAllForNow(force: false) }
@@ -416,6 +421,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         guard !stopped else { return }
         // Every ref of this browse went with the daemon connection; start over when it is back.
         restartLater()
+        watchForDaemon()
         if !outageReported {
             outageReported = true
             let reason = DNSSDErrorCode.daemonReason(error)
@@ -448,6 +454,32 @@ final class DNSSDBrowser: @unchecked Sendable {
         loop.cancelTimer(allForNowTimer)
         allForNowTimer = nil
         scheduleRetry()
+    }
+
+    /// While the daemon is away, looks for a sign of its return every 250 ms (see `DNSSDDaemonSign`)
+    /// and then browses at once, rather than waiting out a retry delay of up to five seconds.
+    private func watchForDaemon() {
+        guard !stopped, signTimer == nil, let accepting = DNSSDDaemonSign.daemonAccepting() else { return }
+        daemonSeenAccepting = accepting
+        signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
+    }
+
+    private func checkDaemonSign() {
+        signTimer = nil
+        guard !stopped, browser == nil, let accepting = DNSSDDaemonSign.daemonAccepting() else { return }
+        let cameBack = accepting && daemonSeenAccepting == false
+        daemonSeenAccepting = accepting
+        if cameBack {
+            logger.debug("avahi-daemon accepts connections again; browsing now")
+            loop.cancelTimer(retryTimer)
+            retryTimer = nil
+            retryAttempts = 0
+            startBrowse()
+        }
+        // A failed attempt just now may have started the next look already.
+        if signTimer == nil {
+            signTimer = loop.schedule(after: DNSSDDaemonSign.interval) { self.checkDaemonSign() }
+        }
     }
 
     private func scheduleRetry() {
