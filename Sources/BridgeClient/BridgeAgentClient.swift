@@ -93,19 +93,67 @@ public final class BridgeAgentClient: Sendable {
     /// Sends a prompt and streams the updates to `onUpdate` until the turn ends; returns the stop reason.
     public func prompt(
         sessionID: String, text: String,
+        seen: SequenceTracker = SequenceTracker(),
         onUpdate: @escaping @Sendable (Update) async -> Void,
         onPermission: @escaping PermissionHandler
     ) async throws -> String {
         let connection = self.connection
+        return try await turn(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
+            let result = try await connection.request(
+                "session/prompt",
+                params: ["sessionId": .string(sessionID), "prompt": [["type": "text", "text": .string(text)]]],
+                timeout: .seconds(3_600))
+            return result["stopReason"]?.stringValue ?? "unknown"
+        }
+    }
+
+    /// After a reconnect: reattaches to `sessionID` with `_oa/session/resume`, replaying the updates
+    /// after the last one `seen` (each is delivered once), and follows the prompt that was running
+    /// until it ends. Returns its stop reason, or `nil` when no prompt was running or finished.
+    public func resume(
+        sessionID: String,
+        seen: SequenceTracker,
+        onUpdate: @escaping @Sendable (Update) async -> Void,
+        onPermission: @escaping PermissionHandler
+    ) async throws -> String? {
+        let connection = self.connection
+        let outcome = try await turn(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
+            let answer = try await connection.request(
+                "_oa/session/resume", params: ["sessionId": .string(sessionID), "lastSeq": .int(Int64(seen.last))])
+            if let finished = answer["finishedWhileAway"]?.stringValue { return finished }
+            if answer["promptRunning"]?.boolValue == true { return nil }  // wait for _oa/prompt_finished
+            return "none"
+        }
+        return outcome == "none" ? nil : outcome
+    }
+
+    /// One turn: hands updates and permission requests to the callbacks until `ending` returns a
+    /// stop reason, or (when it returns `nil`) until the bridge says the prompt finished.
+    private func turn(
+        sessionID: String, seen: SequenceTracker,
+        onUpdate: @escaping @Sendable (Update) async -> Void,
+        onPermission: @escaping PermissionHandler,
+        ending: @escaping @Sendable () async throws -> String?
+    ) async throws -> String {
+        let connection = self.connection
         let messages = self.messages()
-        return try await withThrowingTaskGroup(of: String?.self) { group in
+        let marker = "_oa/local/turn_end/\(UUID().uuidString)"
+        return try await withThrowingTaskGroup(of: TurnEvent.self) { group in
             group.addTask {
                 for await message in messages {
                     switch message {
+                    case .notification(let notification) where notification.method == marker:
+                        return .drained
                     case .notification(let notification) where notification.method == "session/update":
                         guard notification.params?["sessionId"]?.stringValue == sessionID,
                               let update = notification.params?["update"] else { continue }
+                        let sequence = notification.params?["_meta"]?["seq"]?.intValue
+                        guard seen.admit(sequence) else { continue }  // replayed twice: deliver once
                         await onUpdate(BridgeAgentClient.decode(update))
+                    case .notification(let notification) where notification.method == "_oa/prompt_finished":
+                        if notification.params?["sessionId"]?.stringValue == sessionID {
+                            return .finishedNotice(notification.params?["stopReason"]?.stringValue ?? "unknown")
+                        }
                     case .request(let request) where request.method == "session/request_permission":
                         let permission = BridgeAgentClient.decodePermission(request.params)
                         if let option = await onPermission(permission) {
@@ -119,18 +167,30 @@ public final class BridgeAgentClient: Sendable {
                         continue
                     }
                 }
-                return nil
+                return .closed
             }
             group.addTask {
-                let result = try await connection.request(
-                    "session/prompt",
-                    params: ["sessionId": .string(sessionID), "prompt": [["type": "text", "text": .string(text)]]],
-                    timeout: .seconds(3_600))
-                return result["stopReason"]?.stringValue ?? "unknown"
+                if let stopReason = try await ending() { return .ended(stopReason) }
+                // Keep the group alive until the listener sees the end of the prompt.
+                while true { try await Task.sleep(for: .seconds(3_600)) }
             }
             defer { group.cancelAll() }
-            while let finished = try await group.next() {
-                if let stopReason = finished { return stopReason }
+            var stopReason: String?
+            while let event = try await group.next() {
+                switch event {
+                case .finishedNotice(let reason):
+                    return stopReason ?? reason  // read in order: nothing can be behind it
+                case .ended(let reason) where stopReason == nil:
+                    // The answer can overtake updates still on their way to the listener: send a
+                    // marker down the same ordered path and finish when it comes out.
+                    stopReason = reason
+                    connection.enqueueLocalMarker(marker)
+                case .drained, .ended:
+                    if let stopReason { return stopReason }
+                case .closed:
+                    if let stopReason { return stopReason }
+                    throw BridgeClientError.connectionClosed(connection.closedReason ?? "before the prompt finished")
+                }
             }
             throw BridgeClientError.connectionClosed(connection.closedReason ?? "before the prompt finished")
         }
@@ -182,4 +242,38 @@ private final class ListenerRegistry: Sendable {
     func all() -> [AsyncStream<JSONRPCMessage>.Continuation] {
         listeners.withLock { Array($0.values) }
     }
+}
+
+/// The highest `session/update` sequence number seen for a session, so a resume asks for exactly
+/// what was missed and a replayed update is delivered once.
+public final class SequenceTracker: Sendable {
+    private let highest = Mutex<Int>(0)
+
+    /// Creates a tracker that has seen nothing.
+    public init() {}
+
+    /// The last sequence number delivered (0 before any).
+    public var last: Int { highest.withLock { $0 } }
+
+    /// Whether an update with `sequence` is new; records it. Updates without a number always pass.
+    public func admit(_ sequence: Int64?) -> Bool {
+        guard let sequence else { return true }
+        return highest.withLock { highest in
+            guard Int(sequence) > highest else { return false }
+            highest = Int(sequence)
+            return true
+        }
+    }
+}
+
+/// What a turn's child tasks report.
+private enum TurnEvent: Sendable {
+    /// The prompt's answer came with this stop reason.
+    case ended(String)
+    /// The bridge said the prompt finished (after a reconnect), in order with the updates.
+    case finishedNotice(String)
+    /// The listener has handed over everything received before the end.
+    case drained
+    /// The connection closed.
+    case closed
 }

@@ -27,12 +27,13 @@ public final class BridgeRPCClient: Sendable {
     /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
     /// longer than `timeout`. `token` is sent as `Authorization: Bearer`.
     public static func connect(
-        to url: String, token: String? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24, logger: Logger
+        to url: String, token: String? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
+        pingInterval: Duration? = nil, logger: Logger
     ) async throws -> BridgeRPCClient {
         try WebSocketURLSupport.check(url)
         let client = BridgeRPCClient(url: url)
         do {
-            try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, logger: logger)
+            try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketClientError where "\(error)".contains("upgrade") {
             throw BridgeClientError.unauthorized(token == nil
                 ? "the bridge refused the WebSocket without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
@@ -53,8 +54,9 @@ public final class BridgeRPCClient: Sendable {
 
     private let outboundStream: AsyncStream<String>
 
-    private func open(token: String?, timeout: Duration, maxFrameSize: Int, logger: Logger) async throws {
+    private func open(token: String?, timeout: Duration, maxFrameSize: Int, pingInterval: Duration?, logger: Logger) async throws {
         var configuration = WebSocketClientConfiguration(maxFrameSize: maxFrameSize)
+        if let pingInterval { configuration.autoPing = .enabled(timePeriod: pingInterval) }
         if let token { configuration.additionalHeaders[.authorization] = "Bearer \(token)" }
         let settings = configuration
         let (opened, openedContinuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
@@ -165,6 +167,12 @@ public final class BridgeRPCClient: Sendable {
     /// Answers a request the bridge sent us with an error.
     public func respond(to id: JSONRPCID, error: JSONRPCError) {
         outbound.yield(JSONRPCMessage.response(JSONRPCResponse(id: id, error: error)).jsonText)
+    }
+
+    /// Puts a local notification into ``incoming`` behind everything received so far, so a reader
+    /// can tell when it has caught up.
+    func enqueueLocalMarker(_ method: String) {
+        incomingContinuation.yield(.notification(JSONRPCNotification(method: method)))
     }
 
     /// Sends raw text as one frame (for tools and tests).

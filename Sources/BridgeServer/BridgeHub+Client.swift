@@ -310,6 +310,11 @@ extension BridgeHub {
             }
             return
         }
+        if route.method == ACPMethod.sessionPrompt, let session = route.sessionID {
+            // Other attached clients (a phone that resumed on a new connection while the old one is
+            // not yet known to be dead, a second phone) learn that the turn ended too.
+            announcePromptEnd(session: session, outcome: outcome, except: route.connection)
+        }
         connections[route.connection]?.pending = max(client.pending - 1, 0)
         switch (route.method, outcome) {
         case (ACPMethod.sessionNew, .success(let result)):

@@ -49,6 +49,20 @@ extension BridgeHub {
         }
     }
 
+    /// A prompt ended and its requester is still connected: tells the session's other attached
+    /// clients with `_oa/prompt_finished`.
+    func announcePromptEnd(session: String, outcome: Result<JSONValue, JSONRPCError>, except requester: ConnectionID) {
+        guard let members = sessions[session]?.members else { return }
+        let stopReason: String
+        switch outcome {
+        case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
+        case .failure: stopReason = "error"
+        }
+        for member in members where member != requester {
+            notify(member, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
+        }
+    }
+
     /// `_oa/session/resume {"sessionId", "lastSeq"}`: attaches the connection, replays the buffered updates after
     /// `lastSeq` in order, asks again what the agent is still waiting on, then answers
     /// `{"lastSeq", "replayed", "promptRunning", "finishedWhileAway"?}`, or the gap error (still attached).

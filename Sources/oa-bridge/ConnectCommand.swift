@@ -56,6 +56,9 @@ struct ConnectCommand: AsyncParsableCommand {
     @Flag(help: "Print raw JSON-RPC messages as JSON lines.")
     var json = false
 
+    @Option(help: "Seconds between WebSocket pings; a link that stops answering is detected within twice that, then the client reconnects and resumes.")
+    var keepalive: Int = 5
+
     @Option(help: "Seconds to look for the bridge over mDNS.")
     var browseTime: Double = 3
 
@@ -89,6 +92,7 @@ struct ConnectCommand: AsyncParsableCommand {
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
             """)
         }
+        let keepalive = self.keepalive
         let token: String?
         if let given = self.token {
             token = given
@@ -99,7 +103,7 @@ struct ConnectCommand: AsyncParsableCommand {
         }
         let race = HappyEyeballs()
         let (endpoint, connected, attempts) = try await race.race(candidates) { endpoint in
-            let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, timeout: .seconds(3), logger: logger)
+            let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, timeout: .seconds(3), pingInterval: .seconds(keepalive), logger: logger)
             let client = BridgeAgentClient(connection: connection)
             do {
                 let info = try await client.initialize(timeout: .seconds(5))
@@ -125,8 +129,24 @@ struct ConnectCommand: AsyncParsableCommand {
         guard let directory = cwd ?? bridgeDirectory else {
             throw ValidationError("the bridge did not say its working directory; pass --cwd DIR (a directory on the desktop)")
         }
-        let session = ConnectSession(client: connected.client, json: json, approve: yes, cwd: directory)
-        defer { connected.client.connection.close() }
+        let session = ConnectSession(client: connected.client, json: json, approve: yes, cwd: directory) {
+            // The same desktop again: the address that won first, then the other candidates.
+            let again = [endpoint] + candidates.filter { $0 != endpoint }
+            let (_, client, _) = try await HappyEyeballs().race(again) { candidate in
+                let fresh = try await vault.current == nil ? token : vault.accessToken()
+                let connection = try await BridgeRPCClient.connect(to: candidate.url, token: fresh, timeout: .seconds(3), pingInterval: .seconds(keepalive), logger: logger)
+                let client = BridgeAgentClient(connection: connection)
+                do {
+                    try await client.initialize(timeout: .seconds(5))
+                    return client
+                } catch {
+                    connection.close()
+                    throw error
+                }
+            }
+            return client
+        }
+        defer { session.client.connection.close() }
         if let prompt {
             try await session.runOnce(prompt)
         } else {
