@@ -103,8 +103,13 @@ public struct TXTRecord: Sendable, Hashable {
         let separator = string.firstIndex(of: UInt8(ascii: "="))
         let keyBytes = separator.map { string[..<$0] } ?? string[...]
         guard !keyBytes.isEmpty else { return nil }  // "=value" has no key: RFC 6763 says ignore it
+        // RFC 6763 §6.4: keys are printable US-ASCII; anything else is not a key we can use.
+        guard keyBytes.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else { return nil }
         let key = String(decoding: keyBytes, as: UTF8.self)
         let value = separator.map { String(decoding: string[($0 + 1)...], as: UTF8.self) }
+        // Invalid UTF-8 in a value becomes U+FFFD, which may not fit back into one TXT string:
+        // such an entry cannot be represented faithfully, so it is left out.
+        guard key.utf8.count + (value.map { $0.utf8.count + 1 } ?? 0) <= 255 else { return nil }
         return Entry(key: key, value: value)
     }
 
