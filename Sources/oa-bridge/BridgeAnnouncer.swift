@@ -10,13 +10,24 @@ struct BridgeAnnouncer: Service {
     private let makeRegistration: @Sendable (_ port: Int) throws -> ServiceRegistration
     private let listeningPorts: AsyncStream<Int>
     private let logger: Logger
+    private let tailnet: TailnetRefresh?
+
+    /// How the tailnet name in TXT is kept current: read it again every `interval`, and build the
+    /// TXT record for what was read.
+    struct TailnetRefresh: Sendable {
+        var interval: Duration = .seconds(30)
+        var initial: String?
+        var read: @Sendable () -> TailnetIdentity?
+        var txt: @Sendable (_ tailnet: TailnetIdentity?) throws -> TXTRecord
+    }
 
     /// Creates the announcer; it advertises on the first port `listeningPorts` yields.
-    init(backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, logger: Logger,
+    init(backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, logger: Logger, tailnet: TailnetRefresh? = nil,
          registration: @escaping @Sendable (_ port: Int) throws -> ServiceRegistration) {
         self.backend = backend
         self.listeningPorts = listeningPorts
         self.logger = logger
+        self.tailnet = tailnet
         self.makeRegistration = registration
     }
 
@@ -26,11 +37,36 @@ struct BridgeAnnouncer: Service {
         let registration = try makeRegistration(port)
         let advertisement = backend.advertise(registration)
         await withGracefulShutdownHandler {
-            await report(advertisement.events, registration: registration)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await report(advertisement.events, registration: registration) }
+                if let tailnet {
+                    group.addTask { await watch(tailnet, advertisement: advertisement) }
+                }
+                await group.next()
+                group.cancelAll()
+            }
         } onGracefulShutdown: {
             advertisement.cancel()
         }
         advertisement.cancel()
+    }
+
+    /// Re-reads the tailnet identity and updates TXT when the MagicDNS name changes (or appears/goes).
+    private func watch(_ tailnet: TailnetRefresh, advertisement: Advertisement) async {
+        var current = tailnet.initial
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: tailnet.interval) } catch { return }
+            let identity = tailnet.read()
+            let name = identity?.dnsName
+            guard name != current else { continue }
+            do {
+                advertisement.updateTXT(try tailnet.txt(identity))
+                logger.notice("tailnet name changed; TXT updated", metadata: ["old": "\(current ?? "none")", "new": "\(name ?? "none")"])
+                current = name
+            } catch {
+                logger.error("cannot update TXT for the tailnet name: \(error)")
+            }
+        }
     }
 
     private func report(_ events: AsyncStream<AdvertiseEvent>, registration: ServiceRegistration) async {

@@ -89,12 +89,12 @@ struct ServeCommand: AsyncParsableCommand {
         var services: [any Service] = [server]
         if let backend = try discovery.makeBackend(logger: logger) {
             let authMode = auth.store == nil ? "none" : "token"
-            let extra: [(String, String)] = tailnet.map { [("tailnet", $0.dnsName)] } ?? []
-            let announcer = BridgeAnnouncer(backend: backend, listeningPorts: ports, logger: logger) { boundPort in
-                try ServiceRegistration(
-                    name: serviceName,
-                    port: UInt16(boundPort),
-                    txt: BridgeTXT.record(installID: installID, auth: authMode, path: path, extra: extra))
+            let txt: @Sendable (TailnetIdentity?) throws -> TXTRecord = { identity in
+                try BridgeTXT.record(installID: installID, auth: authMode, path: path, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
+            }
+            let refresh = BridgeAnnouncer.TailnetRefresh(initial: tailnet?.dnsName, read: { ServeCommand.readTailnet(logger: logger, announce: false) }, txt: txt)
+            let announcer = BridgeAnnouncer(backend: backend, listeningPorts: ports, logger: logger, tailnet: refresh) { boundPort in
+                try ServiceRegistration(name: serviceName, port: UInt16(boundPort), txt: txt(tailnet))
             }
             services.append(announcer)
         } else {
@@ -110,19 +110,19 @@ struct ServeCommand: AsyncParsableCommand {
 
 extension ServeCommand {
     /// This machine's tailnet name and addresses, if Tailscale runs; never fatal.
-    static func readTailnet(logger: Logger) -> TailnetIdentity? {
+    static func readTailnet(logger: Logger, announce: Bool = true) -> TailnetIdentity? {
         do {
             let identity = try TailscaleStatusReader().read()
             guard identity.isRunning, !identity.dnsName.isEmpty else {
-                logger.info("Tailscale is installed but not running; no tailnet fallback", metadata: ["state": "\(identity.backendState)"])
+                if announce { logger.info("Tailscale is installed but not running; no tailnet fallback", metadata: ["state": "\(identity.backendState)"]) }
                 return nil
             }
-            logger.notice("Tailscale fallback: phones can also reach this desktop as \(identity.dnsName)")
+            if announce { logger.notice("Tailscale fallback: phones can also reach this desktop as \(identity.dnsName)") }
             return identity
         } catch .notInstalled {
             return nil
         } catch {
-            logger.info("no tailnet fallback: \(error)")
+            if announce { logger.info("no tailnet fallback: \(error)") }
             return nil
         }
     }
