@@ -29,6 +29,7 @@ from test_discovery import (  # noqa: F401  (fixtures are used by name)
     start_serve, start_watch,
 )
 
+SERVE_DEBUG = ("--log-level", "debug")  # the discovery backends' debug lines make a failure readable
 REREGISTER_LIMIT_S = 3.0  # issue 6: visible again at the phone within 3 s of the daemon's return
 
 # Multicasts an mDNS goodbye (TTL 0) for "<instance>.<type>.local PTR" from source port 5353.
@@ -151,7 +152,7 @@ def forget_at_phone(other: labmod.Host, watch: labmod.Proc, name: str, timeout: 
 
 def serve_and_watch(bridge_bin: str, backend: str, desk: labmod.Host, phone: labmod.Host):
     watch = start_watch(phone, bridge_bin, "avahi")
-    serve = start_serve(desk, bridge_bin, backend)
+    serve = start_serve(desk, bridge_bin, backend, "Desk", *SERVE_DEBUG)
     e, _ = wait_event(watch, ev("added", "Desk", desk.ipv4), 15, guard=[serve])
     if e is None:  # the IPv4 address may come in an update
         e, _ = wait_event(watch, ev("updated", "Desk", desk.ipv4), 3, guard=[serve])
@@ -480,7 +481,7 @@ def test_long_outage_dnssd_comes_back_at_once(bridge_bin, desk, phone, timings):
     2.7 s and 4.7 s. The avahi backend is told by libavahi-client at once and needs no such test."""
     backend = "dnssd"
     watch = start_watch(phone, bridge_bin, backend)
-    serve = start_serve(desk, bridge_bin, backend)
+    serve = start_serve(desk, bridge_bin, backend, "Desk", *SERVE_DEBUG)
     ctx = lambda: f"{serve.describe()}\n{watch.describe()}\n{desk.logs(15)}\n{phone.logs(15)}"  # noqa: E731
     e, _ = wait_event(watch, ev("added", "Desk"), 15, guard=[serve])
     assert e is not None, f"phone never saw Desk\n{ctx()}"
