@@ -129,8 +129,7 @@ public struct HandshakeProbe: Sendable {
     }
 
     static func milliseconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+        (ContinuousClock.now - start).inMilliseconds
     }
 }
 

@@ -1,3 +1,5 @@
+import BridgeDiscovery
+
 /// Races connection attempts in the spirit of RFC 8305: start the best candidate, start the next
 /// one after `attemptDelay` (or at once when an attempt fails), take the first to succeed, cancel
 /// the rest.
@@ -31,8 +33,7 @@ public struct HappyEyeballs: Sendable {
         guard !candidates.isEmpty else { throw .noCandidates("no address to try") }
         let start = ContinuousClock.now
         let seconds: @Sendable () -> Double = {
-            let elapsed = ContinuousClock.now - start
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            (ContinuousClock.now - start).inSeconds
         }
         var attempts: [Attempt] = []
         let outcome: (Int, Value)? = await withTaskGroup(of: RaceEvent<Value>.self) { group in

@@ -1,3 +1,5 @@
+import BridgeDiscovery
+
 /// When to try again after a lost connection: exponential backoff with full jitter, capped, reset
 /// after a success, forever by default.
 public struct ReconnectPolicy: Sendable, Hashable {
@@ -30,7 +32,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.inSeconds
     }
 
     private func pow(_ base: Double, _ exponent: Double) -> Double {

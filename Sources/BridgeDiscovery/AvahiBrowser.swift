@@ -295,7 +295,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         } else {
             if let seen = firstSeen[instance] {
                 let elapsed = ContinuousClock.now - seen
-                service.resolveSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                service.resolveSeconds = elapsed.inSeconds
             }
             announced[instance] = service
             continuation.yield(.added(service))

@@ -385,7 +385,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         } else {
             if let seen = firstSeen[instance] {
                 let elapsed = ContinuousClock.now - seen
-                service.resolveSeconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                service.resolveSeconds = elapsed.inSeconds
             }
             loop.cancelTimer(addressTimers.removeValue(forKey: instance))
             addressWaitOver.remove(instance)

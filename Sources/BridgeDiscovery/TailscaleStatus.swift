@@ -129,7 +129,7 @@ public struct TailscaleStatusReader: Sendable {
             output.set(handle.readDataToEndOfFile())
             done.signal()
         }
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let seconds = timeout.inSeconds
         guard done.wait(timeout: .now() + seconds) == .success else {
             process.terminate()
             throw .unreachable("'\(executable) status --json' did not finish within \(timeout)")

@@ -118,7 +118,7 @@ struct ConnectCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("  \(attempt.endpoint.source.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(attempt.endpoint.url)  started +\(String(format: "%.0f", attempt.startedAt * 1_000)) ms, took \(took): \(attempt.outcome)\n".utf8))
         }
         let elapsed = ContinuousClock.now - start
-        let total = String(format: "%.0f ms", Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15)
+        let total = String(format: "%.0f ms", elapsed.inMilliseconds)
         let agent = connected.initialize["agentInfo"]?["title"]?.stringValue ?? connected.initialize["agentInfo"]?["name"]?.stringValue ?? "agent"
         FileHandle.standardError.write(Data("connected to \(endpoint.url) via \(endpoint.source.rawValue) in \(total) (\(agent))\n".utf8))
         if json { print(JSONRPCMessage.response(JSONRPCResponse(id: .int(1), result: connected.initialize)).jsonText) }

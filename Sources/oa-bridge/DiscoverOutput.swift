@@ -115,8 +115,7 @@ actor DiscoverOutput {
     }
 
     private var elapsedSeconds: Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - start).inSeconds
     }
 
     private var elapsed: Double { (elapsedSeconds * 1_000).rounded() / 1_000 }
