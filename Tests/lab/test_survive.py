@@ -272,7 +272,10 @@ def test_interface_change_reannounces(bridge_bin, backend, change, desk, phone, 
         if not _has_eth0(desk):
             add_veth(desk)
         desk.link_up()
-    assert e is not None, f"Desk not announced again within 10 s of the interface coming back ({change})\n{ctx()}"
+    if e is None:
+        seen = {h.name: h.run(["avahi-browse", "-rpt", SERVICE_TYPE], timeout=8).stdout for h in (desk, phone)}
+        raise AssertionError(f"Desk not announced again within 10 s of the interface coming back ({change})\n"
+                             f"avahi-browse on desk:\n{seen['desk']}\non phone:\n{seen['phone']}\n{ctx()}")
     timings.record(f"interface_{change}_to_visible[{backend}]", dt * 1000)
     st, _ = wait_event(watch, lambda x: x.get("name") == "Desk" and x.get("event") in ("added", "updated")
                        and desk.ipv4 in ipv4s(x), 3, start)
