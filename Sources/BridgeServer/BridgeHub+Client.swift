@@ -6,6 +6,7 @@ extension BridgeHub {
     /// Handles one text frame from a client.
     func receive(_ text: String, from id: ConnectionID) async {
         guard connections[id] != nil else { return }
+        BridgeMetrics.messagesIn.increment()
         switch JSONRPCFrame(parsing: text) {
         case .single(let element):
             await handle(element, from: id, batch: nil)
@@ -292,7 +293,7 @@ extension BridgeHub {
         nextAgentRequestID += 1
         routes[agentID] = .client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: batch,
-            files: files, sessionID: sessionID, generation: handle.generation))
+            files: files, sessionID: sessionID, generation: handle.generation, started: .now))
         do {
             try await handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
         } catch {
@@ -304,6 +305,8 @@ extension BridgeHub {
 
     /// Delivers the agent's answer to the client that asked, in its dialect, and keeps session membership right.
     func complete(_ route: ClientRoute, outcome: Result<JSONValue, JSONRPCError>) {
+        BridgeMetrics.relayLatency.record(duration: ContinuousClock.now - route.started)
+        defer { BridgeMetrics.sessions.record(sessions.count) }
         guard let client = connections[route.connection] else {
             if route.method == ACPMethod.sessionPrompt, let session = route.sessionID {
                 promptEndedAway(session: session, outcome: outcome)

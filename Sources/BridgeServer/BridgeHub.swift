@@ -94,6 +94,8 @@ actor BridgeHub {
         if let device { connectionLogger[metadataKey: "device"] = "\(device)" }
         connections[id] = ClientRecord(outbound: sink, logger: connectionLogger, device: device)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
+        BridgeMetrics.connections.record(connections.count)
+        BridgeMetrics.connectionsTotal.increment()
         if shuttingDown { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
         return (id, frames)
     }
@@ -116,6 +118,8 @@ actor BridgeHub {
             }
         }
         client.logger.info("client disconnected", metadata: ["clients": "\(connections.count)"])
+        BridgeMetrics.connections.record(connections.count)
+        BridgeMetrics.sessions.record(sessions.count)
     }
 
     /// Whether the connection completed `initialize`.
@@ -161,6 +165,7 @@ actor BridgeHub {
     /// finished, so its writer ends after what is queued and the connection closes.
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
         guard let client = connections[id] else { return }
+        BridgeMetrics.messagesOut.increment()
         if case .dropped = client.outbound.yield(frame) {
             client.logger.warning("client is not reading; disconnecting it", metadata: ["queued": "\(BridgeHub.maxQueuedFrames)"])
             client.outbound.finish()

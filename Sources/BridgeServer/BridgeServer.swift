@@ -46,6 +46,9 @@ public struct BridgeServer: Service {
             PairingRoutes.register(on: router, authenticator: configuration.authenticator, pairing: pairing, logger: logger)
         }
         StatusRoute.register(on: router, configuration: configuration, started: Date())
+        if let registry = configuration.metricsRegistry {
+            MetricsRoute.register(on: router, registry: registry)
+        }
         router.get("/api/health") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
@@ -76,6 +79,7 @@ public struct BridgeServer: Service {
                 case .authenticated(let device):
                     context.upgradeOutcome.device = device
                 case .deny(let status, let message):
+                    BridgeMetrics.authFailures.increment()
                     logger.notice("WebSocket upgrade refused", metadata: [
                         "status": "\(status)", "reason": "\(message)", "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
                     ])

@@ -1,6 +1,7 @@
 import BridgeACP
 import BridgePairing
 import Foundation
+import Prometheus
 
 /// Everything `oa-bridge serve` needs to run the bridge.
 public struct BridgeServerConfiguration: Sendable {
@@ -60,6 +61,9 @@ public struct BridgeServerConfiguration: Sendable {
     public var orphanedRequestTimeout: Duration = .seconds(300)
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
+
+    /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.
+    public var metricsRegistry: PrometheusCollectorRegistry? = nil
 
     /// Creates a configuration; every other setting starts at its default.
     public init(serverName: String, workingDirectory: String = FileManager.default.currentDirectoryPath) {

@@ -73,6 +73,8 @@ struct ClientRoute {
     var files: WorkspaceFiles?
     var sessionID: String?
     let generation: Int
+    /// When the request came in, for the relay-latency metric.
+    var started: ContinuousClock.Instant = .now
 }
 
 /// An agent->client request sent to the clients attached to a session; the first answer wins.

@@ -1,5 +1,6 @@
 import BridgeDiscovery
 import Logging
+import Metrics
 import ServiceLifecycle
 
 /// Advertises the bridge over mDNS once the server listens, and withdraws it (goodbye packets)
@@ -70,6 +71,9 @@ struct BridgeAnnouncer: Service {
     }
 
     private func report(_ events: AsyncStream<AdvertiseEvent>, registration: ServiceRegistration) async {
+        // 1 while the service is registered with the mDNS daemon, 0 while discovery is off.
+        let discoveryUp = Gauge(label: "oa_bridge_discovery_up")
+        discoveryUp.record(0)
         var discoveryOff = false
         for await event in events {
             switch event {
@@ -80,9 +84,11 @@ struct BridgeAnnouncer: Service {
                     logger.notice("advertising '\(name)' as \(registration.type) on port \(registration.port) (\(backend.name))")
                 }
                 discoveryOff = false
+                discoveryUp.record(1)
             case .collision(let oldName, let newName):
                 logger.notice("the name '\(oldName)' is taken on this network; advertising as '\(newName)' instead")
             case .daemonUnavailable(let reason):
+                discoveryUp.record(0)
                 if !discoveryOff {
                     discoveryOff = true
                     logger.warning("discovery is off: \(reason). Phones cannot find this bridge by name until avahi-daemon runs ('sudo systemctl start avahi-daemon'); they can still connect by address. Retrying in the background.")

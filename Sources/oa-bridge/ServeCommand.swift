@@ -4,6 +4,8 @@ import BridgePairing
 import BridgeServer
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 
 /// `oa-bridge serve`: the bridge itself.
@@ -62,6 +64,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.agentWorkingDirectory = settings.agentCwd.value
         configuration.maxFrameSize = settings.maxFrameSize.value
         configuration.allowedNetworks = settings.allowNetwork.value
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        configuration.metricsRegistry = registry
         let path = configuration.path
         let discovery = settings.discovery.value
 
