@@ -23,6 +23,12 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     private var retryTimer: DNSSDRunLoop.TimerID?
     /// While the daemon is away: the next look for a sign of its return, and what the last look saw.
     private var signTimer: DNSSDRunLoop.TimerID?
+    /// Fires when a registration is not confirmed in time (see ``confirmTimeout``).
+    private var confirmTimer: DNSSDRunLoop.TimerID?
+    /// How long a registration may go unconfirmed before it is made again. Avahi's compatibility
+    /// layer was seen (in the lab, after an interface went down and up) to leave a registration
+    /// unanswered for good; probing takes under a second, so 3 s means it is stuck.
+    static let confirmTimeout: Duration = .seconds(3)
     private var daemonSeenAccepting: Bool?
     private var cancelled = false
     private var ownInstance: ServiceInstance?
@@ -59,6 +65,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             self.retryTimer = nil
             self.loop.cancelTimer(self.signTimer)
             self.signTimer = nil
+            self.loop.cancelTimer(self.confirmTimer)
+            self.confirmTimer = nil
             self.loop.close(self.box)
             self.box = nil
             self.forgetOwnInstance()
@@ -102,6 +110,15 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             self.box = box
             announced = false
             logger.debug("registering", metadata: ["name": "\(name)", "type": "\(type)", "port": "\(registration.port)"])
+            loop.cancelTimer(confirmTimer)
+            confirmTimer = loop.schedule(after: DNSSDAdvertiser.confirmTimeout) { [weak box] in
+                self.confirmTimer = nil
+                guard let box, box === self.box, !self.announced, !self.cancelled else { return }
+                self.logger.info("registration not confirmed in time; registering again", metadata: ["name": "\(name)"])
+                self.loop.close(box)
+                self.box = nil
+                self.register()
+            }
         } else {
             failed(error, operation: "registering '\(name)'")
         }
@@ -109,6 +126,8 @@ final class DNSSDAdvertiser: @unchecked Sendable {
 
     private func registerReply(box: DNSSDCallbackBox, flags: DNSServiceFlags, error: DNSServiceErrorType, name: String) {
         guard box === self.box, !cancelled else { return }
+        loop.cancelTimer(confirmTimer)
+        confirmTimer = nil
         guard error == DNSSDErrorCode.noError else {
             loop.close(box)
             self.box = nil
