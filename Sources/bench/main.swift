@@ -1,0 +1,318 @@
+// bench: load generator and reference servers for oa-bridge's benchmarks (see BENCHMARKS.md, scripts/bench).
+// Every loop is bounded in count and time; it only talks to the URL given (the driver passes 127.0.0.1).
+
+import BridgeServer
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import HummingbirdWSClient
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Command-line arguments as `--key value` pairs.
+struct Args {
+    var values: [String: String] = [:]
+    init(_ list: ArraySlice<String>) {
+        var iterator = list.makeIterator()
+        while let key = iterator.next() {
+            if key.hasPrefix("--") { values[String(key.dropFirst(2))] = iterator.next() ?? "" }
+        }
+    }
+    func int(_ key: String, _ fallback: Int) -> Int { values[key].flatMap(Int.init) ?? fallback }
+    func double(_ key: String, _ fallback: Double) -> Double { values[key].flatMap(Double.init) ?? fallback }
+    func string(_ key: String, _ fallback: String) -> String { values[key] ?? fallback }
+}
+
+/// Raises RLIMIT_NOFILE to its hard limit (or `want`) and returns the soft limit reached.
+func raiseFileLimit(_ want: Int) -> Int {
+    var limit = rlimit()
+    getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    let target = min(rlim_t(want), limit.rlim_max)
+    if limit.rlim_cur < target {
+        limit.rlim_cur = target
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+    return Int(limit.rlim_cur)
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func emit(_ object: [String: Any]) {
+    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+       let text = String(data: data, encoding: .utf8) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+}
+
+var logger = Logger(label: "bench")
+logger.logLevel = .error
+let benchLogger = logger
+
+let initializeFrame = #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#
+
+/// The trivial request: session/prompt for a session that does not exist; the bridge answers it itself
+/// (an "unknown session" error) without reaching the agent. The echo servers send it straight back.
+func trivialFrame(_ id: Int) -> String {
+    #"{"jsonrpc":"2.0","id":\#(id),"method":"session/prompt","params":{"sessionId":"bench-none","prompt":[]}}"#
+}
+
+/// A value shared between client tasks, behind a lock.
+final class Cell<T>: @unchecked Sendable {
+    private var value: T
+    private let lock = NSLock()
+    init(_ value: T) { self.value = value }
+    func withLock<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) }
+}
+
+/// Thread-safe accumulation of latencies and counts.
+final class Stats: Sendable {
+    struct State { var latencies: [UInt32] = []; var errors = 0; var opened = 0; var updates = 0 }
+    let state = Mutex(State())
+    func add(_ batch: [UInt32]) { state.withLock { $0.latencies.append(contentsOf: batch) } }
+    func error() { state.withLock { $0.errors += 1 } }
+    func open() { state.withLock { $0.opened += 1 } }
+    func updates(_ n: Int) { state.withLock { $0.updates += n } }
+}
+
+// MARK: - Servers
+
+/// Bare Hummingbird WebSocket echo: the framework's floor.
+func runEcho(_ args: Args) async throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    let port = args.int("port", 9199)
+    let router = Router(context: BasicWebSocketRequestContext.self)
+    router.ws("/") { inbound, outbound, _ in
+        for try await message in inbound.messages(maxSize: 1 << 20) {
+            switch message {
+            case .text(let text): try await outbound.write(.text(text))
+            case .binary(let buffer): try await outbound.write(.binary(buffer))
+            }
+        }
+    }
+    let app = Application(
+        router: Router(),
+        server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 20)),
+        configuration: .init(address: .hostname("127.0.0.1", port: port)),
+        onServerRunning: { _ in emit(["listening": port]) },
+        logger: benchLogger)
+    try await app.runService()
+}
+
+/// The bridge in-process (BridgeServer, no auth, no discovery) with a configurable connection cap, for the
+/// scale run beyond the CLI's fixed 1024.
+func runBridge(_ args: Args) async throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    var configuration = BridgeServerConfiguration(serverName: "bench")
+    configuration.host = "127.0.0.1"
+    configuration.port = args.int("port", 9198)
+    configuration.maxConnections = args.int("max-connections", 20000)
+    configuration.pingInterval = nil
+    let server = BridgeServer(configuration: configuration, logger: benchLogger) { port in emit(["listening": port]) }
+    try await server.run()
+}
+
+// MARK: - Clients
+
+/// Closed-loop round trips: each client sends one request, waits for the answer, repeats.
+func runLoad(_ args: Args) async throws {
+    let nofile = raiseFileLimit(args.int("nofile", 65536))
+    let url = args.string("url", "ws://127.0.0.1:9099/")
+    let clients = args.int("clients", 1)
+    let seconds = min(args.double("seconds", 3), 60)
+    let maxPerClient = args.int("max-requests", 1_000_000)
+    let initialize = args.string("initialize", "yes") == "yes"
+    let stats = Stats()
+    let started = Cell<UInt64>(0)
+    let ready = Cell(0)
+    let deadline = Cell<UInt64>(0)
+    let allOpen = AsyncStream<Void>.makeStream()
+
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<clients {
+            group.addTask {
+                do {
+                    try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: benchLogger) { inbound, outbound, _ in
+                        var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                        if initialize {
+                            try await outbound.write(.text(initializeFrame))
+                            _ = try await iterator.next()
+                        }
+                        stats.open()
+                        // Wait until everyone is connected, so the timed phase has all clients.
+                        let count = ready.withLock { $0 += 1; return $0 }
+                        if count == clients {
+                            let t = now()
+                            started.withLock { $0 = t }
+                            deadline.withLock { $0 = t + UInt64(seconds * 1e9) }
+                            allOpen.continuation.finish()
+                        }
+                        for await _ in allOpen.stream {}
+                        let end = deadline.withLock { $0 }
+                        var local: [UInt32] = []
+                        local.reserveCapacity(4096)
+                        var id = 1
+                        while id <= maxPerClient {
+                            let t0 = now()
+                            if t0 >= end { break }
+                            try await outbound.write(.text(trivialFrame(id)))
+                            guard try await iterator.next() != nil else { break }
+                            local.append(UInt32(min((now() - t0) / 1000, UInt64(UInt32.max))))
+                            id += 1
+                        }
+                        stats.add(local)
+                        try await outbound.close(.normalClosure, reason: nil)
+                    }
+                } catch {
+                    stats.error()
+                    let count = ready.withLock { $0 += 1; return $0 }
+                    if count == clients { allOpen.continuation.finish() }
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let elapsed = Double(now() - started.withLock { $0 }) / 1e9
+    let state = stats.state.withLock { $0 }
+    let sorted = state.latencies.sorted()
+    func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
+    emit([
+        "clients": clients, "opened": state.opened, "errors": state.errors, "requests": sorted.count,
+        "seconds": elapsed, "rps": Double(sorted.count) / max(elapsed, 1e-9),
+        "p50_ms": pct(0.5), "p99_ms": pct(0.99), "nofile": nofile,
+    ])
+}
+
+/// Opens N idle connections (each answers initialize), says how many are open, holds them, closes.
+func runIdle(_ args: Args) async throws {
+    let nofile = raiseFileLimit(args.int("nofile", 65536))
+    let url = args.string("url", "ws://127.0.0.1:9099/")
+    let clients = args.int("clients", 100)
+    let hold = min(args.double("hold", 3), 120)
+    let openTimeout = min(args.double("open-timeout", 60), 300)
+    let stats = Stats()
+    let release = AsyncStream<Void>.makeStream()
+    let t0 = now()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<clients {
+            group.addTask {
+                do {
+                    try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: benchLogger) { inbound, outbound, _ in
+                        var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                        try await outbound.write(.text(initializeFrame))
+                        _ = try await iterator.next()
+                        stats.open()
+                        for await _ in release.stream {}
+                        try await outbound.close(.normalClosure, reason: nil)
+                    }
+                } catch {
+                    stats.error()
+                }
+            }
+        }
+        group.addTask {
+            // Report when every connection is open or failed (or the open timeout passes), hold, release.
+            let limit = t0 + UInt64(openTimeout * 1e9)
+            while now() < limit {
+                let s = stats.state.withLock { $0 }
+                if s.opened + s.errors >= clients { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let s = stats.state.withLock { $0 }
+            emit(["event": "open", "opened": s.opened, "errors": s.errors, "seconds": Double(now() - t0) / 1e9, "nofile": nofile])
+            try await Task.sleep(for: .seconds(hold))
+            release.continuation.finish()
+        }
+        try await group.waitForAll()
+    }
+    emit(["event": "closed"])
+}
+
+/// Relay: client 0 makes a session and prompts; the others attach with session/load; everyone counts
+/// session/update notifications until the prompt ends.
+func runRelay(_ args: Args) async throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    let url = args.string("url", "ws://127.0.0.1:9099/")
+    let clients = args.int("clients", 1)
+    let expected = args.int("count", 10000)
+    let timeout = min(args.double("timeout", 30), 120)
+    let stats = Stats()
+    let session = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let sessionID = Cell<String?>(nil)
+    let attached = Cell(0)
+    let go = AsyncStream<Void>.makeStream()
+    let times = Cell<(UInt64, UInt64)>((0, 0))
+
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in 0..<clients {
+            group.addTask {
+                try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 24), logger: benchLogger) { inbound, outbound, _ in
+                    var iterator = inbound.messages(maxSize: 1 << 24).makeAsyncIterator()
+                    try await outbound.write(.text(initializeFrame))
+                    _ = try await iterator.next()
+                    if index == 0 {
+                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#))
+                        guard case .text(let text) = try await iterator.next(),
+                              let data = text.data(using: .utf8),
+                              let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+                              let result = json["result"] as? [String: Any], let id = result["sessionId"] as? String
+                        else { throw CancellationError() }
+                        sessionID.withLock { $0 = id }
+                        for _ in 0..<clients { session.continuation.yield(id) }
+                    } else {
+                        var id: String? = nil
+                        for await value in session.stream { id = value; break }
+                        guard let id else { return }
+                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"\#(id)","cwd":"/tmp","mcpServers":[]}}"#))
+                        _ = try await iterator.next()
+                    }
+                    let count = attached.withLock { $0 += 1; return $0 }
+                    if count == clients { go.continuation.finish() }
+                    for await _ in go.stream {}
+                    if index == 0 {
+                        let id = sessionID.withLock { $0 } ?? ""
+                        times.withLock { $0.0 = now() }
+                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"\#(id)","prompt":[{"type":"text","text":"flood"}]}}"#))
+                    }
+                    var seen = 0
+                    let end = now() + UInt64(timeout * 1e9)
+                    while seen < expected, now() < end {
+                        guard case .text(let text) = try await iterator.next() else { break }
+                        if text.contains("\"session/update\"") { seen += 1 }
+                    }
+                    stats.updates(seen)
+                    let t = now()
+                    times.withLock { $0.1 = max($0.1, t) }
+                    try await outbound.close(.normalClosure, reason: nil)
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let (start, end) = times.withLock { $0 }
+    let seconds = Double(end - start) / 1e9
+    let total = stats.state.withLock { $0.updates }
+    emit(["clients": clients, "updates": total, "per_client": total / max(clients, 1), "seconds": seconds,
+          "updates_per_s": Double(total / max(clients, 1)) / max(seconds, 1e-9)])
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay [--key value]...\n".utf8))
+    exit(2)
+}
+let args = Args(arguments.dropFirst(2))
+switch arguments[1] {
+case "echo": try await runEcho(args)
+case "bridge": try await runBridge(args)
+case "load": try await runLoad(args)
+case "idle": try await runIdle(args)
+case "relay": try await runRelay(args)
+default:
+    FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
+    exit(2)
+}
