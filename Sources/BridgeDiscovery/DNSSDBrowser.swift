@@ -77,6 +77,10 @@ final class DNSSDBrowser: @unchecked Sendable {
     private var retryTimer: DNSSDRunLoop.TimerID?
     /// While the daemon is away: the next look for a sign of its return, and what the last look saw.
     private var signTimer: DNSSDRunLoop.TimerID?
+    /// While browsing, looks every second whether avahi-daemon still accepts connections: the
+    /// compatibility layer does not always report a daemon that died (seen in the lab, about one
+    /// restart in six), and a browse that waits on a dead daemon never learns anything again.
+    private var livenessTimer: DNSSDRunLoop.TimerID?
     private var daemonSeenAccepting: Bool?
     private var browseStarted: ContinuousClock.Instant?
     private var allForNowSent = false
@@ -141,6 +145,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         allForNowTimer = loop.schedule(after: .seconds(1)) { self.checkAllForNow(force: false) }
         logger.debug("browsing", metadata: ["type": "\(type)", "domain": "\(domain)"])
         retryAttempts = 0
+        scheduleLivenessCheck()
         if outageReported {
             outageReported = false
             continuation.yield(.daemonAvailable)
@@ -417,6 +422,20 @@ final class DNSSDBrowser: @unchecked Sendable {
 
     // MARK: - Daemon loss
 
+    private func scheduleLivenessCheck() {
+        loop.cancelTimer(livenessTimer)
+        livenessTimer = loop.schedule(after: .seconds(1)) {
+            self.livenessTimer = nil
+            guard !self.stopped, self.browser != nil else { return }
+            if DNSSDDaemonSign.daemonAccepting() == false {
+                self.logger.debug("avahi-daemon no longer accepts connections; the browse is dead")
+                self.daemonLost(DNSSDErrorCode.unknown)
+            } else {
+                self.scheduleLivenessCheck()
+            }
+        }
+    }
+
     private func daemonLost(_ error: DNSServiceErrorType) {
         guard !stopped else { return }
         // Every ref of this browse went with the daemon connection; start over when it is back.
@@ -440,6 +459,8 @@ final class DNSSDBrowser: @unchecked Sendable {
     /// Closes every ref and schedules a new browse; what was announced is kept until the new browse
     /// has had `staleGrace` to see it again.
     private func restartLater() {
+        loop.cancelTimer(livenessTimer)
+        livenessTimer = nil
         reconcileOnRestart = reconcileOnRestart || !announced.isEmpty
         loop.close(browser)
         browser = nil
