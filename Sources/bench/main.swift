@@ -112,6 +112,7 @@ func runBridge(_ args: Args) async throws {
     configuration.port = args.int("port", 9198)
     configuration.maxConnections = args.int("max-connections", 20000)
     configuration.pingInterval = nil
+    if let agent = args.values["agent"] { configuration.agentCommand = agent.split(separator: " ").map(String.init) }
     let server = BridgeServer(configuration: configuration, logger: benchLogger) { port in emit(["listening": port]) }
     try await server.run()
 }
