@@ -1,0 +1,77 @@
+"""Operating the CLI (issue 6): JSON logs, shell completions, a taken port, config show, and the
+systemd unit, on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
+pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_json_logs_are_one_object_per_line_and_never_hold_a_token():
+    port = free_port()
+    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+                             "--state-dir", tempfile.mkdtemp(prefix="oa-cli-"), "--log-format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.terminate()
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in err.splitlines() if line.strip()]
+    assert lines, "no log lines"
+    assert all({"ts", "level", "label", "msg"} <= line.keys() for line in lines), lines[:3]
+    assert any("serving ws://127.0.0.1:" in line["msg"] for line in lines)
+    assert "oa_p_" not in err, "the pairing token reached the log"
+    assert "Scan with the oa-bridge app" in out  # the QR banner goes to stdout
+
+
+def test_a_taken_port_is_a_clear_error():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        r = subprocess.run([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+                            "--state-dir", tempfile.mkdtemp(prefix="oa-cli-")], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert f"port {port}" in r.stderr and "--port" in r.stderr, r.stderr[-500:]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_know_the_commands(shell):
+    r = subprocess.run([BIN, "--generate-completion-script", shell], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    for command in ("serve", "discover", "connect", "pair", "devices", "doctor", "config", "install-service"):
+        assert command in r.stdout, f"{shell} completion lacks {command}"
+
+
+def test_config_show_json_names_sources():
+    env = dict(os.environ, OA_BRIDGE_PORT="9555", HOME=tempfile.mkdtemp(prefix="oa-home-"))
+    env.pop("XDG_CONFIG_HOME", None)
+    r = subprocess.run([BIN, "config", "show", "--json", "--name", "Flag"], capture_output=True, text=True, timeout=30, env=env)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)
+    assert shown["port"] == {"value": "9555", "source": "OA_BRIDGE_PORT"}
+    assert shown["name"] == {"value": "Flag", "source": "--name"}
+    assert shown["auth"]["source"] == "default"
+
+
+def test_install_service_print_shows_the_unit():
+    r = subprocess.run([BIN, "install-service", "--print", "--", "--name", "Studio"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "ExecStart=" in r.stdout and "serve --name Studio" in r.stdout and "[Install]" in r.stdout
