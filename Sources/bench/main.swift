@@ -241,6 +241,8 @@ func runRelay(_ args: Args) async throws {
     let clients = args.int("clients", 1)
     let expected = args.int("count", 10000)
     let timeout = min(args.double("timeout", 30), 120)
+    // The bridge confines sessions to its working directory: by default the directory both were started in.
+    let cwd = args.string("cwd", FileManager.default.currentDirectoryPath)
     let stats = Stats()
     let session = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1))
     let sessionID = Cell<String?>(nil)
@@ -256,19 +258,22 @@ func runRelay(_ args: Args) async throws {
                     try await outbound.write(.text(initializeFrame))
                     _ = try await iterator.next()
                     if index == 0 {
-                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#))
+                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"\#(cwd)","mcpServers":[]}}"#))
                         guard case .text(let text) = try await iterator.next(),
                               let data = text.data(using: .utf8),
                               let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
                               let result = json["result"] as? [String: Any], let id = result["sessionId"] as? String
-                        else { throw CancellationError() }
+                        else {
+                            FileHandle.standardError.write(Data("session/new failed\n".utf8))
+                            throw CancellationError()
+                        }
                         sessionID.withLock { $0 = id }
                         for _ in 0..<clients { session.continuation.yield(id) }
                     } else {
                         var id: String? = nil
                         for await value in session.stream { id = value; break }
                         guard let id else { return }
-                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"\#(id)","cwd":"/tmp","mcpServers":[]}}"#))
+                        try await outbound.write(.text(#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"\#(id)","cwd":"\#(cwd)","mcpServers":[]}}"#))
                         _ = try await iterator.next()
                     }
                     let count = attached.withLock { $0 += 1; return $0 }
@@ -295,7 +300,7 @@ func runRelay(_ args: Args) async throws {
         try await group.waitForAll()
     }
     let (start, end) = times.withLock { $0 }
-    let seconds = Double(end - start) / 1e9
+    let seconds = end > start ? Double(end - start) / 1e9 : 0
     let total = stats.state.withLock { $0.updates }
     emit(["clients": clients, "updates": total, "per_client": total / max(clients, 1), "seconds": seconds,
           "updates_per_s": Double(total / max(clients, 1)) / max(seconds, 1e-9)])

@@ -1,0 +1,46 @@
+"""CI smoke test of the benchmark harness (scripts/bench, the `bench` executable, bench/*.py) on a tiny setting.
+
+Benchmarks are not tests: this checks only that every loopback section runs and reports sane numbers (requests
+answered, relay counts complete, idle connections opened), not that targets are met. The lab section
+(discovery/connect) is exercised by `scripts/bench --quick --sections lab`, left out here to keep CI short.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def test_bench_harness_runs_on_a_tiny_setting(tmp_path):
+    bin_dir = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge")).parent
+    if not (bin_dir / "bench").is_file():
+        pytest.fail(f"{bin_dir / 'bench'} missing: run `swift build` (the bench product is part of the package)")
+    out = tmp_path / "bench.json"
+    cp = subprocess.run([sys.executable, str(REPO / "scripts" / "bench"), "--quick", "--bin-dir", str(bin_dir),
+                         "--sections", "rpc,relay,scale", "--json-out", str(out)],
+                        capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert cp.returncode == 0, cp.stderr[-4000:]
+    result = json.loads(out.read_text())
+    assert result["machine"]["nproc"] >= 1 and result["machine"]["swift"]
+    servers = {r["server"] for r in result["rpc"]}
+    assert servers == {"oa-bridge", "python-websockets", "hummingbird-echo"}
+    for row in result["rpc"]:
+        assert row["errors"] == 0 and row["opened"] == row["clients"], row
+        assert row["requests"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0, row
+    relay = result["relay"]
+    assert relay["pipe_updates_per_s"] > 0
+    for key in ("bridge_1", "bridge_10"):
+        assert relay[key]["per_client"] == relay["count"], relay[key]
+        assert relay[key]["updates"] == relay["count"] * relay[key]["clients"], relay[key]
+    scale = result["scale"]
+    assert all(ms > 0 for ms in scale["serve_listening_ms"])
+    for label in ("bridge", "hummingbird-echo"):
+        assert scale[label]["opened"] == scale[label]["wanted"], scale[label]
+        assert scale[label]["rss_open_kb"] > 0
