@@ -96,7 +96,7 @@ func runEcho(_ args: Args) async throws {
     }
     let app = Application(
         router: Router(),
-        server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 20)),
+        server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: WebSocketServerConfiguration(maxFrameSize: 1 << 20)),
         configuration: .init(address: .hostname("127.0.0.1", port: port)),
         onServerRunning: { _ in emit(["listening": port]) },
         logger: benchLogger)
