@@ -64,6 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.agentWorkingDirectory = settings.agentCwd.value
         configuration.maxFrameSize = settings.maxFrameSize.value
         configuration.allowedNetworks = settings.allowNetwork.value
+        configuration.maxConnections = settings.maxConnections.value
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         configuration.metricsRegistry = registry

@@ -34,6 +34,9 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Largest accepted WebSocket message, in bytes. Default: 1048576.")
     var maxFrameSize: Int?
 
+    @Option(help: "Most WebSocket connections at once; beyond it upgrades get 503 with a JSON reason. Default: 1024.")
+    var maxConnections: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Default: info.")
     var logLevel: Logger.Level?
 

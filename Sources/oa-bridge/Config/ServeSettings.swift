@@ -20,6 +20,7 @@ struct ServeSettings: Sendable {
     var discovery: Resolved<DiscoveryChoice>
     var stateDir: Resolved<String?>
     var maxFrameSize: Resolved<Int>
+    var maxConnections: Resolved<Int>
     var logLevel: Resolved<Logger.Level>
     var logFormat: Resolved<LoggingSetup.Format>
     var auth: Resolved<AuthMode>
@@ -32,7 +33,7 @@ struct ServeSettings: Sendable {
     /// Every key a config file may hold (the long option names).
     static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
-        "max-frame-size", "log-level", "log-format", "auth", "require-approval", "allow-network",
+        "max-frame-size", "max-connections", "log-level", "log-format", "auth", "require-approval", "allow-network",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -62,6 +63,7 @@ struct ServeSettings: Sendable {
             discovery: try resolver.pick("discovery", options.discovery, parse: DiscoveryChoice.init(rawValue:), expected: "avahi, dnssd or off", default: .platformDefault),
             stateDir: try resolver.pickOptional("state-dir", options.stateDir, parse: { $0 }, expected: "a directory"),
             maxFrameSize: try resolver.pick("max-frame-size", options.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: 1 << 20),
+            maxConnections: try resolver.pick("max-connections", options.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
             logLevel: try resolver.pick("log-level", options.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),
             logFormat: try resolver.pick("log-format", options.logFormat, parse: LoggingSetup.Format.init(rawValue:), expected: "text or json", default: .text),
             auth: try resolver.pick("auth", options.auth, parse: AuthMode.init(rawValue:), expected: "token or none", default: .token),
@@ -89,6 +91,7 @@ struct ServeSettings: Sendable {
             row("discovery", discovery) { $0.rawValue },
             row("state-dir", stateDir) { $0 ?? "(XDG state directory)" },
             row("max-frame-size", maxFrameSize) { String($0) },
+            row("max-connections", maxConnections) { String($0) },
             row("log-level", logLevel) { $0.rawValue },
             row("log-format", logFormat) { $0.rawValue },
             row("auth", auth) { $0.rawValue },
