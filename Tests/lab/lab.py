@@ -547,6 +547,20 @@ class Host:
         _run(["ip", "-n", self.netns, "link", "set", "eth0", "up"])
         self._add_routes()
 
+    def override_file(self, target: str, content: str) -> Path:
+        """Bind-mount a file with `content` over `target` (e.g. /etc/hosts) inside this host's private mount
+        namespace only; the machine and the other hosts keep the real file. Undo with restore_file(target).
+        Returns the host-side file, which can be rewritten while mounted."""
+        src = self.dir / "overrides" / re.sub(r"[^A-Za-z0-9_.-]", "_", target.strip("/"))
+        src.parent.mkdir(exist_ok=True)
+        src.write_text(content)
+        self.run(["mount", "--bind", str(src), target], timeout=10, check=True)
+        return src
+
+    def restore_file(self, target: str) -> None:
+        """Remove an override_file() mount (no error if there is none)."""
+        self.run(["umount", target], timeout=10, check=False)
+
     def alive(self) -> bool:
         return self.init_pid is not None and _pid_alive(self.init_pid) and \
             self.init_popen is not None and self.init_popen.poll() is None
@@ -781,6 +795,19 @@ class Lab:
         h.destroy()
         for sw in getattr(h, "legs", [h.switch]):
             _run(["ip", "-n", sw.netns, "link", "del", h.port_name], check=False)
+
+    def add_link(self, a: Host, b: Host, a_addr: str, b_addr: str, a_dev: str = "lnk0", b_dev: str = "lnk1") -> None:
+        """A point-to-point link (veth pair) straight between two hosts, with its own addresses (CIDR form, e.g.
+        100.64.0.1/30): a second path between them that is not on any switch, so no multicast from the LAN.
+        Created inside a's namespace, never in the machine's. Remove with del_link(a, a_dev)."""
+        _run(["ip", "-n", a.netns, "link", "add", a_dev, "type", "veth", "peer", "name", b_dev, "netns", b.netns])
+        for host, dev, addr in ((a, a_dev, a_addr), (b, b_dev, b_addr)):
+            _run(["ip", "-n", host.netns, "addr", "add", addr, "dev", dev])
+            _run(["ip", "-n", host.netns, "link", "set", dev, "up"])
+
+    def del_link(self, a: Host, a_dev: str = "lnk0") -> None:
+        """Delete an add_link() pair (both ends go); no error if it is gone."""
+        _run(["ip", "-n", a.netns, "link", "del", a_dev], check=False)
 
     def all_logs(self, lines: int = 25) -> str:
         return "\n".join(h.logs(lines) for h in self.hosts.values())
