@@ -35,6 +35,7 @@ final class AvahiConnection: @unchecked Sendable {
 
     /// Creates the event loop; call `start()` to connect.
     init(logger: Logger) throws(DiscoveryError) {
+        AvahiZeroedAllocator.install()
         guard let poll = avahi_threaded_poll_new() else {
             throw .backendFailure(operation: "avahi_threaded_poll_new", message: "out of memory")
         }

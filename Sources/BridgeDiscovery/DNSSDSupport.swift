@@ -102,10 +102,14 @@ enum DNSSDEnvironment {
         // Avahi's compatibility layer otherwise prints a warning on stderr at the first call.
         setenv("AVAHI_COMPAT_NOWARN", "1", 1)
         #endif
+        #if canImport(CAvahi)
+        // Its refs must start zeroed, or losing the daemon calls a garbage callback (see the type).
+        AvahiZeroedAllocator.install()
+        #endif
         return true
     }()
 
-    /// Sets `AVAHI_COMPAT_NOWARN=1` once (Linux).
+    /// Once per process (Linux): sets `AVAHI_COMPAT_NOWARN=1` and installs ``AvahiZeroedAllocator``.
     static func prepare() {
         _ = prepared
     }

@@ -79,17 +79,19 @@ def _serve_backend_flag(request):
     yield
 
 
-def start_serve(host: labmod.Host, bridge_bin: str, backend: str, name: str = "Desk", *extra: str) -> labmod.Proc:
+def start_serve(host: labmod.Host, bridge_bin: str, backend: str, name: str = "Desk", *extra: str,
+                env: dict | None = None) -> labmod.Proc:
     flag = _SERVE_FLAG.get("flag", "--backend")
     # Discovery and the handshake are under test here, not pairing (test_pairing.py): no token, but
     # only the lab's own networks may connect.
     open_to_lab = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "fd00:6f61::/32"]
-    return host.spawn([bridge_bin, "serve", "--name", name, flag, backend, *open_to_lab, *extra], label=f"serve-{backend}")
+    return host.spawn([bridge_bin, "serve", "--name", name, flag, backend, *open_to_lab, *extra], label=f"serve-{backend}",
+                      env=env)
 
 
-def start_watch(host: labmod.Host, bridge_bin: str, backend: str) -> labmod.Proc:
+def start_watch(host: labmod.Host, bridge_bin: str, backend: str, env: dict | None = None) -> labmod.Proc:
     proc = host.spawn([bridge_bin, "discover", "--watch", "--json", "--backend", backend],
-                      label=f"discover-watch-{backend}")
+                      label=f"discover-watch-{backend}", env=env)
     # Give the browser a moment to be up before anything is published (all_for_now if the CLI reports it).
     proc.wait_for_line(lambda l: '"all_for_now"' in l, timeout=2.0)
     assert proc.poll() is None, f"discover --watch exited early\n{proc.describe()}"

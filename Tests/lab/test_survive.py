@@ -512,3 +512,55 @@ def test_long_outage_dnssd_comes_back_at_once(bridge_bin, desk, phone, timings):
     check_reregistered(f"avahi_outage_{DESK_OUTAGE_S:.0f}s", backend, t_ready,
                        None if back is None else t_ready + back, ctx, timings)
     assert serve.poll() is None and watch.poll() is None, ctx()
+
+
+# glibc fills every block malloc hands out with the complement of this byte (0x5a…), never with zeros; tcache off,
+# as blocks from it are handed out unfilled.
+POISONED_HEAP = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.malloc.perturb=165"}
+
+
+def test_dnssd_survives_daemon_death_on_a_poisoned_heap(bridge_bin, desk, phone, other, timings):
+    """Avahi 0.8's dns_sd compatibility library (Debian 12) allocates a DNSServiceRef without zeroing it and sets only
+    the one callback the call needs; when the daemon goes away it calls the first callback pointer that is not NULL
+    (fixed upstream after 0.8, avahi PR #569). A resolver or an address query then jumps into garbage: the crash CI
+    saw, now and then, when the phone's avahi-daemon was killed. oa-bridge gives Avahi a zero-filling allocator.
+    With MALLOC_PERTURB_ every malloc'd block is non-zero, so without that allocator this test crashes every time:
+    the phone's browser (resolvers and A/AAAA queries open for two services) and the desk's dnssd advertiser each
+    lose their daemon twice and must live through it, and see the world again after each return."""
+    serve = start_serve(desk, bridge_bin, "dnssd", "Desk", *SERVE_DEBUG, env=POISONED_HEAP)
+    other_service = other.spawn(["avahi-publish", "-s", "Other", SERVICE_TYPE, "9098"], label="publish-other")
+    watch = start_watch(phone, bridge_bin, "dnssd", env=POISONED_HEAP)
+    ctx = lambda: f"{watch.describe()}\n{serve.describe()}\n{phone.logs(15)}"  # noqa: E731
+    for name in ("Desk", "Other"):
+        e, _ = wait_event(watch, ev("added", name), 15, guard=[serve, other_service])
+        assert e is not None, f"{name} never added\n{ctx()}"
+
+    def registrations() -> int:
+        return serve.stderr().count("service registered")
+
+    for cycle in (1, 2):
+        mark = len(events(watch))
+        registered = registrations()
+        kill_daemon(phone, "avahi-daemon")
+        kill_daemon(desk, "avahi-daemon")
+        down, i_down = wait_event(watch, ev("daemon_unavailable"), 5, mark)
+        time.sleep(1.5)  # the liveness check and every ref's own failure report have run by now
+        assert watch.poll() is None, f"cycle {cycle}: discover --watch died when its avahi-daemon went away\n{ctx()}"
+        assert serve.poll() is None, f"cycle {cycle}: serve --backend dnssd died when its avahi-daemon went away\n{ctx()}"
+        assert down is not None, f"cycle {cycle}: no daemon_unavailable within 5 s\n{ctx()}"
+
+        desk.start_avahi()
+        phone.start_avahi()
+        up, i_up = wait_event(watch, ev("daemon_available"), 10, i_down)
+        assert up is not None, f"cycle {cycle}: no daemon_available after the phone's daemon returned\n{ctx()}"
+        deadline = time.monotonic() + 10
+        while registrations() == registered and time.monotonic() < deadline and serve.poll() is None:
+            time.sleep(0.05)
+        assert registrations() > registered, f"cycle {cycle}: serve did not register again after its daemon returned\n{ctx()}"
+        e, _ = wait_event(watch, ev("all_for_now"), 10, i_up)
+        assert e is not None, f"cycle {cycle}: the browse did not run again after the phone's daemon returned\n{ctx()}"
+        time.sleep(3.5)  # past the browser's stale grace: whatever it did not see again is reported removed by now
+        view = events(watch)
+        assert desk.ipv4 in ipv4s(merged_state(view, "Desk")) and merged_state(view, "Other"), \
+            f"cycle {cycle}: Desk and Other are not both in the watch's view after the daemons returned\n{ctx()}"
+    assert watch.poll() is None and serve.poll() is None, ctx()
