@@ -5,6 +5,8 @@ QR payload, prompts, and loses access when the desktop revokes it."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 
 import pytest
@@ -135,3 +137,36 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         serve.stop()
         log = serve.stderr()
         assert "oa_p_" not in log and "oa_s_" not in log and "oa_r_" not in log, "a token reached the log"
+
+
+def test_phone_client_example_discovers_pairs_and_prompts(lab, desk, phone, bridge_bin):
+    """Examples/PhoneClient, the program a phone developer copies, does what it says on the phone host: finds the
+    desk over mDNS, pairs with the QR payload, keeps its tokens in a 0600 file, prompts and prints the answer; run
+    again with `-`, it connects on the saved tokens alone."""
+    from pathlib import Path
+    example = Path(os.environ.get("OA_BRIDGE_BIN", "")).parent / "PhoneClient" if os.environ.get("OA_BRIDGE_BIN") \
+        else Path(__file__).resolve().parent.parent.parent / ".build/debug/PhoneClient"
+    if not example.is_file():
+        pytest.skip(f"no PhoneClient binary at {example} (swift build --product PhoneClient)")
+    snap = lab.dir / "bin" / "PhoneClient"
+    snap.parent.mkdir(exist_ok=True)
+    shutil.copy2(example, snap)
+    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-token")
+    try:
+        _wait_http(desk, "http://127.0.0.1:9099/api/health")
+        pair = desk.run([bridge_bin, "pair", "--json"], timeout=10)
+        assert pair.returncode == 0, pair.stderr
+        first = phone.run([str(snap), pair.stdout.strip(), "hello from the example"], timeout=60)
+        assert first.returncode == 0, f"{first.stdout}\n{first.stderr}"
+        assert "paired with Desk" in first.stdout, first.stdout
+        assert f"found 'Desk' at {desk.ipv4}" in first.stdout, first.stdout
+        assert "You said: hello from the example" in first.stdout and "[end_turn]" in first.stdout, first.stdout
+        tokens = phone.dir / "phone-client-tokens.json"
+        assert tokens.is_file() and (tokens.stat().st_mode & 0o777) == 0o600, "tokens not kept in a 0600 file"
+
+        again = phone.run([str(snap), "-", "second run"], timeout=60)
+        assert again.returncode == 0, f"{again.stdout}\n{again.stderr}"
+        assert "You said: second run" in again.stdout and "paired with" not in again.stdout, again.stdout
+    finally:
+        serve.stop()
+        snap.unlink(missing_ok=True)
