@@ -11,6 +11,10 @@ struct JSONParser {
         self.bytes = Array(text.utf8)
     }
 
+    init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
     /// Parses exactly one value surrounded by optional whitespace.
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         skipWhitespace()

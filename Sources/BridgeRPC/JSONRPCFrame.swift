@@ -32,6 +32,18 @@ public enum JSONRPCFrame: Sendable, Hashable {
         self.init(value: value)
     }
 
+    /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text. Never throws.
+    public init(parsingUTF8 bytes: [UInt8]) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsingUTF8: bytes)
+        } catch {
+            self = .single(.invalid(id: .null, error: .parseError(error.message, data: ["offset": .int(Int64(error.offset))])))
+            return
+        }
+        self.init(value: value)
+    }
+
     /// Reads an already parsed JSON value as a frame.
     public init(value: JSONValue) {
         if case .array(let elements) = value {

@@ -49,6 +49,11 @@ public enum JSONRPCMessage: Sendable, Hashable {
     /// Compact JSON text, envelope fields first in the conventional order
     /// (`jsonrpc`, `id`, `method`, `params`, `result`, `error`), nested object keys sorted.
     public var jsonText: String {
+        String(decoding: jsonUTF8, as: UTF8.self)
+    }
+
+    /// ``jsonText`` as UTF-8 bytes, without making a `String` first.
+    public var jsonUTF8: [UInt8] {
         var writer = JSONWriter()
         var members: [(String, JSONValue)] = [("jsonrpc", "2.0")]
         switch self {
@@ -67,7 +72,7 @@ public enum JSONRPCMessage: Sendable, Hashable {
             }
         }
         writer.writeOrderedObject(members)
-        return writer.output
+        return writer.bytes
     }
 
     /// Compact JSON text of several messages as one batch array.

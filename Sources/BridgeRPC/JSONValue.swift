@@ -86,6 +86,12 @@ extension JSONValue {
         self = try parser.parseDocument()
     }
 
+    /// Parses UTF-8 bytes as one JSON value (what ``init(parsing:)`` does, without making a `String` first).
+    public init(parsingUTF8 bytes: [UInt8]) throws(JSONParseError) {
+        var parser = JSONParser(bytes: bytes)
+        self = try parser.parseDocument()
+    }
+
     /// This value as compact JSON text (no insignificant whitespace, object keys sorted).
     public var jsonText: String {
         var writer = JSONWriter()
