@@ -1,49 +1,57 @@
-import Foundation
-
 /// Splits a byte stream into `\n`-terminated lines (a trailing `\r` is dropped), bounding how much it keeps.
+///
+/// Lines come out as UTF-8 bytes; a line that lies whole inside one chunk is copied once, straight out of it.
 struct LineBuffer: Sendable {
     /// A line longer than this is dropped (and reported) rather than kept growing.
     let maxLineLength: Int
-    private var pending = Data()
+    /// The start of a line whose end has not been read yet.
+    private var pending: [UInt8] = []
     private var discarding = false
 
     init(maxLineLength: Int) {
         self.maxLineLength = maxLineLength
     }
 
-    /// Adds bytes; returns the complete lines they finish, and how many over-long lines were dropped.
-    mutating func append(_ data: Data) -> (lines: [String], dropped: Int) {
-        var lines: [String] = []
+    /// Adds bytes; calls `onLine` with each complete, non-empty line they finish, in order, and returns how many
+    /// over-long lines were dropped.
+    mutating func append(_ chunk: UnsafeBufferPointer<UInt8>, onLine: ([UInt8]) -> Void) -> Int {
         var dropped = 0
-        var rest = data[...]
-        while let newline = rest.firstIndex(of: 0x0A) {
-            let piece = rest[rest.startIndex..<newline]
-            rest = rest[rest.index(after: newline)...]
+        var start = 0
+        let count = chunk.count
+        while start < count, let newline = chunk[start..<count].firstIndex(of: 0x0A) {
+            let piece = UnsafeBufferPointer(rebasing: chunk[start..<newline])
+            start = newline + 1
             if discarding {
                 discarding = false
                 pending.removeAll()
                 continue
             }
-            pending.append(piece)
-            if pending.last == 0x0D { pending.removeLast() }
-            if !pending.isEmpty { lines.append(String(decoding: pending, as: UTF8.self)) }
-            pending.removeAll(keepingCapacity: true)
+            var line: [UInt8]
+            if pending.isEmpty {
+                line = Array(piece)
+            } else {
+                pending.append(contentsOf: piece)
+                line = pending
+                pending.removeAll(keepingCapacity: true)
+            }
+            if line.last == 0x0D { line.removeLast() }
+            if !line.isEmpty { onLine(line) }
         }
-        if !discarding {
-            pending.append(rest)
+        if !discarding && start < count {
+            pending.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[start..<count]))
             if pending.count > maxLineLength {
                 discarding = true
                 dropped += 1
-                pending.removeAll()
+                pending = []
             }
         }
-        return (lines, dropped)
+        return dropped
     }
 
     /// What is left after the stream ended without a final newline.
-    mutating func finish() -> String? {
+    mutating func finish() -> [UInt8]? {
         defer { pending.removeAll() }
         guard !discarding, !pending.isEmpty else { return nil }
-        return String(decoding: pending, as: UTF8.self)
+        return pending
     }
 }

@@ -97,7 +97,7 @@ public final class StdioAgent: ACPAgent {
         agentLogger.info("agent process started", metadata: ["command": "\(configuration.command.joined(separator: " "))"])
         agent.startReader(output.fileHandleForReading, name: "stdout") { agent, line in agent.received(line: line) } atEnd: { agent in agent.stdoutEnded() }
         agent.startReader(errors.fileHandleForReading, name: "stderr") { agent, line in
-            agent.logger.info("agent stderr", metadata: ["line": "\(line)"])
+            agent.logger.info("agent stderr", metadata: ["line": "\(String(decoding: line, as: UTF8.self))"])
         } atEnd: { _ in }
         return agent
     }
@@ -117,22 +117,29 @@ public final class StdioAgent: ACPAgent {
         throw ACPAgentError.launchFailed("\(name) was not found on PATH (\(path)); give its full path or install it")
     }
 
-    /// Reads `handle` line by line on a thread of its own until end of file.
+    /// Reads `handle` line by line on a thread of its own until end of file, in chunks of up to 64 KiB.
     private func startReader(
         _ handle: FileHandle, name: String,
-        onLine: @escaping @Sendable (StdioAgent, String) -> Void,
+        onLine: @escaping @Sendable (StdioAgent, [UInt8]) -> Void,
         atEnd: @escaping @Sendable (StdioAgent) -> Void
     ) {
         let thread = Thread { [self] in
             var buffer = LineBuffer(maxLineLength: StdioAgent.maxLineLength)
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            let descriptor = handle.fileDescriptor
             while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                let (lines, dropped) = buffer.append(data)
+                let dropped = chunk.withUnsafeMutableBufferPointer { storage -> Int? in
+                    var count: Int
+                    repeat {
+                        count = read(descriptor, storage.baseAddress, storage.count)
+                    } while count < 0 && errno == EINTR
+                    guard count > 0 else { return nil }
+                    return buffer.append(UnsafeBufferPointer(rebasing: storage[0..<count])) { line in onLine(self, line) }
+                }
+                guard let dropped else { break }
                 if dropped > 0 {
                     logger.warning("dropped an over-long line from the agent", metadata: ["stream": "\(name)", "limit": "\(StdioAgent.maxLineLength)"])
                 }
-                for line in lines { onLine(self, line) }
             }
             if let last = buffer.finish() { onLine(self, last) }
             try? handle.close()
@@ -142,9 +149,9 @@ public final class StdioAgent: ACPAgent {
         thread.start()
     }
 
-    private func received(line: String) {
+    private func received(line: [UInt8]) {
         let elements: [JSONRPCFrame.Element]
-        switch JSONRPCFrame(parsing: line) {
+        switch JSONRPCFrame(parsingUTF8: line) {
         case .single(let element): elements = [element]
         case .batch(let batch): elements = batch
         }
@@ -154,7 +161,9 @@ public final class StdioAgent: ACPAgent {
                 outstanding.received(message)
                 eventSink.yield(.message(message))
             case .invalid(_, let error):
-                logger.warning("the agent wrote a line that is not JSON-RPC; ignored", metadata: ["error": "\(error.message)", "line": "\(line.prefix(200))"])
+                logger.warning("the agent wrote a line that is not JSON-RPC; ignored", metadata: [
+                    "error": "\(error.message)", "line": "\(String(decoding: line, as: UTF8.self).prefix(200))",
+                ])
             }
         }
     }
@@ -236,7 +245,9 @@ public final class StdioAgent: ACPAgent {
     public func send(_ message: JSONRPCMessage) async throws(ACPAgentError) {
         if let reason = state.withLock({ $0.exitReason }) { throw ACPAgentError.notRunning(reason) }
         outstanding.sent(message)
-        let line = Data((message.jsonText + "\n").utf8)
+        var bytes = message.jsonUTF8
+        bytes.append(0x0A)
+        let line = Data(bytes)
         let stdin = self.stdin
         let failure: String? = await withCheckedContinuation { continuation in
             writeQueue.async {
