@@ -8,17 +8,15 @@ extension BridgeHub {
     /// Stamps a `session/update` with the session's next sequence number (`params._meta.seq`, other `_meta` keys
     /// kept) and keeps it in the session's replay buffer. Updates of sessions the bridge does not know pass unchanged.
     func sequenced(_ notification: JSONRPCNotification, session: String) -> JSONRPCNotification {
-        guard var record = sessions[session], var params = notification.params?.objectValue else { return notification }
-        let seq = record.nextSeq
-        record.nextSeq += 1
+        // Changed in place (through the index): copying the record out would copy its whole replay buffer.
+        guard let index = sessions.index(forKey: session), var params = notification.params?.objectValue else { return notification }
+        let seq = sessions.values[index].nextSeq
+        sessions.values[index].nextSeq += 1
         var meta = params["_meta"]?.objectValue ?? [:]
         meta["seq"] = .int(seq)
         params["_meta"] = .object(meta)
         let stamped = JSONValue.object(params)
-        record.replay.append(BufferedUpdate(seq: seq, params: stamped))
-        let overflow = record.replay.count - max(configuration.replayBufferSize, 0)
-        if overflow > 0 { record.replay.removeFirst(overflow) }
-        sessions[session] = record
+        sessions.values[index].replay.append(BufferedUpdate(seq: seq, params: stamped), limit: configuration.replayBufferSize)
         return JSONRPCNotification(method: notification.method, params: stamped)
     }
 
@@ -44,9 +42,7 @@ extension BridgeHub {
         logger.info("prompt finished while its client was away", metadata: [
             "session": "\(session)", "stopReason": "\(stopReason)", "attached": "\(members.count)",
         ])
-        for member in members {
-            notify(member, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
-        }
+        notify(members, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
     }
 
     /// A prompt ended and its requester is still connected: tells the session's other attached
@@ -58,9 +54,7 @@ extension BridgeHub {
         case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
         case .failure: stopReason = "error"
         }
-        for member in members where member != requester {
-            notify(member, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
-        }
+        notify(members.filter { $0 != requester }, method: BridgeMethod.promptFinished, params: ["sessionId": .string(session), "stopReason": .string(stopReason)])
     }
 
     /// `_oa/session/resume {"sessionId", "lastSeq"}`: attaches the connection, replays the buffered updates after

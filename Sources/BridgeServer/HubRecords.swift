@@ -34,7 +34,7 @@ struct SessionRecord {
     /// The sequence number the next `session/update` gets (`_meta.seq`).
     var nextSeq: Int64 = 1
     /// The latest updates, oldest first, for `_oa/session/resume` (official spelling, `_meta.seq` set).
-    var replay: [BufferedUpdate] = []
+    var replay = ReplayBuffer()
     /// The stop reason of the last prompt that ended while the client that sent it was gone.
     var finishedWhileAway: String?
 }
