@@ -130,20 +130,19 @@ extension BridgeHub {
 
     /// Sends a notification to the clients attached to its session (or to every client if it names none).
     private func relay(_ notification: JSONRPCNotification) {
+        guard let session = notification.params?["sessionId"]?.stringValue else {
+            notify(connections.filter { $0.value.dialect != nil }.map(\.key), method: notification.method, params: notification.params)
+            return
+        }
         var notification = notification
-        if notification.method == ACPMethod.sessionUpdate, let session = notification.params?["sessionId"]?.stringValue {
+        if notification.method == ACPMethod.sessionUpdate {
             notification = sequenced(notification, session: session)
         }
-        let targets: [ConnectionID]
-        if let session = notification.params?["sessionId"]?.stringValue {
-            targets = Array(sessions[session]?.members ?? [])
-            if targets.isEmpty {
-                logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
-            }
-        } else {
-            targets = connections.filter { $0.value.dialect != nil }.map(\.key)
+        let members = sessions[session]?.members ?? []
+        if members.isEmpty {
+            logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
         }
-        for target in targets { notify(target, method: notification.method, params: notification.params) }
+        notify(members, method: notification.method, params: notification.params)
     }
 
     /// The agent asked the client something: files are served here, anything else goes to the session's clients.
@@ -238,9 +237,7 @@ extension BridgeHub {
         }
         asks = asks.filter { $0.value.generation != current }
         sessions.removeAll()
-        for id in connections.keys {
-            connections[id]?.sessions.removeAll()
-            notify(id, method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
-        }
+        for id in connections.keys { connections[id]?.sessions.removeAll() }
+        notify(Array(connections.keys), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
     }
 }

@@ -186,7 +186,7 @@ actor BridgeHub {
             }
             return
         }
-        send(.text(message.jsonText), to: id)
+        send(.message(message), to: id)
     }
 
     /// Sends an error in the client's dialect.
@@ -197,8 +197,29 @@ actor BridgeHub {
 
     /// Sends a notification whose params are in official spelling, converted to the client's dialect.
     func notify(_ id: ConnectionID, method: String, params: JSONValue?) {
-        guard let client = connections[id], let dialect = client.dialect else { return }
-        let message = JSONRPCMessage.notification(JSONRPCNotification(method: method, params: params.map(dialect.toClient)))
-        send(.text(message.jsonText), to: id)
+        notify(CollectionOfOne(id), method: method, params: params)
+    }
+
+    /// Sends a notification whose params are in official spelling to several clients, each in its dialect.
+    /// It is converted and encoded once per dialect, and every client of that dialect gets the same bytes.
+    func notify(_ ids: some Sequence<ConnectionID>, method: String, params: JSONValue?) {
+        var official: OutboundFrame?
+        var seed: OutboundFrame?
+        for id in ids {
+            guard let dialect = connections[id]?.dialect else { continue }
+            let frame: OutboundFrame
+            if dialect.isSeed {
+                frame = seed ?? BridgeHub.notificationFrame(method: method, params: params, in: dialect)
+                seed = frame
+            } else {
+                frame = official ?? BridgeHub.notificationFrame(method: method, params: params, in: dialect)
+                official = frame
+            }
+            send(frame, to: id)
+        }
+    }
+
+    private static func notificationFrame(method: String, params: JSONValue?, in dialect: ACPDialect) -> OutboundFrame {
+        .message(.notification(JSONRPCNotification(method: method, params: params.map(dialect.toClient))))
     }
 }

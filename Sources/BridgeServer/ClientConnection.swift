@@ -2,6 +2,7 @@ import BridgePairing
 import Foundation
 import HummingbirdWebSocket
 import Logging
+import NIOWebSocket
 
 /// Runs one WebSocket connection: reads frames into the hub, writes what the hub queues for it,
 /// closes it if `initialize` does not come in time, and (for a paired device) when its access token expires.
@@ -31,8 +32,8 @@ struct ClientConnection {
                 group.addTask {
                     for await frame in frames {
                         switch frame {
-                        case .text(let text):
-                            try await outbound.write(.text(text))
+                        case .textBytes(let bytes):
+                            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
                         case .close(let kind, let reason):
                             try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
                             return

@@ -1,12 +1,24 @@
+import BridgeRPC
 import HummingbirdWebSocket
+import NIOCore
 import NIOWebSocket
 
 /// What a connection's writer sends next.
 enum OutboundFrame: Sendable {
-    /// A text frame.
-    case text(String)
+    /// A text frame, already encoded as UTF-8 (one buffer can be shared by every client it goes to).
+    case textBytes(ByteBuffer)
     /// A close frame with a reason; nothing is sent after it.
     case close(CloseKind, String)
+
+    /// A text frame.
+    static func text(_ text: String) -> OutboundFrame {
+        .textBytes(ByteBuffer(string: text))
+    }
+
+    /// A text frame holding one JSON-RPC message (encoded straight to bytes).
+    static func message(_ message: JSONRPCMessage) -> OutboundFrame {
+        .textBytes(ByteBuffer(bytes: message.jsonUTF8))
+    }
 
     /// The close codes the bridge uses.
     enum CloseKind: Sendable {
