@@ -67,7 +67,7 @@ final class RefusalRewriter: ChannelOutboundHandler, RemovableChannelHandler {
     }
 }
 
-/// The HTTP/1.1 + WebSocket child channel with a ``RefusalRewriter`` in front.
+/// The HTTP/1.1 + WebSocket child channel with a ``RefusalRewriter`` and a ``FlushCoalescer`` in front.
 struct RefusalRewritingChannel: ServerChildChannel {
     typealias Value = HTTP1WebSocketUpgradeChannel.Value
 
@@ -78,6 +78,7 @@ struct RefusalRewritingChannel: ServerChildChannel {
         do {
             let rewriter = RefusalRewriter(refusals: refusals, channel: ObjectIdentifier(channel))
             try channel.pipeline.syncOperations.addHandler(rewriter, position: .first)
+            try channel.pipeline.syncOperations.addHandler(FlushCoalescer(), position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
