@@ -207,9 +207,10 @@ public enum PairingRoutes {
     static func privateHeaders() -> HTTPFields {
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        for (name, value) in [("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer")] {
+            // Valid header names: the initializer cannot fail for these.
+            if let field = HTTPField.Name(name) { headers[field] = value }
+        }
         return headers
     }
 

@@ -99,6 +99,8 @@ struct PairingRoutesTests {
             #expect(page.status == 200)
             #expect(page.text.contains("<svg") && page.text.contains("Pair a phone with desk"))
             #expect(page.headers["cache-control"] == "no-store")
+            #expect(page.headers["x-frame-options"] == "DENY" && page.headers["x-content-type-options"] == "nosniff")
+            #expect(page.headers["referrer-policy"] == "no-referrer")
 
             #expect(try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", body: "x=1", contentType: "application/x-www-form-urlencoded").status == 403)
             let foreign = try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}", headers: ["Origin": "https://evil.example"])
