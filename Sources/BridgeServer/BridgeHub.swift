@@ -84,15 +84,15 @@ actor BridgeHub {
     // MARK: Connections
 
     /// Registers a new connection; returns its id and the frames to write to it.
-    func connect(remote: String?, device: String? = nil) -> (ConnectionID, AsyncStream<OutboundFrame>) {
+    func connect(remote: String?, device: String? = nil) -> (ConnectionID, OutboundQueue) {
         let id = nextConnectionID
         nextConnectionID += 1
-        let (frames, sink) = AsyncStream.makeStream(of: OutboundFrame.self, bufferingPolicy: .bufferingOldest(BridgeHub.maxQueuedFrames))
+        let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames)
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
         if let device { connectionLogger[metadataKey: "device"] = "\(device)" }
-        connections[id] = ClientRecord(outbound: sink, logger: connectionLogger, device: device)
+        connections[id] = ClientRecord(outbound: frames, logger: connectionLogger, device: device)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)
         BridgeMetrics.connectionsTotal.increment()
@@ -166,7 +166,7 @@ actor BridgeHub {
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
         guard let client = connections[id] else { return }
         BridgeMetrics.messagesOut.increment()
-        if case .dropped = client.outbound.yield(frame) {
+        if client.outbound.yield(frame) == .dropped {
             client.logger.warning("client is not reading; disconnecting it", metadata: ["queued": "\(BridgeHub.maxQueuedFrames)"])
             client.outbound.finish()
         }

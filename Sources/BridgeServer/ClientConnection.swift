@@ -30,13 +30,16 @@ struct ClientConnection {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // Writer: everything the hub queues, in order; a close frame ends it.
                 group.addTask {
-                    for await frame in frames {
-                        switch frame {
-                        case .textBytes(let bytes):
-                            try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
-                        case .close(let kind, let reason):
-                            try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                            return
+                    while let batch = await frames.next() {
+                        for frame in batch {
+                            frames.taken()
+                            switch frame {
+                            case .textBytes(let bytes):
+                                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
+                            case .close(let kind, let reason):
+                                try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                                return
+                            }
                         }
                     }
                 }

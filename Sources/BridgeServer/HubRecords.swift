@@ -8,7 +8,7 @@ typealias ConnectionID = UInt64
 /// One connected client.
 struct ClientRecord {
     /// Where frames for this client go (its writer task reads them).
-    let outbound: AsyncStream<OutboundFrame>.Continuation
+    let outbound: OutboundQueue
     /// Its dialect, once `initialize` succeeded.
     var dialect: ACPDialect?
     /// How many `initialize` requests are being answered (the agent may still be starting).

@@ -1,0 +1,69 @@
+@testable import BridgeServer
+import NIOCore
+import Testing
+
+@Suite("A client's outbound queue")
+struct OutboundQueueTests {
+    private func texts(_ frames: [OutboundFrame]?) -> [String]? {
+        frames?.map { frame in
+            switch frame {
+            case .textBytes(let bytes): String(buffer: bytes)
+            case .close(_, let reason): "close: \(reason)"
+            }
+        }
+    }
+
+    @Test("frames come out in order, all that is queued at once; the writer waits for the next")
+    func order() async {
+        let queue = OutboundQueue(capacity: 10)
+        #expect(queue.yield(.text("a")) == .enqueued)
+        #expect(queue.yield(.text("b")) == .enqueued)
+        #expect(texts(await queue.next()) == ["a", "b"])
+        async let later = queue.next()
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(queue.yield(.text("c")) == .enqueued)
+        #expect(texts(await later) == ["c"])
+    }
+
+    @Test("a frame beyond capacity is dropped until the writer takes some; taken frames no longer count")
+    func capacity() async {
+        let queue = OutboundQueue(capacity: 2)
+        #expect(queue.yield(.text("a")) == .enqueued)
+        #expect(queue.yield(.text("b")) == .enqueued)
+        #expect(queue.yield(.text("c")) == .dropped)
+        let batch = await queue.next()
+        #expect(texts(batch) == ["a", "b"])
+        // Taken in one go, but not started: they still count, as in the stream the queue replaces.
+        #expect(queue.yield(.text("c")) == .dropped)
+        queue.taken()
+        #expect(queue.yield(.text("c")) == .enqueued)
+        #expect(queue.yield(.text("d")) == .dropped)
+    }
+
+    @Test("after finish the writer gets what is queued, then nil; new frames are refused")
+    func finish() async {
+        let queue = OutboundQueue(capacity: 5)
+        queue.yield(.text("a"))
+        queue.yield(.close(.goingAway, "bye"))
+        queue.finish()
+        #expect(queue.yield(.text("late")) == .terminated)
+        #expect(texts(await queue.next()) == ["a", "close: bye"])
+        #expect(await queue.next() == nil)
+    }
+
+    @Test("a waiting writer is woken by finish, and by cancellation")
+    func wakeUps() async {
+        let finished = OutboundQueue(capacity: 5)
+        async let ended = finished.next()
+        try? await Task.sleep(for: .milliseconds(20))
+        finished.finish()
+        #expect(await ended == nil)
+
+        let cancelled = OutboundQueue(capacity: 5)
+        let writer = Task { await cancelled.next() }
+        try? await Task.sleep(for: .milliseconds(20))
+        writer.cancel()
+        #expect(await writer.value == nil)
+        #expect(cancelled.yield(.text("x")) == .terminated)
+    }
+}
