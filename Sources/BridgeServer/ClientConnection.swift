@@ -21,6 +21,18 @@ struct ClientConnection {
     /// Long enough to outlive any connection: tasks that only watch sleep this long once done.
     static let forever: Duration = .seconds(365 * 24 * 3600)
 
+    /// Writes what was queued during a loan (see ``OutboundQueue/lend()``), then hands the queue back to the writer.
+    static func writeLent(_ frames: OutboundQueue, to outbound: WebSocketOutboundWriter) async throws {
+        defer { frames.endLoan() }
+        for frame in frames.takeLent() {
+            frames.taken()
+            // A close ends a loan at once (the writer sends it), so only text frames are lent.
+            if case .textBytes(let bytes) = frame {
+                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
+            }
+        }
+    }
+
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device?.deviceID)
         let hub = self.hub
@@ -71,7 +83,10 @@ struct ClientConnection {
                             if size > configuration.maxFrameSize {
                                 await hub.rejectOversized(id, size: size)
                             } else {
+                                // With the writer idle, the reader writes the answers itself (no wake-up).
+                                let lent = frames.lend()
                                 await hub.receive(text, from: id)
+                                if lent { try await ClientConnection.writeLent(frames, to: outbound) }
                             }
                         case .binary:
                             await hub.rejectBinary(id)

@@ -66,4 +66,58 @@ struct OutboundQueueTests {
         #expect(await writer.value == nil)
         #expect(cancelled.yield(.text("x")) == .terminated)
     }
+
+    /// A writer parked in `next()`, as the connection's writer task is between frames.
+    private func parkedWriter(_ queue: OutboundQueue) async -> Task<[OutboundFrame]?, Never> {
+        let writer = Task { await queue.next() }
+        for _ in 0..<200 where !queue.lend() { try? await Task.sleep(for: .milliseconds(5)) }
+        return writer
+    }
+
+    @Test("a loan: the reader writes what was queued, the idle writer is not woken; later frames go to the writer")
+    func loan() async {
+        let queue = OutboundQueue(capacity: 10)
+        let writer = await parkedWriter(queue)
+        queue.yield(.text("answer"))
+        let lent = queue.takeLent()
+        #expect(texts(lent) == ["answer"])
+        lent.forEach { _ in queue.taken() }
+        queue.yield(.text("meanwhile"))  // while the reader writes: waits for it
+        queue.endLoan()
+        #expect(texts(await writer.value) == ["meanwhile"])
+        #expect(queue.yield(.text("more")) == .enqueued)
+        #expect(texts(await queue.next()) == ["more"])
+    }
+
+    @Test("a loan ends at once on a close frame or past the limit; a busy writer lends nothing")
+    func loanLimits() async {
+        let closing = OutboundQueue(capacity: 100)
+        let writer = await parkedWriter(closing)
+        closing.yield(.text("a"))
+        closing.yield(.close(.goingAway, "bye"))
+        #expect(texts(await writer.value) == ["a", "close: bye"])
+        #expect(closing.takeLent().isEmpty)
+        closing.endLoan()
+
+        let flooded = OutboundQueue(capacity: 100)
+        let flooding = await parkedWriter(flooded)
+        for index in 0...OutboundQueue.loanLimit { flooded.yield(.text("\(index)")) }
+        #expect(await flooding.value?.count == OutboundQueue.loanLimit + 1)
+        #expect(flooded.takeLent().isEmpty)
+
+        let busy = OutboundQueue(capacity: 10)
+        busy.yield(.text("queued"))
+        #expect(busy.lend() == false)
+    }
+
+    @Test("finish during a loan: the writer gets what is left, then the end")
+    func finishDuringLoan() async {
+        let queue = OutboundQueue(capacity: 10)
+        let writer = await parkedWriter(queue)
+        queue.yield(.text("a"))
+        queue.finish()
+        queue.endLoan()
+        #expect(texts(await writer.value) == ["a"])
+        #expect(await queue.next() == nil)
+    }
 }
