@@ -6,6 +6,7 @@ import os
 import sys
 
 COUNT = int(os.environ.get("FLOOD_COUNT", "20000"))
+PAD = "x" * int(os.environ.get("FLOOD_PAD", "0"))  # extra bytes in every chunk's text
 
 
 def send(obj):
@@ -32,7 +33,7 @@ def main():
                    ',"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk '
             out = sys.stdout
             for i in range(COUNT):
-                out.write(head + str(i) + '"}}}}\n')
+                out.write(head + str(i) + PAD + '"}}}}\n')
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
         elif method == "session/cancel":
             send({"jsonrpc": "2.0", "id": mid, "result": None})

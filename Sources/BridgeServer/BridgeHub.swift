@@ -34,8 +34,13 @@ actor BridgeHub {
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
 
-    /// Frames queued for one client beyond which it counts as stuck: it is then disconnected.
+    /// Frames queued for one client beyond which it is disconnected if its writer has made no progress for
+    /// ``clientStallTimeout`` (it stopped reading).
     static let maxQueuedFrames = 10_000
+    /// Frames queued for one client that still reads beyond which it is disconnected all the same.
+    static let maxQueuedFramesWhileReading = 100_000
+    /// How long a client's writer may make no progress, with frames waiting, before the client counts as stuck.
+    static let clientStallTimeout: Duration = .seconds(2)
 
     init(configuration: BridgeServerConfiguration, logger: Logger) throws(BridgeServerError) {
         self.configuration = configuration
@@ -53,6 +58,7 @@ actor BridgeHub {
     nonisolated func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.sweepOrphanedAsks() }
+            group.addTask { await self.sweepStuckClients() }
             if let store = configuration.authenticator?.store {
                 let interval = configuration.revocationPollInterval
                 group.addTask {
@@ -87,7 +93,8 @@ actor BridgeHub {
     func connect(remote: String?, device: String? = nil) -> (ConnectionID, OutboundQueue) {
         let id = nextConnectionID
         nextConnectionID += 1
-        let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames)
+        let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
+                                   stallTimeout: BridgeHub.clientStallTimeout)
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
@@ -161,15 +168,33 @@ actor BridgeHub {
 
     // MARK: Output
 
-    /// Queues a frame for a client. A client that stops reading (its queue is full) is cut off: its queue is
-    /// finished, so its writer ends after what is queued and the connection closes.
+    /// Queues a frame for a client. A client that stopped reading (``maxQueuedFrames`` behind with no progress for
+    /// ``clientStallTimeout``), or that is ``maxQueuedFramesWhileReading`` behind, is cut off.
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
         guard let client = connections[id] else { return }
         BridgeMetrics.messagesOut.increment()
-        if client.outbound.yield(frame) == .dropped {
-            client.logger.warning("client is not reading; disconnecting it", metadata: ["queued": "\(BridgeHub.maxQueuedFrames)"])
-            client.outbound.finish()
+        if client.outbound.yield(frame) == .dropped { cutOff(client) }
+    }
+
+    /// Drops what is queued for a client that is not keeping up and closes its connection at once (its writer may be
+    /// blocked on a peer that does not read). A client that resumes later gets what the replay buffer still holds.
+    func cutOff(_ client: ClientRecord) {
+        client.logger.warning("client is not keeping up; disconnecting it", metadata: [
+            "queued_at_least": "\(BridgeHub.maxQueuedFrames)", "stall_limit": "\(BridgeHub.clientStallTimeout.words)",
+            "hard_limit": "\(BridgeHub.maxQueuedFramesWhileReading)"])
+        client.outbound.cutOff()
+    }
+
+    /// Between frames too: every half second, cuts off the clients that are stuck (see ``OutboundQueue/isStuck``).
+    nonisolated func sweepStuckClients() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(500))
+            await cutOffStuckClients()
         }
+    }
+
+    private func cutOffStuckClients() {
+        for client in connections.values where client.outbound.isStuck { cutOff(client) }
     }
 
     /// Sends a response, or adds it to its batch and sends the batch once complete.

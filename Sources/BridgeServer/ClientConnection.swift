@@ -55,6 +55,10 @@ struct ClientConnection {
                         }
                     }
                 }
+                // A client cut off for not reading closes at once, even with the writer blocked on it.
+                group.addTask {
+                    await frames.waitForCutOff()
+                }
                 // The initialize deadline.
                 // (An initialize still being answered, while a slow agent starts, earns another period.)
                 group.addTask {

@@ -1,12 +1,17 @@
 import Synchronization
 
-/// The frames waiting for one client's writer, at most `capacity` of them.
+/// The frames waiting for one client's writer.
 ///
-/// It behaves as the `AsyncStream` with `.bufferingOldest(capacity)` it replaces: a frame counts as queued until the
-/// writer takes it to write, a frame that would make more than `capacity` is refused (`.dropped`), and after
-/// ``finish()`` the writer still gets what is queued, then the end. What differs is the cost: the writer takes
-/// everything queued in one go (one lock, and one wake-up only when it had run dry), then marks each frame
-/// ``taken()`` as it starts writing it, so the count is the same as with the stream.
+/// A frame counts as queued until the writer takes it to write, and after ``finish()`` the writer still gets what is
+/// queued, then the end. The writer takes everything queued in one go (one lock, and one wake-up only when it had run
+/// dry), then marks each frame ``taken()`` as it starts writing it.
+///
+/// How far behind a client may fall: up to `capacity` frames always. Beyond that a frame is refused (`.dropped`, and
+/// the hub cuts the client off) only if the client looks stuck: its writer has taken nothing for `stallTimeout`
+/// although frames were waiting, or `hardCapacity` frames are queued. A client that reads, only more slowly than an
+/// agent bursts, keeps up to `hardCapacity`; one that stopped reading goes once it is `capacity` behind. ``isStuck``
+/// says the same between frames. ``cutOff()`` drops what is queued and wakes ``waitForCutOff()``, so the connection
+/// can close even while its writer is blocked on a peer that does not read.
 ///
 /// A connection's reader may lend itself as the writer for the answers to one message (``lend()``, ``takeLent()``,
 /// ``endLoan()``): if the writer is idle with nothing queued, frames queued meanwhile do not wake it, and the reader
@@ -42,17 +47,35 @@ final class OutboundQueue: Sendable {
         var lent = false
         /// The reader took them and is writing them: nothing may go to the writer before it is done.
         var lentWriting = false
+        /// When the writer last took a frame, or frames started waiting for it after it had run dry.
+        var lastProgress: ContinuousClock.Instant
+        /// Cut off: what was queued is dropped and the connection is to close at once.
+        var cut = false
+        var cutWaiter: CheckedContinuation<Void, Never>?
+        var cutWaitCancelled = false
     }
 
     /// Frames queued during a loan beyond which the writer takes over.
     static let loanLimit = 16
 
-    /// The most frames queued at once.
+    /// Frames a client may always have queued.
     let capacity: Int
-    private let state = Mutex(State())
+    /// Frames a client that is still reading may have queued.
+    let hardCapacity: Int
+    /// How long a writer may take nothing, with frames waiting, before a client past `capacity` counts as stuck.
+    let stallTimeout: Duration
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let state: Mutex<State>
 
-    init(capacity: Int) {
+    /// A queue that refuses frames past `capacity` when the writer has stalled for `stallTimeout`, and past
+    /// `hardCapacity` (default: ten times `capacity`) in any case; `now` is the clock (injectable for tests).
+    init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
+         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.capacity = capacity
+        self.hardCapacity = max(capacity, hardCapacity ?? capacity * 10)
+        self.stallTimeout = stallTimeout
+        self.now = now
+        self.state = Mutex(State(lastProgress: now()))
     }
 
     /// Queues a frame for the writer.
@@ -60,7 +83,12 @@ final class OutboundQueue: Sendable {
     func yield(_ frame: OutboundFrame) -> YieldResult {
         let (result, handover) = state.withLock { state -> (YieldResult, Handover?) in
             if state.finished { return (.terminated, nil) }
-            if state.queued >= capacity { return (.dropped, nil) }
+            if state.queued == 0 {
+                state.lastProgress = now()  // the writer had nothing to do: it is not behind
+            } else if state.queued >= capacity,
+                      state.queued >= hardCapacity || now() - state.lastProgress >= stallTimeout {
+                return (.dropped, nil)
+            }
             state.queued += 1
             if state.lent {
                 state.frames.append(frame)
@@ -125,6 +153,55 @@ final class OutboundQueue: Sendable {
         waiter?.resume(returning: nil)
     }
 
+    /// Whether the client is `capacity` frames behind and its writer has taken nothing for `stallTimeout`.
+    var isStuck: Bool {
+        let time = now()
+        return state.withLock { state in
+            !state.finished && state.queued >= capacity && time - state.lastProgress >= stallTimeout
+        }
+    }
+
+    /// Drops everything queued, refuses what comes, ends the writer's ``next()`` and wakes ``waitForCutOff()``.
+    func cutOff() {
+        let (waiter, cutWaiter) = state.withLock { state -> (CheckedContinuation<[OutboundFrame]?, Never>?, CheckedContinuation<Void, Never>?) in
+            state.finished = true
+            state.cut = true
+            state.frames = []
+            state.queued = 0
+            state.lent = false
+            state.lentWriting = false
+            defer {
+                state.waiter = nil
+                state.cutWaiter = nil
+            }
+            return (state.waiter, state.cutWaiter)
+        }
+        waiter?.resume(returning: nil)
+        cutWaiter?.resume()
+    }
+
+    /// Returns once the queue is cut off (at once if it is already), or when the calling task is cancelled. One task
+    /// waits at a time: the connection's.
+    func waitForCutOff() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.cut || state.cutWaitCancelled { return true }
+                    state.cutWaiter = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.cutWaitCancelled = true
+                defer { state.cutWaiter = nil }
+                return state.cutWaiter
+            }
+            continuation?.resume()
+        }
+    }
+
     /// A waiting writer and what to wake it with.
     private struct Handover {
         let continuation: CheckedContinuation<[OutboundFrame]?, Never>
@@ -134,7 +211,11 @@ final class OutboundQueue: Sendable {
 
     /// The writer started writing one of the frames it took: it no longer counts as queued.
     func taken() {
-        state.withLock { $0.queued -= 1 }
+        let time = now()
+        state.withLock { state in
+            state.queued -= 1
+            state.lastProgress = time
+        }
     }
 
     /// Everything queued, in order, waiting while there is nothing; `nil` once finished and drained, or when the

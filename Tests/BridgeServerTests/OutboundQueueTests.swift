@@ -1,5 +1,6 @@
 @testable import BridgeServer
 import NIOCore
+import Synchronization
 import Testing
 
 @Suite("A client's outbound queue")
@@ -25,19 +26,48 @@ struct OutboundQueueTests {
         #expect(texts(await later) == ["c"])
     }
 
-    @Test("a frame beyond capacity is dropped until the writer takes some; taken frames no longer count")
+    @Test("past capacity a stalled writer's frames are dropped; taken frames no longer count and are progress")
     func capacity() async {
-        let queue = OutboundQueue(capacity: 2)
+        let clock = ManualClock()
+        let queue = OutboundQueue(capacity: 2, hardCapacity: 4, stallTimeout: .seconds(2), now: clock.read)
         #expect(queue.yield(.text("a")) == .enqueued)
         #expect(queue.yield(.text("b")) == .enqueued)
+        clock.advance(by: .seconds(3))  // nothing taken for 3 s with frames waiting: stuck
         #expect(queue.yield(.text("c")) == .dropped)
         let batch = await queue.next()
         #expect(texts(batch) == ["a", "b"])
-        // Taken in one go, but not started: they still count, as in the stream the queue replaces.
+        // Taken in one go, but not started: they still count, and are no progress yet.
         #expect(queue.yield(.text("c")) == .dropped)
         queue.taken()
         #expect(queue.yield(.text("c")) == .enqueued)
+        clock.advance(by: .seconds(3))
         #expect(queue.yield(.text("d")) == .dropped)
+    }
+
+    @Test("a client that keeps taking may fall behind up to the hard capacity, not further")
+    func slowReader() async {
+        let clock = ManualClock()
+        let queue = OutboundQueue(capacity: 2, hardCapacity: 4, stallTimeout: .seconds(2), now: clock.read)
+        for text in ["a", "b", "c", "d"] { #expect(queue.yield(.text(text)) == .enqueued) }
+        #expect(queue.yield(.text("e")) == .dropped)  // the hard limit, however recent the progress
+        _ = await queue.next()
+        clock.advance(by: .seconds(5))
+        queue.taken()  // progress just now: behind, but reading
+        #expect(queue.yield(.text("e")) == .enqueued)
+        #expect(queue.yield(.text("f")) == .dropped)
+    }
+
+    @Test("a queue that ran dry is not stalled: a burst long after the last frame is taken in")
+    func burstAfterIdle() async {
+        let clock = ManualClock()
+        let queue = OutboundQueue(capacity: 2, hardCapacity: 4, stallTimeout: .seconds(2), now: clock.read)
+        #expect(queue.yield(.text("a")) == .enqueued)
+        _ = await queue.next()
+        queue.taken()
+        clock.advance(by: .seconds(60))
+        for text in ["b", "c", "d", "e"] { #expect(queue.yield(.text(text)) == .enqueued) }
+        clock.advance(by: .seconds(2))
+        #expect(queue.yield(.text("f")) == .dropped)
     }
 
     @Test("after finish the writer gets what is queued, then nil; new frames are refused")
@@ -119,5 +149,19 @@ struct OutboundQueueTests {
         queue.endLoan()
         #expect(texts(await writer.value) == ["a"])
         #expect(await queue.next() == nil)
+    }
+}
+
+/// A clock the test moves by hand.
+private final class ManualClock: Sendable {
+    private let instant = Mutex(ContinuousClock.now)
+
+    /// The current time.
+    var read: @Sendable () -> ContinuousClock.Instant {
+        { [self] in instant.withLock { $0 } }
+    }
+
+    func advance(by duration: Duration) {
+        instant.withLock { $0 += duration }
     }
 }
