@@ -1,8 +1,8 @@
 """CI smoke test of the benchmark harness (scripts/bench, the `bench` executable, bench/*.py) on a tiny setting.
 
 Benchmarks are not tests: this checks only that every loopback section runs and reports sane numbers (requests
-answered, relay counts complete, idle connections opened), not that targets are met. The lab section
-(discovery/connect) is exercised by `scripts/bench --quick --sections lab`, left out here to keep CI short.
+answered, relay counts complete, idle connections opened, every discovery and connect figure of the lab section
+measured), not that targets are met.
 """
 
 from __future__ import annotations
@@ -44,3 +44,21 @@ def test_bench_harness_runs_on_a_tiny_setting(tmp_path):
     for label in ("bridge", "hummingbird-echo"):
         assert scale[label]["opened"] == scale[label]["wanted"], scale[label]
         assert scale[label]["rss_open_kb"] > 0
+
+
+def test_bench_lab_section_runs_on_a_tiny_setting(tmp_path):
+    """One repetition of the discovery and connect figures in a lab of the harness's own, with the binaries named by a
+    relative --bin-dir (the lab runs them from each host's directory)."""
+    bin_dir = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge")).parent
+    if not (bin_dir / "bench").is_file():
+        pytest.fail(f"{bin_dir / 'bench'} missing: run `swift build` (the bench product is part of the package)")
+    out = tmp_path / "bench.json"
+    cp = subprocess.run([sys.executable, str(REPO / "scripts" / "bench"), "--quick", "--bin-dir", os.path.relpath(bin_dir, REPO),
+                         "--sections", "lab", "--json-out", str(out)],
+                        capture_output=True, text=True, timeout=240, cwd=REPO)
+    assert cp.returncode == 0, cp.stderr[-4000:]
+    lab = json.loads(out.read_text())["lab"]
+    for key in ("serve_to_resolved", "publish_to_resolved", "running_bridge_fresh_browser", "running_publish_fresh_browser",
+                "removal_sigterm", "removal_publish"):
+        assert lab[key] and all(isinstance(x, float) and x > 0 for x in lab[key]), (key, lab[key], cp.stderr[-3000:])
+    assert lab["connect_ms"] and all(ms > 0 for ms in lab["connect_ms"]), (lab["connect_ms"], cp.stderr[-3000:])
