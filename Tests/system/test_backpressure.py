@@ -17,10 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from loopback import free_port, wait_healthy
 
 websockets = pytest.importorskip("websockets")
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -28,12 +29,6 @@ BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 UPDATES = 30_000
 PAD = 200  # bytes of text per update (6 MB in all)
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def small_buffer_socket(port: int) -> socket.socket:
@@ -98,13 +93,7 @@ def test_lagging_readers_get_every_update_and_only_a_client_that_stopped_reading
                             env=dict(os.environ, FLOOD_COUNT=str(UPDATES), FLOOD_PAD=str(PAD)))
     stuck = None
     try:
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=0.5)
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_healthy(port, proc)
         url = f"ws://127.0.0.1:{port}/"
 
         async def scenario():

@@ -13,7 +13,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -24,15 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from loopback import free_port, wait_healthy
+
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 ROUNDS = int(os.environ.get("OA_CRASH_ROUNDS", "6"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(url: str, body: dict, timeout: float = 2.0) -> tuple[int, dict]:
@@ -64,17 +59,7 @@ class Bridge:
             [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
              "--state-dir", str(self.state), "--log-level", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                if get(self.base + "/api/health", timeout=0.5)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited: {self.proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.05)
-        raise AssertionError("serve did not answer /api/health within 15 s")
+        wait_healthy(self.port, self.proc)
 
     def kill9(self) -> None:
         assert self.proc is not None

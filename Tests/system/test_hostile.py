@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from loopback import free_port, wait_healthy
+
 websockets = pytest.importorskip("websockets")
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -37,12 +39,6 @@ VALID = [
     {"jsonrpc": "2.0", "method": "session/cancel", "params": {"session_id": "x"}},
     [{"jsonrpc": "2.0", "method": "nope", "id": 9}, {"jsonrpc": "2.0"}],
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def mutate(rng: random.Random) -> str | bytes:
@@ -90,14 +86,7 @@ class Bridge:
             [BIN, "serve", "--discovery", "off", "--auth", "none", "--host", "127.0.0.1", "--port", str(self.port),
              "--state-dir", self.state, "--log-level", "error", "--max-frame-size", "65536"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/health", timeout=0.5)
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("serve did not start")
+        wait_healthy(self.port, self.proc)
 
     @property
     def url(self) -> str:

@@ -6,25 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from loopback import free_port, wait_healthy
+
 websockets = pytest.importorskip("websockets")
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
@@ -35,13 +29,7 @@ def test_metrics_count_what_happened():
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(base + "/api/health", timeout=0.5)
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_healthy(port, proc)
         # One refused upgrade (no token), then one paired client doing a prompt.
         with pytest.raises(Exception):
             asyncio.run(websockets.connect(f"ws://127.0.0.1:{port}/").__aenter__())
