@@ -213,7 +213,8 @@ final class OutboundQueue: Sendable {
     func taken() {
         let time = now()
         state.withLock { state in
-            state.queued -= 1
+            // After a cut-off the count restarted at zero while the writer may still hold frames it took.
+            state.queued = max(0, state.queued - 1)
             state.lastProgress = time
         }
     }
