@@ -34,13 +34,13 @@ actor BridgeHub {
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
 
-    /// Frames queued for one client beyond which it is disconnected if its writer has made no progress for
-    /// ``clientStallTimeout`` (it stopped reading).
+    /// Frames queued for one client beyond which it is disconnected if a write to it has waited
+    /// ``clientStallTimeout`` for the peer (it stopped reading).
     static let maxQueuedFrames = 10_000
     /// Frames queued for one client that still reads beyond which it is disconnected all the same.
     static let maxQueuedFramesWhileReading = 100_000
-    /// How long a client's writer may make no progress, with frames waiting, before the client counts as stuck.
-    static let clientStallTimeout: Duration = .seconds(2)
+    /// How long one write may wait for the peer to take data before a client that far behind counts as stuck.
+    static let clientStallTimeout: Duration = .seconds(5)
 
     init(configuration: BridgeServerConfiguration, logger: Logger) throws(BridgeServerError) {
         self.configuration = configuration

@@ -30,6 +30,7 @@ struct ClientConnection {
             if case .textBytes(let bytes) = frame {
                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
             }
+            frames.written()
         }
     }
 
@@ -48,6 +49,7 @@ struct ClientConnection {
                             switch frame {
                             case .textBytes(let bytes):
                                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
+                                frames.written()
                             case .close(let kind, let reason):
                                 try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
                                 return

@@ -4,11 +4,12 @@ import Synchronization
 ///
 /// A frame counts as queued until the writer takes it to write, and after ``finish()`` the writer still gets what is
 /// queued, then the end. The writer takes everything queued in one go (one lock, and one wake-up only when it had run
-/// dry), then marks each frame ``taken()`` as it starts writing it.
+/// dry), then marks each frame ``taken()`` as it starts writing it and ``written()`` once the write returned.
 ///
 /// How far behind a client may fall: up to `capacity` frames always. Beyond that a frame is refused (`.dropped`, and
-/// the hub cuts the client off) only if the client looks stuck: its writer has taken nothing for `stallTimeout`
-/// although frames were waiting, or `hardCapacity` frames are queued. A client that reads, only more slowly than an
+/// the hub cuts the client off) only if the client looks stuck: one write to it has been waiting `stallTimeout` for
+/// the peer to take data (it stopped reading), or `hardCapacity` frames are queued. A writer that is merely slow to be
+/// scheduled (a busy bridge) is not the client's fault and never counts. A client that reads, only more slowly than an
 /// agent bursts, keeps up to `hardCapacity`; one that stopped reading goes once it is `capacity` behind. ``isStuck``
 /// says the same between frames. ``cutOff()`` drops what is queued and wakes ``waitForCutOff()``, so the connection
 /// can close even while its writer is blocked on a peer that does not read.
@@ -47,8 +48,8 @@ final class OutboundQueue: Sendable {
         var lent = false
         /// The reader took them and is writing them: nothing may go to the writer before it is done.
         var lentWriting = false
-        /// When the writer last took a frame, or frames started waiting for it after it had run dry.
-        var lastProgress: ContinuousClock.Instant
+        /// When the write in progress started (between ``taken()`` and ``written()``).
+        var writeStartedAt: ContinuousClock.Instant?
         /// Cut off: what was queued is dropped and the connection is to close at once.
         var cut = false
         var cutWaiter: CheckedContinuation<Void, Never>?
@@ -62,12 +63,12 @@ final class OutboundQueue: Sendable {
     let capacity: Int
     /// Frames a client that is still reading may have queued.
     let hardCapacity: Int
-    /// How long a writer may take nothing, with frames waiting, before a client past `capacity` counts as stuck.
+    /// How long one write may wait for the peer before a client past `capacity` counts as stuck.
     let stallTimeout: Duration
     private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Mutex<State>
 
-    /// A queue that refuses frames past `capacity` when the writer has stalled for `stallTimeout`, and past
+    /// A queue that refuses frames past `capacity` when a write has waited `stallTimeout`, and past
     /// `hardCapacity` (default: ten times `capacity`) in any case; `now` is the clock (injectable for tests).
     init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
          now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
@@ -75,7 +76,7 @@ final class OutboundQueue: Sendable {
         self.hardCapacity = max(capacity, hardCapacity ?? capacity * 10)
         self.stallTimeout = stallTimeout
         self.now = now
-        self.state = Mutex(State(lastProgress: now()))
+        self.state = Mutex(State())
     }
 
     /// Queues a frame for the writer.
@@ -83,10 +84,7 @@ final class OutboundQueue: Sendable {
     func yield(_ frame: OutboundFrame) -> YieldResult {
         let (result, handover) = state.withLock { state -> (YieldResult, Handover?) in
             if state.finished { return (.terminated, nil) }
-            if state.queued == 0 {
-                state.lastProgress = now()  // the writer had nothing to do: it is not behind
-            } else if state.queued >= capacity,
-                      state.queued >= hardCapacity || now() - state.lastProgress >= stallTimeout {
+            if state.queued >= capacity, state.queued >= hardCapacity || stalled(state, at: now()) {
                 return (.dropped, nil)
             }
             state.queued += 1
@@ -153,12 +151,17 @@ final class OutboundQueue: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// Whether the client is `capacity` frames behind and its writer has taken nothing for `stallTimeout`.
+    /// Whether the client is `capacity` frames behind and a write to it has waited `stallTimeout` for the peer.
     var isStuck: Bool {
         let time = now()
         return state.withLock { state in
-            !state.finished && state.queued >= capacity && time - state.lastProgress >= stallTimeout
+            !state.finished && state.queued >= capacity && stalled(state, at: time)
         }
+    }
+
+    private func stalled(_ state: State, at time: ContinuousClock.Instant) -> Bool {
+        guard let started = state.writeStartedAt else { return false }
+        return time - started >= stallTimeout
     }
 
     /// Drops everything queued, refuses what comes, ends the writer's ``next()`` and wakes ``waitForCutOff()``.
@@ -215,8 +218,13 @@ final class OutboundQueue: Sendable {
         state.withLock { state in
             // After a cut-off the count restarted at zero while the writer may still hold frames it took.
             state.queued = max(0, state.queued - 1)
-            state.lastProgress = time
+            state.writeStartedAt = time
         }
+    }
+
+    /// The write of the frame last ``taken()`` returned: the peer took it (or the kernel's buffer did).
+    func written() {
+        state.withLock { $0.writeStartedAt = nil }
     }
 
     /// Everything queued, in order, waiting while there is nothing; `nil` once finished and drained, or when the

@@ -1,7 +1,7 @@
 """A burst of session/update notifications (an agent printing 30,000 updates of 200 bytes as fast as it can) through
 `oa-bridge serve` on loopback to three clients on one session that read, more slowly than the bridge relays, and to a
 fourth that never reads. Two of the readers lag far behind on purpose. The readers must get every update, once and in order, and stay connected: the bridge may cut
-off only a client that stopped reading (its writer made no progress for 2 s while 10,000 frames waited), never one
+off only a client that stopped reading (a write to it waited 5 s for the peer while 10,000 frames waited), never one
 that merely lags. The one that stopped reading is cut off, once, and nobody else is.
 
 Bounded: one burst of 30,000 lines, every wait under a deadline, loopback only."""
