@@ -19,7 +19,9 @@ struct ShutdownTests {
         configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.demoChunkDelay = .milliseconds(5)
-        configuration.shutdownGracePeriod = .milliseconds(600)
+        // Long enough that "clients are told at once" (within 2 s) is unmistakably before the grace period ends, on a
+        // loaded 2-core CI machine too.
+        configuration.shutdownGracePeriod = .seconds(3)
         var logger = Logger(label: "test.shutdown")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
@@ -48,14 +50,14 @@ struct ShutdownTests {
                         #expect(frame?.closeCode == .goingAway)
                         #expect(frame?.reason == "bridge shutting down")
                     }
-                    #expect(ContinuousClock.now - shutdownAt < .milliseconds(500))
+                    #expect(ContinuousClock.now - shutdownAt < .seconds(2))
                     let deadline = ContinuousClock.now + .seconds(10)
                     while stoppedAt.instant == nil, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(10))
                     }
                     let stopped = try #require(stoppedAt.instant, "the server did not stop")
-                    #expect(stopped - shutdownAt >= .milliseconds(600), "the prompt got its grace period")
-                    #expect(stopped - shutdownAt < .seconds(4), "then it was cancelled, not waited for")
+                    #expect(stopped - shutdownAt >= .seconds(3), "the prompt got its grace period")
+                    #expect(stopped - shutdownAt < .seconds(8), "then it was cancelled, not waited for")
                 }
             }
             // Nothing listens any more.
