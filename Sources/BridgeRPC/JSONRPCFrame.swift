@@ -22,21 +22,19 @@ public enum JSONRPCFrame: Sendable, Hashable {
 
     /// Reads `text` as a frame. Never throws: what is wrong becomes an invalid element.
     public init(parsing text: String) {
-        let value: JSONValue
-        do {
-            value = try JSONValue(parsing: text)
-        } catch {
-            self = .single(.invalid(id: .null, error: .parseError(error.message, data: ["offset": .int(Int64(error.offset))])))
-            return
-        }
-        self.init(value: value)
+        self.init(parsedBy: { () throws(JSONParseError) in try JSONValue(parsing: text) })
     }
 
     /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text. Never throws.
     public init(parsingUTF8 bytes: [UInt8]) {
+        self.init(parsedBy: { () throws(JSONParseError) in try JSONValue(parsingUTF8: bytes) })
+    }
+
+    /// The frame of what `parse` returns, or a parse-error element where it throws.
+    private init(parsedBy parse: () throws(JSONParseError) -> JSONValue) {
         let value: JSONValue
         do {
-            value = try JSONValue(parsingUTF8: bytes)
+            value = try parse()
         } catch {
             self = .single(.invalid(id: .null, error: .parseError(error.message, data: ["offset": .int(Int64(error.offset))])))
             return

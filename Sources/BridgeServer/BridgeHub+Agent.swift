@@ -131,7 +131,7 @@ extension BridgeHub {
     /// Sends a notification to the clients attached to its session (or to every client if it names none).
     private func relay(_ notification: JSONRPCNotification) {
         guard let session = notification.params?["sessionId"]?.stringValue else {
-            notify(connections.filter { $0.value.dialect != nil }.map(\.key), method: notification.method, params: notification.params)
+            notify(connections.keys, method: notification.method, params: notification.params)  // initialized ones only
             return
         }
         var notification = notification

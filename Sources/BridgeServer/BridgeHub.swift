@@ -168,8 +168,8 @@ actor BridgeHub {
 
     // MARK: Output
 
-    /// Queues a frame for a client. A client that stopped reading (``maxQueuedFrames`` behind with no progress for
-    /// ``clientStallTimeout``), or that is ``maxQueuedFramesWhileReading`` behind, is cut off.
+    /// Queues a frame for a client. A client that stopped reading (``maxQueuedFrames`` behind with one write to it
+    /// waiting ``clientStallTimeout`` for the peer), or that is ``maxQueuedFramesWhileReading`` behind, is cut off.
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
         guard let client = connections[id] else { return }
         BridgeMetrics.messagesOut.increment()
