@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "BridgeClient", targets: ["BridgeClient"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
