@@ -19,11 +19,13 @@ let package = Package(
         .library(name: "BridgePairing", targets: ["BridgePairing"]),
         .library(name: "BridgeServer", targets: ["BridgeServer"]),
         .library(name: "BridgeClient", targets: ["BridgeClient"]),
+        .library(name: "BridgeTLS", targets: ["BridgeTLS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -126,6 +128,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        /// The bridge's TLS identity (self-signed certificate and key in the state directory) and its pin.
+        .target(
+            name: "BridgeTLS",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The command-line tool
 
         .executableTarget(
@@ -197,6 +210,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "BridgePairingTests", dependencies: ["BridgePairing"], swiftSettings: swiftSettings),
+        .testTarget(name: "BridgeTLSTests", dependencies: ["BridgeTLS"], swiftSettings: swiftSettings),
         .testTarget(
             name: "OABridgeCLITests",
             dependencies: ["oa-bridge"],

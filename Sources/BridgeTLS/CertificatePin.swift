@@ -1,0 +1,97 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+
+/// The pin of a bridge's TLS identity: SHA-256 over the DER SubjectPublicKeyInfo of its certificate.
+///
+/// Written `sha256/` + standard base64 of the 32-byte digest (the OkHttp form), e.g.
+/// `sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=`. curl's `--pinnedpubkey sha256//…` checks the same hash
+/// (``curlArgument`` gives its spelling). The pin follows the key, not the certificate: a certificate re-issued
+/// for new host names or a later expiry keeps the pin; ``BridgeIdentity/rotate(in:names:now:)`` changes it.
+public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The prefix of the textual form.
+    public static let prefix = "sha256/"
+
+    /// The 32 bytes of the SHA-256 digest.
+    public let digest: [UInt8]
+
+    /// A pin from a 32-byte SHA-256 digest. Throws ``CertificatePinError/wrongDigestLength(_:)`` for any other length.
+    public init(digest: [UInt8]) throws(CertificatePinError) {
+        guard digest.count == SHA256.byteCount else { throw .wrongDigestLength(digest.count) }
+        self.digest = digest
+    }
+
+    /// The pin of a DER-encoded SubjectPublicKeyInfo (hashed as given).
+    public init(subjectPublicKeyInfo der: some DataProtocol) {
+        self.digest = Array(SHA256.hash(data: der))
+    }
+
+    /// The pin of a parsed certificate's public key.
+    public init(certificate: Certificate) {
+        self.init(subjectPublicKeyInfo: certificate.publicKey.subjectPublicKeyInfoBytes)
+    }
+
+    /// The pin of a DER-encoded X.509 certificate (as a TLS peer presents it).
+    /// Throws ``CertificatePinError/notACertificate(_:)`` when the bytes do not parse as one.
+    public init(certificateDER der: [UInt8]) throws(CertificatePinError) {
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(derEncoded: der)
+        } catch {
+            throw .notACertificate(String(describing: error))
+        }
+        self.init(certificate: certificate)
+    }
+
+    /// Parses `sha256/<base64>` (also curl's `sha256//<base64>`), surrounding white space ignored.
+    /// Throws ``CertificatePinError`` naming what is wrong with the text.
+    public init(parsing text: String) throws(CertificatePinError) {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.lowercased().hasPrefix(Self.prefix) else { throw .missingPrefix }
+        var encoded = trimmed.dropFirst(Self.prefix.count)
+        if encoded.first == "/" { encoded = encoded.dropFirst() }
+        guard let bytes = Data(base64Encoded: String(encoded)) else { throw .notBase64 }
+        try self.init(digest: Array(bytes))
+    }
+
+    /// The standard base64 of the digest (44 characters, padded).
+    public var base64: String { Data(digest).base64EncodedString() }
+
+    /// `sha256/<base64>`: the form in QR payloads, stored pins and `oa-bridge pair`.
+    public var description: String { Self.prefix + base64 }
+
+    /// `sha256//<base64>`: the form curl's `--pinnedpubkey` takes.
+    public var curlArgument: String { "sha256//" + base64 }
+
+    /// Whether `certificateDER` (a peer's leaf certificate) carries the pinned key. Bytes that are not a certificate
+    /// never match.
+    public func matches(certificateDER: [UInt8]) -> Bool {
+        guard let other = try? CertificatePin(certificateDER: certificateDER) else { return false }
+        return other == self
+    }
+
+    /// Encodes as the textual form.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    /// Decodes from the textual form.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        do {
+            try self.init(parsing: text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+}
+
+extension CertificatePin {
+    /// The pin of a certificate's public key.
+    public init(publicKey: Certificate.PublicKey) {
+        self.init(subjectPublicKeyInfo: publicKey.subjectPublicKeyInfoBytes)
+    }
+}
