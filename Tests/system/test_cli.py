@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port
+from loopback import free_port, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -22,12 +22,21 @@ pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge bi
 
 def test_json_logs_are_one_object_per_line_and_never_hold_a_token():
     port = free_port()
-    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
-                             "--state-dir", tempfile.mkdtemp(prefix="oa-cli-"), "--log-format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    proc.terminate()
-    out, err = proc.communicate(timeout=15)
+    logs = Path(tempfile.mkdtemp(prefix="oa-cli-logs-"))
+    with open(logs / "out", "w") as out_file, open(logs / "err", "w") as err_file:
+        proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+                                 "--state-dir", tempfile.mkdtemp(prefix="oa-cli-"), "--log-format", "json"],
+                                stdout=out_file, stderr=err_file, text=True)
+    try:
+        wait_healthy(port, proc)
+        # Serving, and done starting up: the pairing banner (printed once listening) is out.
+        deadline = time.monotonic() + 15
+        while "Scan with the oa-bridge app" not in (logs / "out").read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    out, err = (logs / "out").read_text(), (logs / "err").read_text()
     assert proc.returncode == 0, err
     lines = [json.loads(line) for line in err.splitlines() if line.strip()]
     assert lines, "no log lines"
