@@ -3,7 +3,9 @@ import Foundation
 /// What the server calls on every protected request and WebSocket upgrade: rate limit, token extraction, validation.
 ///
 /// Failed attempts with an unknown or malformed token (401 `invalid_token`) count against the source address; after
-/// ``FailedAuthRateLimiter/limit`` of them in the window every attempt from that address gets 429 until it cools down.
+/// ``FailedAuthRateLimiter/limit`` of them in the window every attempt from that address with a token the bridge does
+/// not know gets 429 until it cools down. Tokens the bridge issued or accepted before are still checked, so the paired
+/// device is not locked out by someone guessing from the same address (see ``FailedAuthRateLimiter``).
 /// Expired or revoked tokens (403) do not count: they come from real clients that should refresh or re-pair.
 public struct Authenticator: Sendable {
     /// The token store that validates tokens.
@@ -36,30 +38,50 @@ public struct Authenticator: Sendable {
     public func authenticate(
         authorization: String?, queryToken: String? = nil, address: String, touch: Bool = true
     ) async throws(PairingError) -> AuthenticatedDevice {
-        try limiter.check(address)
-        guard let token = Self.presentedToken(authorization: authorization, queryToken: queryToken) else {
+        let token = Self.presentedToken(authorization: authorization, queryToken: queryToken)
+        try limiter.check(address, presenting: token)
+        guard let token else {
             throw authorization == nil ? .missingToken : .invalidToken(.access)
         }
-        return try await counting(address) { () async throws(PairingError) -> AuthenticatedDevice in
+        let device = try await counting(address) { () async throws(PairingError) -> AuthenticatedDevice in
             try await store.validateAccess(token, address: address, touch: touch)
         }
+        limiter.rememberGood(token: token, until: device.accessTokenExpiresAt)
+        return device
     }
 
     /// `POST /api/auth/exchange`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
     public func exchange(_ request: ExchangeRequest, address: String) async throws(PairingError) -> ExchangeOutcome {
-        try limiter.check(address)
-        return try await counting(address) { () async throws(PairingError) -> ExchangeOutcome in
+        try limiter.check(address, presenting: request.pairingToken)
+        let outcome = try await counting(address) { () async throws(PairingError) -> ExchangeOutcome in
             try await store.exchange(
                 pairingToken: request.pairingToken, deviceName: request.deviceName, address: address, deviceID: request.deviceID)
         }
+        switch outcome {
+        case .paired(let session):
+            remember(session)
+        case .pending:
+            // Approval mode: the same pairing token comes back once the desktop approves; an hour covers the default
+            // lifetime of a pairing token, and the store still refuses it once it expires.
+            limiter.rememberGood(token: request.pairingToken, for: 3600)
+        }
+        return outcome
     }
 
     /// `POST /api/auth/refresh`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
     public func refresh(_ request: RefreshRequest, address: String) async throws(PairingError) -> DeviceSession {
-        try limiter.check(address)
-        return try await counting(address) { () async throws(PairingError) -> DeviceSession in
+        try limiter.check(address, presenting: request.refreshToken)
+        let session = try await counting(address) { () async throws(PairingError) -> DeviceSession in
             try await store.refresh(request.refreshToken, address: address)
         }
+        remember(session)
+        return session
+    }
+
+    /// Remembers a session's new tokens as good, so its device is not refused for others' failures at its address.
+    private func remember(_ session: DeviceSession) {
+        limiter.rememberGood(token: session.accessToken.token, until: session.accessToken.expiresAt)
+        limiter.rememberGood(token: session.refreshToken.token, until: session.refreshToken.expiresAt)
     }
 
     private func counting<T>(

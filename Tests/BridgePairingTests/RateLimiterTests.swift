@@ -44,4 +44,30 @@ struct RateLimiterTests {
         let limited = (0..<1000).filter { limiter.retryAfter(for: "192.0.2.\($0)") != nil }.count
         #expect(limited <= 100)
     }
+
+    @Test("a limited address still passes known-good tokens until they expire; unknown ones get 429")
+    func knownGoodTokens() throws {
+        let clock = ManualClock()
+        let limiter = FailedAuthRateLimiter(limit: 2, window: 60, clock: clock.tokenClock)
+        let known = TokenSecret.generate(.access)
+        limiter.rememberGood(token: known, for: 30)
+        limiter.recordFailure(from: "10.0.0.5")
+        limiter.recordFailure(from: "10.0.0.5")
+        try limiter.check("10.0.0.5", presenting: known)
+        #expect(throws: PairingError.rateLimited(retryAfterSeconds: 60)) { try limiter.check("10.0.0.5", presenting: TokenSecret.generate(.access)) }
+        #expect(throws: PairingError.rateLimited(retryAfterSeconds: 60)) { try limiter.check("10.0.0.5", presenting: nil) }
+        clock.advance(by: 30)
+        #expect(!limiter.isKnownGood(known))
+        #expect(throws: PairingError.rateLimited(retryAfterSeconds: 30)) { try limiter.check("10.0.0.5", presenting: known) }
+    }
+
+    @Test("the number of known-good digests stays bounded, the soonest-expiring forgotten first")
+    func knownTokensBounded() {
+        let clock = ManualClock()
+        let limiter = FailedAuthRateLimiter(maximumKnownTokens: 10, clock: clock.tokenClock)
+        let tokens = (0..<50).map { _ in TokenSecret.generate(.access) }
+        for (index, token) in tokens.enumerated() { limiter.rememberGood(token: token, for: TimeInterval(100 + index)) }
+        #expect(tokens.filter(limiter.isKnownGood).count == 10)
+        #expect(limiter.isKnownGood(tokens[49]) && !limiter.isKnownGood(tokens[0]))
+    }
 }
