@@ -11,15 +11,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from conftest import REPO, build_dir
 
 
 def test_bench_harness_runs_on_a_tiny_setting(tmp_path):
-    bin_dir = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge")).parent
+    bin_dir = build_dir()
     if not (bin_dir / "bench").is_file():
         pytest.fail(f"{bin_dir / 'bench'} missing: run `swift build` (the bench product is part of the package)")
     out = tmp_path / "bench.json"
@@ -49,7 +48,7 @@ def test_bench_harness_runs_on_a_tiny_setting(tmp_path):
 def test_bench_lab_section_runs_on_a_tiny_setting(tmp_path):
     """One repetition of the discovery and connect figures in a lab of the harness's own, with the binaries named by a
     relative --bin-dir (the lab runs them from each host's directory)."""
-    bin_dir = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge")).parent
+    bin_dir = build_dir()
     if not (bin_dir / "bench").is_file():
         pytest.fail(f"{bin_dir / 'bench'} missing: run `swift build` (the bench product is part of the package)")
     out = tmp_path / "bench.json"

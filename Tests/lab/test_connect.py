@@ -16,15 +16,10 @@ Every wait is bounded.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
-from pathlib import Path
 
-import pytest
-
-from conftest import REPO, wait_resolved, wait_service_gone
+from conftest import fake_tailscale, wait_http, wait_resolved, wait_service_gone
 
 OPEN = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "100.64.0.0/30"]
 TAILNET_NAME = "desk.tail-lab.ts.net"
@@ -38,24 +33,6 @@ MDNS_KNOWN_BOUND_MS = 2000   # what is asserted
 ATTEMPT_RE = re.compile(r"^\s+(mdns|manual|tailscale)\s+(\S+)\s+started \+(\d+) ms, took (-|\d+ ms): (.+)$")
 # "connected to ws://198.18.0.2:9099/ via mdns in 23 ms (oa-bridge demo agent)"
 CONNECTED_RE = re.compile(r"^connected to (\S+) via (\w+) in (\d+) ms \((.*)\)$")
-
-
-@pytest.fixture(scope="module")
-def bridge_bin(lab) -> str:
-    """A snapshot of the binary under test in the lab dir, so a rebuild during the run cannot change it."""
-    path = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge"))
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.skip(f"oa-bridge binary not found at {path} (build it with `swift build` or set OA_BRIDGE_BIN)")
-    snap = lab.dir / "bin-connect" / "oa-bridge"
-    snap.parent.mkdir(exist_ok=True)
-    for _ in range(20):  # a linker may be writing it right now
-        st = path.stat()
-        shutil.copy2(path, snap)
-        if path.stat().st_mtime == st.st_mtime and snap.stat().st_size == st.st_size:
-            break
-        time.sleep(0.5)
-    yield str(snap)
-    snap.unlink(missing_ok=True)
 
 
 # -- helpers ------------------------------------------------------------------------------------------------------
@@ -85,27 +62,8 @@ def show(cp) -> str:
 
 def start_serve(desk, bridge_bin: str, label: str, env: dict | None = None):
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", *OPEN], label=label, env=env)
-    deadline = time.monotonic() + 15
-    probe = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9099/api/health', timeout=1)"
-    while time.monotonic() < deadline:
-        if serve.poll() is not None:
-            raise AssertionError(f"serve exited\n{serve.describe()}")
-        if desk.run(["python3", "-c", probe], timeout=5).returncode == 0:
-            return serve
-        time.sleep(0.1)
-    raise AssertionError(f"the bridge on desk did not answer /api/health within 15 s\n{serve.describe()}")
-
-
-def fake_tailscale(host) -> dict:
-    """A fake `tailscale` command on a PATH for `host` (prints a fixed status; never a real tailnet)."""
-    bindir = host.dir / "fake-tailscale-bin"
-    bindir.mkdir(exist_ok=True)
-    script = bindir / "tailscale"
-    script.write_text("#!/bin/sh\n"
-                      "[ \"$1 $2\" = \"status --json\" ] || { echo \"fake tailscale: $*\" >&2; exit 3; }\n"
-                      f"echo '{json.dumps(TAILSCALE_STATUS)}'\n")
-    script.chmod(0o755)
-    return {"PATH": f"{bindir}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
+    wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
+    return serve
 
 
 # -- 1. same LAN: mDNS ---------------------------------------------------------------------------------------------
@@ -212,7 +170,7 @@ def test_tailscale_name_wins_when_the_lan_is_cut(lab, desk, phone, bridge_bin, t
 # -- 4. doctor ---------------------------------------------------------------------------------------------------------
 
 def test_doctor_on_a_healthy_desk_shows_the_tailnet_name(lab, desk, bridge_bin):
-    path = fake_tailscale(desk)
+    path = fake_tailscale(desk, TAILSCALE_STATUS)
     serve = start_serve(desk, bridge_bin, "serve-connect-doctor")
     try:
         wait_resolved(desk, "Desk", timeout=10, guard=serve)

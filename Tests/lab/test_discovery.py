@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
 import re
-import shutil
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 import lab as labmod
-from conftest import HERE, REPO, SERVICE_TYPE, wait_resolved
+from conftest import HERE, SERVICE_TYPE, wait_resolved
 
 BACKENDS = ["avahi", "dnssd"]
 TXT_KEYS = {"txtvers", "proto", "id", "auth", "path"}
@@ -31,26 +28,6 @@ PROTOCOL_VERSION = "0.2.2"
 
 
 # -- fixtures and helpers ---------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def bridge_bin(lab) -> str:
-    """A snapshot of the binary under test, copied into the lab dir so a rebuild during the run (ETXTBSY, or a
-    half-written file) cannot change what is tested. Removed at the end of the session."""
-    path = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build" / "debug" / "oa-bridge"))
-    if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.skip(f"oa-bridge binary not found at {path} (build it with `swift build` or set OA_BRIDGE_BIN)")
-    snap = lab.dir / "bin" / "oa-bridge"
-    snap.parent.mkdir(exist_ok=True)
-    for _ in range(20):  # a linker may be writing it right now
-        st = path.stat()
-        shutil.copy2(path, snap)
-        if path.stat().st_mtime == st.st_mtime and snap.stat().st_size == st.st_size:
-            break
-        time.sleep(0.5)
-    print(f"\n[lab] testing {path} (modified {time.strftime('%H:%M:%S', time.gmtime(st.st_mtime))} UTC)")
-    yield str(snap)
-    snap.unlink(missing_ok=True)
-
 
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:

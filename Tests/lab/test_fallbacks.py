@@ -5,33 +5,12 @@ a hosts-file name, only inside the lab). The desktop serves with --auth none for
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
-from pathlib import Path
 
-import pytest
+from conftest import wait_http
 
-REPO = Path(__file__).resolve().parent.parent.parent
 OPEN = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "100.64.0.0/30"]
-
-
-@pytest.fixture
-def bridge_bin():
-    path = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
-    if not Path(path).exists():
-        pytest.skip(f"no oa-bridge binary at {path}")
-    return path
-
-
-def wait_health(host, ip: str) -> None:
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        r = host.run(["python3", "-c", f"import urllib.request;urllib.request.urlopen('http://{ip}:9099/api/health', timeout=1)"], timeout=5)
-        if r.returncode == 0:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the bridge at {ip} did not answer")
 
 
 def test_guest_subnet_manual_address_works_without_mdns(lab, desk, bridge_bin, timings):
@@ -40,7 +19,7 @@ def test_guest_subnet_manual_address_works_without_mdns(lab, desk, bridge_bin, t
     guest = lab.add_host("guest", switch="sw1")
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", *OPEN], label="serve-guest")
     try:
-        wait_health(desk, "127.0.0.1")
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
         found = guest.run([bridge_bin, "discover", "--timeout", "3"], timeout=15)
         assert found.returncode == 1, f"mDNS should not cross the router:\n{found.stdout}"
         assert "No _openagents._tcp services found" in found.stdout
@@ -67,7 +46,7 @@ def test_tailscale_name_when_the_lan_is_cut(lab, desk, phone, bridge_bin, timing
     assert mounted.returncode == 0, mounted.stderr
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", *OPEN], label="serve-tailnet")
     try:
-        wait_health(desk, "127.0.0.1")
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
         phone.link_down()
         started = time.monotonic()
         r = phone.run([bridge_bin, "connect", "Desk", "--tailscale", "desk.tail-lab.ts.net", "--prompt", "over the tailnet"], timeout=40)
@@ -85,7 +64,7 @@ def test_tailscale_name_when_the_lan_is_cut(lab, desk, phone, bridge_bin, timing
 def test_same_lan_connects_through_mdns(lab, desk, phone, bridge_bin, timings):
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", *OPEN], label="serve-lan")
     try:
-        wait_health(desk, "127.0.0.1")
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
         r = None
         deadline = time.time() + 15
         while time.time() < deadline:

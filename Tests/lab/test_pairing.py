@@ -5,33 +5,11 @@ QR payload, prompts, and loses access when the desktop revokes it."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import time
 
 import pytest
 
 import lab as labmod
-
-
-@pytest.fixture
-def bridge_bin(lab):
-    import os
-    from pathlib import Path
-    path = os.environ.get("OA_BRIDGE_BIN", str(Path(__file__).resolve().parent.parent.parent / ".build/debug/oa-bridge"))
-    if not Path(path).exists():
-        pytest.skip(f"no oa-bridge binary at {path}")
-    return path
-
-
-def _wait_http(host: labmod.Host, url: str, timeout: float = 10.0) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r = host.run(["python3", "-c", f"import urllib.request;urllib.request.urlopen('{url}', timeout=1)"], timeout=5)
-        if r.returncode == 0:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not answer within {timeout}s")
+from conftest import build_dir, snapshot, wait_http
 
 
 def _request(host: labmod.Host, url: str, method: str = "GET", token: str | None = None) -> tuple[int, str]:
@@ -56,14 +34,16 @@ def _status(host: labmod.Host, url: str, method: str = "GET", token: str | None 
 
 
 def _ws_upgrade_status(host: labmod.Host, ip: str, token: str | None = None) -> int:
-    """Sends a raw WebSocket upgrade and returns the HTTP status line's code."""
-    auth = f"Authorization: Bearer {token}\\r\\n" if token else ""
+    """Sends a WebSocket upgrade request (http.client) and returns the answer's HTTP status."""
+    headers = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+               "Sec-WebSocket-Version": "13"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     code = (
-        "import socket\n"
-        f"s = socket.create_connection(('{ip}', 9099), timeout=3)\n"
-        f"s.sendall(b'GET / HTTP/1.1\\r\\nHost: {ip}:9099\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n'"
-        f" b'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n{auth}\\r\\n')\n"
-        "print(s.recv(4096).split(b' ')[1].decode())\n"
+        "import http.client\n"
+        f"connection = http.client.HTTPConnection('{ip}', 9099, timeout=3)\n"
+        f"connection.request('GET', '/', headers={headers!r})\n"
+        "print(connection.getresponse().status)\n"
     )
     r = host.run(["python3", "-c", code], timeout=10)
     assert r.returncode == 0, r.stderr
@@ -73,7 +53,7 @@ def _ws_upgrade_status(host: labmod.Host, ip: str, token: str | None = None) -> 
 def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-token")
     try:
-        _wait_http(desk, "http://127.0.0.1:9099/api/health")
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
 
         # The pairing surfaces answer on the desktop's loopback only.
         assert _status(desk, "http://127.0.0.1:9099/api/pair/info") == 200
@@ -143,17 +123,13 @@ def test_phone_client_example_discovers_pairs_and_prompts(lab, desk, phone, brid
     """Examples/PhoneClient, the program a phone developer copies, does what it says on the phone host: finds the
     desk over mDNS, pairs with the QR payload, keeps its tokens in a 0600 file, prompts and prints the answer; run
     again with `-`, it connects on the saved tokens alone."""
-    from pathlib import Path
-    example = Path(os.environ.get("OA_BRIDGE_BIN", "")).parent / "PhoneClient" if os.environ.get("OA_BRIDGE_BIN") \
-        else Path(__file__).resolve().parent.parent.parent / ".build/debug/PhoneClient"
+    example = build_dir() / "PhoneClient"
     if not example.is_file():
         pytest.skip(f"no PhoneClient binary at {example} (swift build --product PhoneClient)")
-    snap = lab.dir / "bin" / "PhoneClient"
-    snap.parent.mkdir(exist_ok=True)
-    shutil.copy2(example, snap)
+    snap = snapshot(lab, example)
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-token")
     try:
-        _wait_http(desk, "http://127.0.0.1:9099/api/health")
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
         pair = desk.run([bridge_bin, "pair", "--json"], timeout=10)
         assert pair.returncode == 0, pair.stderr
         first = phone.run([str(snap), pair.stdout.strip(), "hello from the example"], timeout=60)

@@ -5,33 +5,16 @@ session, and ends with every update exactly once, in order, and the turn's stop 
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parent.parent.parent
-
-
-@pytest.fixture
-def bridge_bin():
-    path = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
-    if not Path(path).exists():
-        pytest.skip(f"no oa-bridge binary at {path}")
-    return path
+from conftest import wait_resolved
 
 
 def test_cut_link_during_streaming_prompt_loses_nothing(lab, desk, phone, bridge_bin, timings):
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", "--auth", "none", "--allow-network", "198.18.0.0/15"],
                        label="serve-resume")
     try:
-        deadline = time.time() + 15
-        while time.time() < deadline:
-            seen = phone.run(["avahi-browse", "-ptr", "_openagents._tcp"], timeout=10)
-            if "=;" in seen.stdout:
-                break
-            time.sleep(0.2)
+        wait_resolved(phone, "Desk", timeout=15, guard=serve)
         words = " ".join(f"w{i}" for i in range(300))  # ~300 chunks, 20 ms apart: about 6 s of streaming
         client = phone.spawn([bridge_bin, "connect", "Desk", "--json", "--keepalive", "1", "--yes", "--prompt", words],
                              label="connect-resume")

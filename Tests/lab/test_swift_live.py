@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from conftest import REPO, build_dir
 
 
 def test_swift_live_daemon_suite(lab):
-    build = Path(os.environ.get("OA_BRIDGE_BIN", REPO / ".build/debug/oa-bridge")).parent
+    build = build_dir()
     if not (build / "oa-bridgePackageTests.xctest").exists():
         pytest.skip("the Swift test bundle is not built (run 'swift build --build-tests')")
     host = lab.add_host("live")

@@ -5,32 +5,16 @@ fallbacks, and `doctor` reports it."""
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
-import pytest
+from conftest import fake_tailscale
 
-REPO = Path(__file__).resolve().parent.parent.parent
 STATUS = {"BackendState": "Running", "Self": {"DNSName": "desk.tail-lab.ts.net.", "TailscaleIPs": ["100.64.0.1", "fd7a:115c:a1e0::1"]}}
 
 
-@pytest.fixture
-def bridge_bin():
-    path = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
-    if not Path(path).exists():
-        pytest.skip(f"no oa-bridge binary at {path}")
-    return path
-
-
 def test_tailnet_name_in_txt_payload_and_doctor(lab, desk, phone, bridge_bin):
-    fake = desk.dir / "fake-bin"
-    fake.mkdir(exist_ok=True)
-    script = fake / "tailscale"
-    script.write_text(f"#!/bin/sh\n[ \"$1 $2\" = \"status --json\" ] || exit 3\necho '{json.dumps(STATUS)}'\n")
-    script.chmod(0o755)
-    path = f"{fake}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], env={"PATH": path}, label="serve-tailnet")
+    env = fake_tailscale(desk, STATUS)
+    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], env=env, label="serve-tailnet")
     try:
         deadline = time.time() + 15
         service = None
@@ -47,7 +31,7 @@ def test_tailnet_name_in_txt_payload_and_doctor(lab, desk, phone, bridge_bin):
         payload = json.loads(pair.stdout)
         assert payload["fallbacks"][:2] == ["desk.tail-lab.ts.net", "100.64.0.1"], payload
 
-        doctor = desk.run([bridge_bin, "doctor", "--json"], timeout=30, env={"PATH": path})
+        doctor = desk.run([bridge_bin, "doctor", "--json"], timeout=30, env=env)
         checks = {check["name"]: check for check in json.loads(doctor.stdout)}
         assert checks["Tailscale"]["status"] == "ok" and "desk.tail-lab.ts.net" in checks["Tailscale"]["detail"], checks["Tailscale"]
         assert "Tailscale fallback" in serve.stderr()
