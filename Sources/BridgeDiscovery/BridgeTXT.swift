@@ -8,6 +8,7 @@
 /// | `auth` | `token` (pairing required) or `none` |
 /// | `path` | the WebSocket path, e.g. `/` |
 /// | `ver` | the bridge's version |
+/// | `tls` | `1` when the port also speaks TLS (`wss://`, `https://`); a client still trusts only the pin from the QR code |
 public enum BridgeTXT {
     /// The TXT layout version.
     public static let version = "1"
@@ -15,7 +16,7 @@ public enum BridgeTXT {
     public static let protocols = ["0.2", "1"]
 
     /// Builds the record.
-    public static func record(installID: String, auth: String, path: String, bridgeVersion: String = "0.1.0", extra: [(String, String)] = []) throws(DiscoveryError) -> TXTRecord {
+    public static func record(installID: String, auth: String, path: String, bridgeVersion: String = "0.1.0", tls: Bool = false, extra: [(String, String)] = []) throws(DiscoveryError) -> TXTRecord {
         var txt = TXTRecord()
         try txt.set("txtvers", version)
         try txt.set("proto", protocols.joined(separator: ","))
@@ -23,6 +24,7 @@ public enum BridgeTXT {
         try txt.set("auth", auth)
         try txt.set("path", path)
         try txt.set("ver", bridgeVersion)
+        if tls { try txt.set("tls", "1") }
         for (key, value) in extra { try txt.set(key, value) }
         return txt
     }

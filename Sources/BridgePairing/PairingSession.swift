@@ -21,15 +21,21 @@ public actor PairingSession {
         public var name: String
         /// Fallback host names (e.g. the Tailscale name).
         public var fallbacks: [String]
+        /// The bridge's TLS certificate pin (`sha256/…`), or `nil` when it serves plaintext only.
+        public var pin: String?
 
         /// An endpoint with all fields given.
-        public init(host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String, fallbacks: [String] = []) {
+        public init(
+            host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String, fallbacks: [String] = [],
+            pin: String? = nil
+        ) {
             self.host = host
             self.port = port
             self.webSocketPath = webSocketPath
             self.session = session
             self.name = name
             self.fallbacks = fallbacks
+            self.pin = pin
         }
     }
 
@@ -52,7 +58,7 @@ public actor PairingSession {
     public func payload() async throws(PairingError) -> PairingPayload {
         PairingPayload(
             host: endpoint.host, port: endpoint.port, webSocketPath: endpoint.webSocketPath, session: endpoint.session,
-            name: endpoint.name, token: try await validToken()?.token, fallbacks: endpoint.fallbacks)
+            name: endpoint.name, token: try await validToken()?.token, fallbacks: endpoint.fallbacks, pin: endpoint.pin)
     }
 
     /// When the current pairing token expires, or `nil` when auth is off or none was issued yet.
