@@ -75,6 +75,8 @@ let package = Package(
             dependencies: [
                 "BridgeRPC",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -201,7 +203,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeACPTests",
-            dependencies: ["BridgeACP", "BridgeRPC"],
+            dependencies: ["BridgeACP", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

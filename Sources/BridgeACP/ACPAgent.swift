@@ -14,8 +14,10 @@ public protocol ACPAgent: Sendable {
     /// Runs the agent until it exits or the calling task is cancelled (which stops it). Returns when it is gone.
     func run() async
 
-    /// Sends one message (a request, notification or response) to the agent.
-    func send(_ message: JSONRPCMessage) async throws(ACPAgentError)
+    /// Queues one message (a request, notification or response) for the agent, behind every message queued
+    /// before, without waiting: the caller's state changes around it stay atomic. Throws when the agent is not
+    /// running; a delivery that fails later answers the request (if it is one) with an error response on ``events``.
+    func send(_ message: JSONRPCMessage) throws(ACPAgentError)
 
     /// Asks the agent to end (a process gets SIGTERM, then SIGKILL); ``run()`` returns once it is gone.
     func stop() async

@@ -68,7 +68,7 @@ public final class DemoAgent: ACPAgent {
     }
 
     /// Queues a message for the demo agent.
-    public func send(_ message: JSONRPCMessage) async throws(ACPAgentError) {
+    public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
         if state.withLock({ $0.stopped }) { throw ACPAgentError.notRunning("the demo agent stopped") }
         outstanding.sent(message)
         inboxSink.yield(message)

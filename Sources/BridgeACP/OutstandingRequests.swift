@@ -19,9 +19,10 @@ final class OutstandingRequests: Sendable {
         }
     }
 
-    /// Forgets a request whose sending failed.
-    func forget(_ id: JSONRPCID) {
-        ids.withLock { _ = $0.remove(id) }
+    /// Forgets a request whose sending failed; returns whether it was still waiting (nobody failed it yet).
+    @discardableResult
+    func forget(_ id: JSONRPCID) -> Bool {
+        ids.withLock { $0.remove(id) != nil }
     }
 
     /// Empties the set, returning an error response for each request, saying `reason`.

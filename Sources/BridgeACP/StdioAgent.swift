@@ -1,6 +1,7 @@
 import BridgeRPC
 import Foundation
 import Logging
+import NIOCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -12,44 +13,46 @@ import Darwin
 /// An ACP agent in a child process: NDJSON JSON-RPC, one message per line, on its stdin and stdout.
 /// Its stderr lines go to the log. Real agents (`gemini --acp`, `claude-code-acp`) run unchanged.
 ///
-/// Create it with ``launch(_:logger:)`` (which starts the process), then run ``run()`` in a task you own:
-/// it returns once the process is gone, and cancelling it stops the process (SIGTERM, then SIGKILL).
+/// Create it with ``launch(_:logger:)`` (which starts the process), then run ``run()`` in a task you own: it reads
+/// and writes the agent's pipes (SwiftNIO channels, no threads of its own) and returns once the process is gone;
+/// cancelling it stops the process (SIGTERM, then SIGKILL). ``send(_:)`` queues a line for stdin without waiting.
 public final class StdioAgent: ACPAgent {
     /// What the agent sends; see ``ACPAgent/events``.
     public let events: AsyncStream<ACPAgentEvent>
     private let eventSink: AsyncStream<ACPAgentEvent>.Continuation
+    /// Lines for stdin, in the order ``send(_:)`` queued them; finished when the agent stops or ends.
+    private let outgoing: AsyncStream<OutgoingLine>
+    private let outgoingSink: AsyncStream<OutgoingLine>.Continuation
     private let process: Process
-    private let stdin: FileHandle
-    private let writeQueue = DispatchQueue(label: "oa-bridge.agent.stdin")
+    private let exit: ProcessExit
+    private let pipes: StdioAgentPipes
     private let outstanding = OutstandingRequests()
-    private let state = Mutex(State())
+    private let stopping = Mutex(false)
     private let configuration: StdioAgentConfiguration
     private let logger: Logger
 
-    /// The longest line read from the agent; longer ones are dropped and logged.
+    /// The default longest line read from the agent (``StdioAgentConfiguration/maxLineLength``); longer ones are
+    /// dropped and logged.
     public static let maxLineLength = 64 << 20
 
-    private struct State {
-        var stdoutDone = false
-        var exitReason: String?
-        var finished = false
-        var stopping = false
-        var exitWaiter: CheckedContinuation<Void, Never>?
-    }
+    /// How long the output of an agent that has exited is still read: a grandchild may keep it open.
+    static let outputGrace: TimeAmount = .seconds(2)
 
     /// The process id, for logs.
     public var processIdentifier: Int32 { process.processIdentifier }
 
-    private init(process: Process, stdin: FileHandle, configuration: StdioAgentConfiguration, logger: Logger) {
+    private init(process: Process, exit: ProcessExit, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
         (events, eventSink) = AsyncStream.makeStream(of: ACPAgentEvent.self)
+        (outgoing, outgoingSink) = AsyncStream.makeStream(of: OutgoingLine.self)
         self.process = process
-        self.stdin = stdin
+        self.exit = exit
+        self.pipes = pipes
         self.configuration = configuration
         self.logger = logger
     }
 
-    /// Starts the agent process.
-    public static func launch(_ configuration: StdioAgentConfiguration, logger: Logger) throws(ACPAgentError) -> StdioAgent {
+    /// Starts the agent process and connects its pipes.
+    public static func launch(_ configuration: StdioAgentConfiguration, logger: Logger) async throws(ACPAgentError) -> StdioAgent {
         guard let name = configuration.command.first, !name.isEmpty else {
             throw ACPAgentError.launchFailed("the agent command is empty")
         }
@@ -65,6 +68,16 @@ public final class StdioAgent: ACPAgent {
         // A write to an agent that has just died must fail with EPIPE, not kill the bridge.
         signal(SIGPIPE, SIG_IGN)
 
+        guard let input = StdioAgentPipes.makePipe() else { throw ACPAgentError.launchFailed("no pipe for the agent's stdin: \(errnoText())") }
+        guard let output = StdioAgentPipes.makePipe() else {
+            closeAll(input.read, input.write)
+            throw ACPAgentError.launchFailed("no pipe for the agent's stdout: \(errnoText())")
+        }
+        guard let errors = StdioAgentPipes.makePipe() else {
+            closeAll(input.read, input.write, output.read, output.write)
+            throw ACPAgentError.launchFailed("no pipe for the agent's stderr: \(errnoText())")
+        }
+
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = Array(configuration.command.dropFirst())
@@ -72,34 +85,37 @@ public final class StdioAgent: ACPAgent {
         if let directory = configuration.workingDirectory {
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
         }
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-
-        var agentLogger = logger
-        agentLogger[metadataKey: "agent"] = "\(name)"
-        let agent = StdioAgent(process: process, stdin: input.fileHandleForWriting, configuration: configuration, logger: agentLogger)
-        process.terminationHandler = { [agent] finished in
-            agent.processEnded(status: finished.terminationStatus, reason: finished.terminationReason)
+        process.standardInput = FileHandle(fileDescriptor: input.read, closeOnDealloc: false)
+        process.standardOutput = FileHandle(fileDescriptor: output.write, closeOnDealloc: false)
+        process.standardError = FileHandle(fileDescriptor: errors.write, closeOnDealloc: false)
+        let exit = ProcessExit()
+        process.terminationHandler = { finished in
+            let status = finished.terminationStatus
+            exit.ended(reason: finished.terminationReason == .uncaughtSignal
+                ? "the agent process was killed by signal \(status)"
+                : "the agent process exited with status \(status)")
         }
         do {
             try process.run()
         } catch {
+            closeAll(input.read, input.write, output.read, output.write, errors.read, errors.write)
             throw ACPAgentError.launchFailed("\(executable): \(error.localizedDescription)")
         }
-        try? input.fileHandleForReading.close()
-        try? output.fileHandleForWriting.close()
-        try? errors.fileHandleForWriting.close()
+        // The child has its ends now.
+        closeAll(input.read, output.write, errors.write)
+
+        var agentLogger = logger
+        agentLogger[metadataKey: "agent"] = "\(name)"
         agentLogger[metadataKey: "pid"] = "\(process.processIdentifier)"
+        let pipes: StdioAgentPipes
+        do {
+            pipes = try await StdioAgentPipes.wrap(stdin: input.write, stdout: output.read, stderr: errors.read, maxLineLength: configuration.maxLineLength)
+        } catch {
+            process.terminate()
+            throw ACPAgentError.launchFailed("could not connect the agent's pipes: \(error)")
+        }
         agentLogger.info("agent process started", metadata: ["command": "\(configuration.command.joined(separator: " "))"])
-        agent.startReader(output.fileHandleForReading, name: "stdout") { agent, line in agent.received(line: line) } atEnd: { agent in agent.stdoutEnded() }
-        agent.startReader(errors.fileHandleForReading, name: "stderr") { agent, line in
-            agent.logger.info("agent stderr", metadata: ["line": "\(String(decoding: line, as: UTF8.self))"])
-        } atEnd: { _ in }
-        return agent
+        return StdioAgent(process: process, exit: exit, pipes: pipes, configuration: configuration, logger: agentLogger)
     }
 
     /// Finds `name` on `path` unless it already names a file.
@@ -117,36 +133,100 @@ public final class StdioAgent: ACPAgent {
         throw ACPAgentError.launchFailed("\(name) was not found on PATH (\(path)); give its full path or install it")
     }
 
-    /// Reads `handle` line by line on a thread of its own until end of file, in chunks of up to 64 KiB.
-    private func startReader(
-        _ handle: FileHandle, name: String,
-        onLine: @escaping @Sendable (StdioAgent, [UInt8]) -> Void,
-        atEnd: @escaping @Sendable (StdioAgent) -> Void
-    ) {
-        let thread = Thread { [self] in
-            var buffer = LineBuffer(maxLineLength: StdioAgent.maxLineLength)
-            var chunk = [UInt8](repeating: 0, count: 64 << 10)
-            let descriptor = handle.fileDescriptor
-            while true {
-                let dropped = chunk.withUnsafeMutableBufferPointer { storage -> Int? in
-                    var count: Int
-                    repeat {
-                        count = read(descriptor, storage.baseAddress, storage.count)
-                    } while count < 0 && errno == EINTR
-                    guard count > 0 else { return nil }
-                    return buffer.append(UnsafeBufferPointer(rebasing: storage[0..<count])) { line in onLine(self, line) }
+    private static func closeAll(_ descriptors: CInt...) {
+        for descriptor in descriptors { close(descriptor) }
+    }
+
+    private static func errnoText() -> String {
+        String(cString: strerror(errno))
+    }
+
+    // MARK: Running
+
+    /// Reads and writes the agent's pipes until the process is gone and its output read; then fails what is
+    /// pending, emits ``ACPAgentEvent/exited(reason:)`` and returns. Cancelling the calling task stops the agent.
+    public func run() async {
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.writeStdin() }
+                group.addTask { await self.readStdout() }
+                group.addTask { await self.readStderr() }
+                group.addTask { await self.watchExit() }
+            }
+        } onCancel: {
+            self.stop()
+        }
+        let reason = await exit.wait()
+        for response in outstanding.failAll(reason: reason) { eventSink.yield(.message(response)) }
+        eventSink.yield(.exited(reason: reason))
+        eventSink.finish()
+    }
+
+    /// Waits for the process to end, then stops taking lines for it and gives its output a grace period.
+    private func watchExit() async {
+        let reason = await exit.wait()
+        logger.notice("agent process ended", metadata: ["reason": "\(reason)"])
+        outgoingSink.finish()
+        let pipes = self.pipes
+        pipes.stdout.channel.eventLoop.scheduleTask(in: StdioAgent.outputGrace) { pipes.closeOutput() }
+    }
+
+    /// Writes queued lines to stdin in order; a failed write answers its request with an error on ``events``.
+    private func writeStdin() async {
+        do {
+            try await pipes.stdin.executeThenClose { _, writer in
+                var failed = false
+                for await line in outgoing {
+                    do {
+                        try await writer.write(line.bytes)
+                    } catch {
+                        if !failed { logger.warning("could not write to the agent", metadata: ["error": "\(error)"]) }
+                        failed = true
+                        if let id = line.requestID, outstanding.forget(id) {
+                            let failure = ACPAgentError.writeFailed("\(error)")
+                            eventSink.yield(.message(.response(JSONRPCResponse(id: id, error: failure.rpcError))))
+                        }
+                    }
                 }
-                guard let dropped else { break }
-                if dropped > 0 {
-                    logger.warning("dropped an over-long line from the agent", metadata: ["stream": "\(name)", "limit": "\(StdioAgent.maxLineLength)"])
+                writer.finish()
+            }
+        } catch {
+            logger.debug("the agent's stdin closed with an error", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func readStdout() async {
+        do {
+            try await pipes.stdout.executeThenClose { lines in
+                for try await line in lines {
+                    switch line {
+                    case .line(let bytes): received(line: Array(bytes.readableBytesView))
+                    case .overlong: overlong("stdout")
+                    }
                 }
             }
-            if let last = buffer.finish() { onLine(self, last) }
-            try? handle.close()
-            atEnd(self)
+        } catch {
+            logger.notice("reading the agent's stdout failed", metadata: ["error": "\(error)"])
         }
-        thread.name = "oa-bridge agent \(name)"
-        thread.start()
+    }
+
+    private func readStderr() async {
+        do {
+            try await pipes.stderr.executeThenClose { lines in
+                for try await line in lines {
+                    switch line {
+                    case .line(let bytes): logger.info("agent stderr", metadata: ["line": "\(String(buffer: bytes))"])
+                    case .overlong: overlong("stderr")
+                    }
+                }
+            }
+        } catch {
+            logger.notice("reading the agent's stderr failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func overlong(_ stream: String) {
+        logger.warning("dropped an over-long line from the agent", metadata: ["stream": "\(stream)", "limit": "\(configuration.maxLineLength)"])
     }
 
     private func received(line: [UInt8]) {
@@ -162,106 +242,44 @@ public final class StdioAgent: ACPAgent {
                 eventSink.yield(.message(message))
             case .invalid(_, let error):
                 logger.warning("the agent wrote a line that is not JSON-RPC; ignored", metadata: [
-                    "error": "\(error.message)", "line": "\(String(decoding: line, as: UTF8.self).prefix(200))",
+                    "error": "\(error.message)", "line": "\(String(decoding: line.prefix(200), as: UTF8.self))",
                 ])
             }
         }
     }
 
-    private func stdoutEnded() {
-        state.withLock { $0.stdoutDone = true }
-        finishIfDone()
-    }
-
-    private func processEnded(status: Int32, reason: Process.TerminationReason) {
-        let why = reason == .uncaughtSignal
-            ? "the agent process was killed by signal \(status)"
-            : "the agent process exited with status \(status)"
-        state.withLock { $0.exitReason = why }
-        logger.notice("agent process ended", metadata: ["reason": "\(why)"])
-        finishIfDone()
-        // A grandchild may keep stdout open: do not wait for it for ever.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 2) { [self] in
-            state.withLock { $0.stdoutDone = true }
-            finishIfDone()
-        }
-    }
-
-    /// Once the process has ended and its output has been read, fails what is pending and ends the event stream.
-    private func finishIfDone() {
-        let (reason, waiter) = state.withLock { state -> (String?, CheckedContinuation<Void, Never>?) in
-            guard !state.finished, state.stdoutDone, let reason = state.exitReason else { return (nil, nil) }
-            state.finished = true
-            defer { state.exitWaiter = nil }
-            return (reason, state.exitWaiter)
-        }
-        guard let reason else { return }
-        for response in outstanding.failAll(reason: reason) { eventSink.yield(.message(response)) }
-        eventSink.yield(.exited(reason: reason))
-        eventSink.finish()
-        waiter?.resume()
-    }
-
-    /// Waits for the process to end; cancelling the calling task stops it.
-    public func run() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = state.withLock { state in
-                    if state.finished { return true }
-                    state.exitWaiter = continuation
-                    return false
-                }
-                if done { continuation.resume() }
-            }
-        } onCancel: {
-            self.stop()
-        }
-    }
+    // MARK: Stopping and sending
 
     /// Closes the agent's stdin (well-behaved agents exit on end of input), sends SIGTERM, and SIGKILL after the
     /// grace period if the process is still there. Calling it again does nothing.
     public func stop() {
-        let first = state.withLock { state in
-            defer { state.stopping = true }
-            return !state.stopping
+        let first = stopping.withLock { stopping in
+            defer { stopping = true }
+            return !stopping
         }
-        guard first, process.isRunning else { return }
-        let pid = process.processIdentifier
+        guard first, exit.reason == nil else { return }
         logger.info("stopping the agent process")
-        let stdin = self.stdin
-        writeQueue.async { try? stdin.close() }
+        outgoingSink.finish()
         process.terminate()
-        let grace = configuration.terminationGrace
-        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [process, logger] in
-            if process.isRunning {
-                logger.warning("the agent ignored SIGTERM; killing it")
-                kill(pid, SIGKILL)
-            }
+        let pid = process.processIdentifier
+        let exit = self.exit
+        let logger = self.logger
+        pipes.stdin.channel.eventLoop.scheduleTask(in: TimeAmount(configuration.terminationGrace)) {
+            guard exit.reason == nil else { return }
+            logger.warning("the agent ignored SIGTERM; killing it")
+            kill(pid, SIGKILL)
         }
     }
 
-    /// Writes one message as one line to the agent's stdin.
-    public func send(_ message: JSONRPCMessage) async throws(ACPAgentError) {
-        if let reason = state.withLock({ $0.exitReason }) { throw ACPAgentError.notRunning(reason) }
+    /// Queues one message as one line for the agent's stdin, behind everything queued before; does not wait.
+    /// Throws ``ACPAgentError/notRunning(_:)`` once the agent has ended or is stopping. A write that fails later
+    /// answers the request (if it is one) with an error response on ``events``.
+    public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
+        if let reason = exit.reason { throw ACPAgentError.notRunning(reason) }
         outstanding.sent(message)
-        var bytes = message.jsonUTF8
-        bytes.append(0x0A)
-        let line = Data(bytes)
-        let stdin = self.stdin
-        let failure: String? = await withCheckedContinuation { continuation in
-            writeQueue.async {
-                do {
-                    try stdin.write(contentsOf: line)
-                    continuation.resume(returning: nil)
-                } catch {
-                    continuation.resume(returning: "\(error.localizedDescription)")
-                }
-            }
-        }
-        if let failure {
-            if case .request(let request) = message { outstanding.forget(request.id) }
-            throw ACPAgentError.writeFailed(failure)
-        }
+        let line = OutgoingLine(message)
+        guard case .terminated = outgoingSink.yield(line) else { return }
+        if let id = line.requestID { outstanding.forget(id) }
+        throw ACPAgentError.notRunning(exit.reason ?? "the agent is stopping")
     }
 }

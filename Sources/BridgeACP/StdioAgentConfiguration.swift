@@ -8,12 +8,18 @@ public struct StdioAgentConfiguration: Sendable, Hashable {
     public var workingDirectory: String?
     /// How long to wait after SIGTERM before SIGKILL when stopping the agent.
     public var terminationGrace: Duration
+    /// The longest line (in bytes, without its line break) read from the agent; longer ones are dropped and logged.
+    public var maxLineLength: Int
 
     /// Creates a configuration.
-    public init(command: [String], environment: [String: String] = [:], workingDirectory: String? = nil, terminationGrace: Duration = .seconds(3)) {
+    public init(
+        command: [String], environment: [String: String] = [:], workingDirectory: String? = nil,
+        terminationGrace: Duration = .seconds(3), maxLineLength: Int = StdioAgent.maxLineLength
+    ) {
         self.command = command
         self.environment = environment
         self.workingDirectory = workingDirectory
         self.terminationGrace = terminationGrace
+        self.maxLineLength = maxLineLength
     }
 }

@@ -39,7 +39,7 @@ extension BridgeHub {
                 environment: configuration.agentEnvironment,
                 workingDirectory: configuration.agentWorkingDirectory ?? workspace.root)
             do {
-                agent = try StdioAgent.launch(agentConfiguration, logger: agentLogger)
+                agent = try await StdioAgent.launch(agentConfiguration, logger: agentLogger)
             } catch {
                 agentLogger.error("could not start the agent", metadata: ["error": "\(error.description)"])
                 return .failure(error.rpcError)
@@ -79,12 +79,10 @@ extension BridgeHub {
         return await withTaskGroup(of: Void.self) { group in
             let response = await withCheckedContinuation { (continuation: CheckedContinuation<JSONRPCResponse, Never>) in
                 routes[agentID] = .bridge(continuation, generation: launched.generation)
-                group.addTask {
-                    do throws(ACPAgentError) {
-                        try await launched.agent.send(.request(request))
-                    } catch {
-                        await self.resolveBridgeRequest(agentID, with: error.rpcError)
-                    }
+                do throws(ACPAgentError) {
+                    try launched.agent.send(.request(request))
+                } catch {
+                    resolveBridgeRequest(agentID, with: error.rpcError)
                 }
                 group.addTask {
                     try? await Task.sleep(for: timeout)
@@ -148,20 +146,20 @@ extension BridgeHub {
     /// The agent asked the client something: files are served here, anything else goes to the session's clients.
     private func agentAsked(_ request: JSONRPCRequest, generation current: Int) async {
         guard case .running(let handle) = agentState, handle.generation == current else {
-            await answerAgent(request.id, .failure(JSONRPCError.internalError("the bridge is still starting this agent")), generation: current)
+            answerAgent(request.id, .failure(JSONRPCError.internalError("the bridge is still starting this agent")), generation: current)
             return
         }
         _ = handle
         switch request.method {
         case ACPMethod.readTextFile, ACPMethod.writeTextFile:
-            await answerAgent(request.id, serveFile(request), generation: current)
+            answerAgent(request.id, serveFile(request), generation: current)
             return
         default:
             break
         }
         guard let session = request.params?["sessionId"]?.stringValue, let record = sessions[session] else {
             let ask = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: request.params?["sessionId"]?.stringValue ?? "", targets: [], generation: current)
-            await answerUnaskable(ask, reason: "no such session")
+            answerUnaskable(ask, reason: "no such session")
             return
         }
         let askID = nextAskID
@@ -179,16 +177,16 @@ extension BridgeHub {
     }
 
     /// Answers an agent request nobody can answer: a permission request is cancelled, anything else is an error.
-    func answerUnaskable(_ ask: PendingAsk, reason: String) async {
+    func answerUnaskable(_ ask: PendingAsk, reason: String) {
         let outcome: Result<JSONValue, JSONRPCError> = ask.method == ACPMethod.requestPermission
             ? .success(["outcome": ["outcome": "cancelled"]])
             : .failure(JSONRPCError.internalError("\(reason); nobody can answer \(ask.method)"))
-        await answerAgent(ask.agentRequestID, outcome, generation: ask.generation)
+        answerAgent(ask.agentRequestID, outcome, generation: ask.generation)
     }
 
-    private func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) async {
+    private func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) {
         guard let liveAgent, liveAgent.generation == current else { return }
-        try? await liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
+        try? liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
     }
 
     /// `fs/read_text_file` and `fs/write_text_file`, confined to the session's working directory.

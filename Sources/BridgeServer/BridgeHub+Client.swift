@@ -33,7 +33,7 @@ extension BridgeHub {
             connections[id]?.logger.notice("invalid JSON-RPC from client", metadata: ["error": "\(error.message)"])
             fail(id, request: requestID, error, batch: batch)
         case .message(.response(let response)):
-            await clientAnswered(response, from: id)
+            clientAnswered(response, from: id)
         case .message(.notification(let notification)):
             await handle(notification, from: id)
         case .message(.request(let request)):
@@ -49,7 +49,7 @@ extension BridgeHub {
         }
         let params = notification.params.map(dialect.toAgent)
         if notification.method == ACPMethod.sessionCancel {
-            if let error = await cancel(params, from: id) {
+            if let error = cancel(params, from: id) {
                 connections[id]?.logger.notice("session/cancel refused", metadata: ["error": "\(error.message)"])
             }
             return
@@ -58,7 +58,7 @@ extension BridgeHub {
             connections[id]?.logger.notice("notification dropped: the agent is not running", metadata: ["method": "\(notification.method)"])
             return
         }
-        try? await handle.agent.send(.notification(JSONRPCNotification(method: notification.method, params: params)))
+        try? handle.agent.send(.notification(JSONRPCNotification(method: notification.method, params: params)))
     }
 
     private func handle(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
@@ -73,7 +73,7 @@ extension BridgeHub {
         let params = request.params.map(dialect.toAgent)
         switch request.method {
         case ACPMethod.sessionCancel:
-            if let error = await cancel(params, from: id) {
+            if let error = cancel(params, from: id) {
                 fail(id, request: request.id, error, batch: batch)
             } else {
                 deliver(JSONRPCResponse(id: request.id, result: .null), to: id, batch: batch)
@@ -238,7 +238,7 @@ extension BridgeHub {
 
     /// Forwards `session/cancel` to the agent, and answers pending permission requests of that session as cancelled.
     /// Returns the error to report, if any.
-    private func cancel(_ params: JSONValue?, from id: ConnectionID) async -> JSONRPCError? {
+    private func cancel(_ params: JSONValue?, from id: ConnectionID) -> JSONRPCError? {
         guard let session = params?["sessionId"]?.stringValue else {
             return JSONRPCError.invalidParams("session/cancel needs a sessionId")
         }
@@ -247,19 +247,19 @@ extension BridgeHub {
         }
         guard case .running(let handle) = agentState else { return BridgeErrors.agentGone("the agent is not running") }
         connections[id]?.logger.info("cancelling the prompt", metadata: ["session": "\(session)"])
-        return await cancelTurn(session, params: params, agent: handle)
+        return cancelTurn(session, params: params, agent: handle)
     }
 
     /// Answers the session's pending permission requests `cancelled` (telling the clients asked) and sends
     /// `session/cancel` to the agent. Returns the error to report, if any.
-    func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) async -> JSONRPCError? {
+    func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) -> JSONRPCError? {
         for (askID, ask) in asks where ask.sessionID == session && ask.method == ACPMethod.requestPermission {
             asks[askID] = nil
             for target in ask.targets { notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"]) }
-            await answerUnaskable(ask, reason: "the prompt was cancelled")
+            answerUnaskable(ask, reason: "the prompt was cancelled")
         }
         do {
-            try await handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
+            try handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
         } catch {
             return error.rpcError
         }
@@ -289,13 +289,15 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return
         }
+        // From here on nothing suspends: the route and the queued line go together (a failed write comes back
+        // as the agent's error response on this route).
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         routes[agentID] = .client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: batch,
             files: files, sessionID: sessionID, generation: handle.generation, started: .now))
         do {
-            try await handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
+            try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
         } catch {
             if case .client(let route) = routes.removeValue(forKey: agentID) {
                 complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
@@ -344,7 +346,7 @@ extension BridgeHub {
     // MARK: answers to agent requests
 
     /// A client answered a request the agent sent through the bridge: the first answer wins.
-    private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) async {
+    private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) {
         guard case .int(let askID) = response.id, let ask = asks[askID], ask.targets.contains(id) else {
             connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])
             return
@@ -359,6 +361,6 @@ extension BridgeHub {
             notify(other, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID)])
         }
         guard case .running(let handle) = agentState, handle.generation == ask.generation else { return }
-        try? await handle.agent.send(.response(JSONRPCResponse(id: ask.agentRequestID, outcome: outcome)))
+        try? handle.agent.send(.response(JSONRPCResponse(id: ask.agentRequestID, outcome: outcome)))
     }
 }

@@ -37,7 +37,7 @@ extension BridgeHub {
         guard !left.isEmpty, !Task.isCancelled, case .running(let handle) = agentState else { return }
         logger.notice("cancelling prompts still running after the grace period", metadata: ["prompts": "\(left.count)"])
         for session in left.sorted() {
-            if let error = await cancelTurn(session, params: nil, agent: handle) {
+            if let error = cancelTurn(session, params: nil, agent: handle) {
                 logger.warning("could not cancel a prompt", metadata: ["session": "\(session)", "error": "\(error.message)"])
             }
         }

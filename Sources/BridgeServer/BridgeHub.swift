@@ -119,7 +119,7 @@ actor BridgeHub {
             if ask.targets.isEmpty { ask.orphanedSince = ContinuousClock.now }
             if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
                 asks[askID] = nil
-                await answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
+                answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
             } else {
                 asks[askID] = ask
             }

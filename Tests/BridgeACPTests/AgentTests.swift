@@ -15,15 +15,15 @@ struct AgentTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
-            try await agent.send(.request(JSONRPCRequest(id: .int(1), method: "initialize", params: ["protocolVersion": 1])))
+            try agent.send(.request(JSONRPCRequest(id: .int(1), method: "initialize", params: ["protocolVersion": 1])))
             guard case .message(.response(let initialized)) = await events.next() else { Issue.record("no initialize answer"); return }
             #expect(initialized.result?["agentInfo"]?["title"]?.stringValue?.contains("demo agent") == true)
 
-            try await agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
+            try agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
             guard case .message(.response(let created)) = await events.next(), let session = created.result?["sessionId"]?.stringValue else {
                 Issue.record("no session"); return
             }
-            try await agent.send(.request(JSONRPCRequest(id: .int(3), method: "session/prompt", params: [
+            try agent.send(.request(JSONRPCRequest(id: .int(3), method: "session/prompt", params: [
                 "sessionId": .string(session), "prompt": [["type": "text", "text": "hello there"]],
             ])))
             var chunks = ""
@@ -40,7 +40,7 @@ struct AgentTests {
                 case .message(.request(let ask)):
                     #expect(ask.method == "session/request_permission")
                     #expect(sawToolCall)
-                    try await agent.send(.response(JSONRPCResponse(id: ask.id, result: ["outcome": ["outcome": "selected", "optionId": "allow"]])))
+                    try agent.send(.response(JSONRPCResponse(id: ask.id, result: ["outcome": ["outcome": "selected", "optionId": "allow"]])))
                 case .message(.response(let response)):
                     #expect(response.id == .int(3))
                     stopReason = response.result?["stopReason"]?.stringValue
@@ -67,17 +67,17 @@ struct AgentTests {
             if "id" in msg:
                 print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params")}}), flush=True)
         """
-        let agent = try StdioAgent.launch(StdioAgentConfiguration(command: ["python3", "-u", "-c", script]), logger: Logger(label: "test.stdio"))
+        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["python3", "-u", "-c", script]), logger: Logger(label: "test.stdio"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
-            try await agent.send(.request(JSONRPCRequest(id: .int(1), method: "ping", params: ["a": 1])))
+            try agent.send(.request(JSONRPCRequest(id: .int(1), method: "ping", params: ["a": 1])))
             guard case .message(.response(let response)) = await events.next() else { Issue.record("no answer"); return }
             #expect(response.id == .int(1))
             #expect(response.result == ["echo": ["a": 1]])
 
             // A request left unanswered when the process dies fails with an error saying so.
-            try await agent.send(.request(JSONRPCRequest(id: .int(2), method: "die", params: [:])))
+            try agent.send(.request(JSONRPCRequest(id: .int(2), method: "die", params: [:])))
             guard case .message(.response(let failed)) = await events.next() else { Issue.record("no failure"); return }
             #expect(failed.id == .int(2))
             #expect(failed.error?.message.contains("exited with status 3") == true)
@@ -85,7 +85,7 @@ struct AgentTests {
             #expect(reason.contains("status 3"))
             #expect(await events.next() == nil)
             do {
-                try await agent.send(.notification(JSONRPCNotification(method: "late")))
+                try agent.send(.notification(JSONRPCNotification(method: "late")))
                 Issue.record("sending to a dead agent should fail")
             } catch {
                 #expect("\(error)".contains("not running"))
@@ -95,18 +95,19 @@ struct AgentTests {
     }
 
     @Test("a missing agent command fails to launch with a message that says what to do")
-    func missingCommand() {
+    func missingCommand() async {
         do {
-            _ = try StdioAgent.launch(StdioAgentConfiguration(command: ["no-such-agent-binary-xyz"]), logger: Logger(label: "test"))
+            _ = try await StdioAgent.launch(StdioAgentConfiguration(command: ["no-such-agent-binary-xyz"]), logger: Logger(label: "test"))
             Issue.record("should not launch")
         } catch {
+            guard case .launchFailed = error else { Issue.record("expected launchFailed, got \(error)"); return }
             #expect(error.description.contains("not found on PATH"))
         }
     }
 
     @Test("cancelling run() stops the agent process")
     func cancelStops() async throws {
-        let agent = try StdioAgent.launch(StdioAgentConfiguration(command: ["sleep", "30"], terminationGrace: .milliseconds(200)), logger: Logger(label: "test"))
+        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["sleep", "30"], terminationGrace: .milliseconds(200)), logger: Logger(label: "test"))
         let started = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
