@@ -61,8 +61,30 @@ def never_reading_client(port: int, session: str) -> socket.socket:
     send(INIT)
     send({"jsonrpc": "2.0", "id": 2, "method": "session/load",
           "params": {"sessionId": session, "cwd": ".", "mcpServers": []}})
-    time.sleep(0.5)  # both answered by now; from here on nothing is read
+    # Reads (5 s socket timeout) until session/load is answered: attached to the session. From here on nothing is read.
+    buffer = b""
+    while not any(message.get("id") == 2 for message in server_messages(buffer)):
+        chunk = s.recv(4096)
+        assert chunk, "the bridge closed the never-reading client before answering session/load"
+        buffer += chunk
     return s
+
+
+def server_messages(data: bytes) -> list[dict]:
+    """The complete unmasked text frames in `data` (what a server sends), parsed as JSON."""
+    messages, index = [], 0
+    while index + 2 <= len(data):
+        length, start = data[index + 1] & 0x7F, index + 2
+        if length == 126:
+            length, start = int.from_bytes(data[index + 2:index + 4], "big"), index + 4
+        elif length == 127:
+            length, start = int.from_bytes(data[index + 2:index + 10], "big"), index + 10
+        if start + length > len(data):
+            break
+        if data[index] & 0x0F == 0x1:
+            messages.append(json.loads(data[start:start + length]))
+        index = start + length
+    return messages
 
 
 async def reader(ws, name: str, prompt_id: int | None, lag: bool = False) -> dict:
