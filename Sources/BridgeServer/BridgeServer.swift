@@ -3,8 +3,10 @@ import BridgePairing
 import BridgeRPC
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The bridge: a JSON-RPC 2.0 WebSocket endpoint (both ACP dialects) in front of one ACP agent,
@@ -33,27 +35,9 @@ public struct BridgeServer: Service {
         // --auth none: loopback and the allowed networks only.
         let gate = try NetworkGate(for: configuration)
         let slots = ConnectionSlots(limit: configuration.maxConnections)
+        let admission = ConnectionAdmission(for: configuration)
         let refusals = UpgradeRefusals()
-
-        let router = Router(context: BridgeRequestContext.self)
-        if let authenticator = configuration.authenticator {
-            router.add(middleware: BearerAuthMiddleware(authenticator: authenticator))
-        }
-        if let gate {
-            router.add(middleware: NetworkGateMiddleware(gate: gate))
-        }
-        if let pairing = configuration.pairing {
-            PairingRoutes.register(on: router, authenticator: configuration.authenticator, pairing: pairing, logger: logger)
-        }
-        StatusRoute.register(on: router, configuration: configuration, started: Date())
-        if let registry = configuration.metricsRegistry {
-            MetricsRoute.register(on: router, registry: registry)
-        }
-        router.get("/api/health") { _, _ -> Response in
-            var headers = HTTPFields()
-            headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
-        }
+        let http = BridgeHTTPRouter(configuration: configuration, gate: gate, started: Date(), logger: logger)
 
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
@@ -100,12 +84,16 @@ public struct BridgeServer: Service {
             autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
         let onListening = self.onListening
         let app = Application(
-            router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: webSocketRouter, configuration: .init(ws: webSocketConfiguration), refusals: refusals),
+            responder: http.responder(),
+            server: .bridge(
+                webSocketRouter: webSocketRouter, webSocket: webSocketConfiguration, configuration: configuration,
+                admission: admission, refusals: refusals),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
-                serverName: configuration.serverName),
+                serverName: configuration.serverName,
+                // A backstop on file descriptors: past every limit of ``ConnectionAdmission`` plus room for the 503s
+                // being written, Hummingbird stops accepting (new peers wait in the listen backlog).
+                availableConnectionsDelegate: MaximumAvailableConnections(admission.maxAccepted + 256)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("bridge listening", metadata: ["host": "\(configuration.host)", "port": "\(port)", "path": "\(configuration.path)"])
@@ -151,18 +139,23 @@ public struct BridgeServer: Service {
         case agent, app, shutdownWatch
     }
 
-    /// Turns a bind failure into an error that names the port and says what to do.
+    /// Turns a bind failure into an error that names the port and says what to do, by the system error's number
+    /// (`IOError.errnoCode`) or NIO's address-resolution error; anything else is returned as it is.
     static func explain(_ error: any Error, host: String, port: Int) -> any Error {
-        let text = String(describing: error)
-        if text.contains("Address already in use") || text.contains("errno: 98") || text.contains("EADDRINUSE") {
-            return BridgeServerError.portInUse(host: host, port: port)
+        switch error {
+        case let error as IOError:
+            switch error.errnoCode {
+            case EADDRINUSE:
+                return BridgeServerError.portInUse(host: host, port: port)
+            case EACCES, EPERM:
+                return BridgeServerError.portNotPermitted(host: host, port: port)
+            default:
+                return BridgeServerError.bindFailed(host: host, port: port, reason: String(cString: strerror(error.errnoCode)))
+            }
+        case let error as SocketAddressError:
+            return BridgeServerError.bindFailed(host: host, port: port, reason: "\(error)")
+        default:
+            return error
         }
-        if text.contains("Permission denied") || text.contains("errno: 13") {
-            return BridgeServerError.portNotPermitted(host: host, port: port)
-        }
-        if text.contains("bind(") || text.contains("Cannot assign requested address") {
-            return BridgeServerError.bindFailed(host: host, port: port, reason: text)
-        }
-        return error
     }
 }

@@ -52,7 +52,7 @@ public struct BridgeServerConfiguration: Sendable {
     /// With ``authenticator`` `nil` (`--auth none`): networks in CIDR notation (`192.168.1.0/24`, `fd00::/8`) whose
     /// peers may open a WebSocket or use `/api/` besides loopback; everyone else gets 403. Ignored with auth on.
     public var allowedNetworks: [String] = []
-    /// The most WebSocket connections at once; beyond it upgrades are refused with 503.
+    /// The most WebSocket connections at once; beyond it upgrades are refused with 503 (`too_many_connections`).
     public var maxConnections: Int = 1024
     /// How many `session/update` notifications each session keeps for `_oa/session/resume`.
     public var replayBufferSize: Int = 1000
@@ -63,6 +63,17 @@ public struct BridgeServerConfiguration: Sendable {
     public var shutdownGracePeriod: Duration = .seconds(5)
 
     /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.
+    /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond
+    /// ``maxConnections`` plus this one more gets `503` (`server_busy`) and is closed.
+    public var maxHTTPConnections: Int = 256
+    /// Connections from one IP address that have not yet got their first answer (a request head still coming, or
+    /// nothing sent yet); one more gets `503` (`too_many_pending_connections`) and is closed.
+    public var maxPendingConnectionsPerAddress: Int = 128
+    /// How long a new connection has, from accept, to send a complete request (head and body) and so get its first
+    /// answer (an HTTP response or the WebSocket `101`); it is closed when the time is up.
+    public var requestHeadTimeout: Duration = .seconds(10)
+    /// How long a plain-HTTP (kept-alive, not WebSocket) connection may wait for its next request before it is closed.
+    public var httpIdleTimeout: Duration = .seconds(30)
     public var metricsRegistry: PrometheusCollectorRegistry? = nil
 
     /// Creates a configuration; every other setting starts at its default.

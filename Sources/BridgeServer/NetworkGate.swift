@@ -41,15 +41,13 @@ struct NetworkGate: Sendable {
     }
 }
 
-/// Applies a ``NetworkGate`` to every `/api/` route.
+/// Applies a ``NetworkGate`` to every route it is attached to (the bridge attaches it to the `/api` group).
 struct NetworkGateMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     let gate: NetworkGate
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let remote = context.remoteAddress?.ipAddress
-        guard !request.uri.path.hasPrefix("/api/") || gate.admits(remote) else {
-            return gate.refusal(for: remote).response
-        }
+        guard gate.admits(remote) else { return gate.refusal(for: remote).response }
         return try await next(request, context)
     }
 }

@@ -70,7 +70,8 @@ extension Authenticator {
     }
 }
 
-/// HTTP routes for pairing and token exchange (issue 4):
+/// HTTP routes for pairing and token exchange (issue 4), open by design (they are how a device gets a token);
+/// a ``BridgePairing/PairingError`` a route throws is answered by ``PairingErrorMiddleware``:
 ///
 /// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
 /// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.
@@ -91,76 +92,54 @@ public enum PairingRoutes {
             router.post("/api/auth/exchange") { request, context -> Response in
                 let address = peer(context)
                 guard let body: ExchangeRequest = try await decode(request) else { return badRequest("{\"pairing_token\": \"oa_p_…\"}") }
-                do {
-                    switch try await authenticator.exchange(body, address: address) {
-                    case .paired(let session):
-                        return json(.ok, session.response(now: Date()))
-                    case .pending(let deviceID):
-                        return json(.accepted, PendingResponse(deviceID: deviceID))
-                    }
-                } catch let error as PairingError {
-                    logger.info("pairing exchange refused", metadata: ["peer": "\(address)", "reason": "\(error.code)"])
-                    return failure(error)
+                switch try await authenticator.exchange(body, address: address) {
+                case .paired(let session):
+                    return json(.ok, session.response(now: Date()))
+                case .pending(let deviceID):
+                    return json(.accepted, PendingResponse(deviceID: deviceID))
                 }
             }
             router.post("/api/auth/refresh") { request, context -> Response in
                 let address = peer(context)
                 guard let body: RefreshRequest = try await decode(request) else { return badRequest("{\"refresh_token\": \"oa_r_…\"}") }
-                do {
-                    return json(.ok, try await authenticator.refresh(body, address: address).response(now: Date()))
-                } catch let error as PairingError {
-                    logger.info("token refresh refused", metadata: ["peer": "\(address)", "reason": "\(error.code)"])
-                    return failure(error)
-                }
+                return json(.ok, try await authenticator.refresh(body, address: address).response(now: Date()))
             }
         }
 
         router.get("/pair") { request, context -> Response in
             if let refusal = localRefusal(request, context) { return refusal }
-            do {
-                let payload = try await pairing.payload()
-                let pending = try await pairing.store?.pendingDevices() ?? []
-                let html = try PairingPage.html(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending)
-                var headers = privateHeaders()
-                headers[.contentType] = "text/html; charset=utf-8"
-                headers[.contentSecurityPolicy] =
-                    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
-            } catch let error as PairingError {
-                return failure(error)
-            }
+            let payload = try await pairing.payload()
+            let pending = try await pairing.store?.pendingDevices() ?? []
+            let html = try PairingPage.html(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending)
+            var headers = privateHeaders()
+            headers[.contentType] = "text/html; charset=utf-8"
+            headers[.contentSecurityPolicy] =
+                "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
         }
         router.get("/api/pair/info") { request, context -> Response in
             if let refusal = localRefusal(request, context) { return refusal }
-            do {
-                return payloadResponse(try await pairing.payload())
-            } catch let error as PairingError {
-                return failure(error)
-            }
+            return payloadResponse(try await pairing.payload())
         }
         router.get("/api/pair/qr") { request, context -> Response in
             if let refusal = localRefusal(request, context) { return refusal }
             let scale = min(16, max(1, request.uri.queryParameters.get("scale", as: Int.self) ?? 8))
+            let payload = try await pairing.payload()
+            let png: [UInt8]
             do {
-                let png = try await pairing.payload().qrCode().pngData(scale: scale, quietZone: 4)
-                var headers = privateHeaders()
-                headers[.contentType] = "image/png"
-                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: png)))
-            } catch let error as PairingError {
-                return failure(error)
+                png = try payload.qrCode().pngData(scale: scale, quietZone: 4)
             } catch {
                 return plainError(.internalServerError, "qr_failed", "\(error)")
             }
+            var headers = privateHeaders()
+            headers[.contentType] = "image/png"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: png)))
         }
         router.post("/api/pair/refresh") { request, context -> Response in
             if let refusal = localRefusal(request, context) { return refusal }
-            do {
-                let payload = try await pairing.rotate()
-                logger.notice("pairing code replaced from the pairing page")
-                return payloadResponse(payload)
-            } catch let error as PairingError {
-                return failure(error)
-            }
+            let payload = try await pairing.rotate()
+            logger.notice("pairing code replaced from the pairing page")
+            return payloadResponse(payload)
         }
         for (path, approve) in [("/api/pair/approve", true), ("/api/pair/deny", false)] {
             router.post(RouterPath(path)) { request, context -> Response in
@@ -169,12 +148,8 @@ public enum PairingRoutes {
                     return plainError(.notFound, "auth_off", "Authentication is off (--auth none): there is nothing to approve.")
                 }
                 guard let body: DeviceActionRequest = try await decode(request) else { return badRequest("{\"device_id\": \"…\"}") }
-                do {
-                    let device = approve ? try await store.approve(deviceID: body.deviceID) : try await store.revoke(deviceID: body.deviceID)
-                    return json(.ok, device)
-                } catch let error as PairingError {
-                    return failure(error)
-                }
+                let device = approve ? try await store.approve(deviceID: body.deviceID) : try await store.revoke(deviceID: body.deviceID)
+                return json(.ok, device)
             }
         }
     }
@@ -244,27 +219,22 @@ public enum PairingRoutes {
     }
 }
 
-/// Requires a valid access token (`Authorization: Bearer`) on every `/api/` route except `/api/auth/*`,
-/// `/api/pair/*` and `/api/health`; answers 401/403/429 with a JSON body otherwise. Add it to the HTTP router with
-/// `router.add(middleware: BearerAuthMiddleware(authenticator: …))` when auth is on.
+/// Requires a valid access token (`Authorization: Bearer`) on every route it is attached to, and answers 401/403/429
+/// with a JSON body otherwise. Attach it to a route group, not to the whole router, so it follows the routes and
+/// not their spelling: `router.group("api").add(middleware: BearerAuthMiddleware(authenticator: …))`, and register
+/// the protected routes on that group (the bridge does this in ``BridgeHTTPRouter``). Paths are normalised before
+/// routing (``PathNormalizingResponder``), so `//api/status` or `/%61pi/status` reach the same route and the same check.
 public struct BearerAuthMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     /// The authenticator checking tokens.
     public let authenticator: Authenticator
-    /// Path prefixes that need no token.
-    public let openPrefixes: [String]
 
-    /// A middleware using `authenticator`; `openPrefixes` defaults to `/api/auth/`, `/api/pair/` and `/api/health`.
-    public init(authenticator: Authenticator, openPrefixes: [String] = ["/api/auth/", "/api/pair/", "/api/health"]) {
+    /// A middleware using `authenticator`.
+    public init(authenticator: Authenticator) {
         self.authenticator = authenticator
-        self.openPrefixes = openPrefixes
     }
 
-    /// Checks the token on protected paths, passes everything else through.
+    /// Checks the token, then passes the request on.
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        guard path.hasPrefix("/api/"), !openPrefixes.contains(where: { path.hasPrefix($0) }) else {
-            return try await next(request, context)
-        }
         do {
             _ = try await authenticator.authenticate(
                 authorization: request.headers[.authorization], address: PairingRoutes.peer(context))

@@ -1,13 +1,13 @@
 import Foundation
 import Hummingbird
 
-/// `GET /api/status`: who is serving, for clients that hold a token. Behind ``BearerAuthMiddleware``
-/// when auth is on, so it is also how a client learns why a WebSocket upgrade was refused: the
-/// WebSocket library answers every refused upgrade with a bare 400, while this route answers 401
-/// (missing or unknown token) or 403 (expired or revoked) with a JSON body saying which.
+/// `GET /api/status`: who is serving, for clients that hold a token. Registered on the protected `/api` group
+/// (``BridgeHTTPRouter``), so behind ``BearerAuthMiddleware`` when auth is on: a client can check its token here and
+/// get 401 (missing or unknown token) or 403 (expired or revoked) with a JSON body saying which — the same answer a
+/// refused WebSocket upgrade carries (``UpgradeRefusals``).
 enum StatusRoute {
-    static func register<Context: RequestContext>(on router: Router<Context>, configuration: BridgeServerConfiguration, started: Date) {
-        router.get("/api/status") { _, _ -> Response in
+    static func register<Context: RequestContext>(on group: RouterGroup<Context>, configuration: BridgeServerConfiguration, started: Date) {
+        group.get("status") { _, _ -> Response in
             let body: [String: String] = [
                 "status": "ok",
                 "name": configuration.serverName,

@@ -1,15 +1,19 @@
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
-import Logging
 import NIOCore
+import NIOHTTPTypes
 import Synchronization
 
 /// Refused WebSocket upgrades keep their HTTP status and JSON body.
 ///
-/// HummingbirdWebSocket answers every refused upgrade with `400 Bad Request` and no body, whatever the upgrade check
-/// decided. The check records its real answer here under the connection's channel, and ``RefusalRewriter`` (first in
-/// that channel's pipeline) swaps the library's 400 for it on the way out.
+/// HummingbirdWebSocket 2.x has no hook to shape a refused upgrade's answer: when the upgrade route does not answer
+/// `200` with a handler, the upgrader reports "not upgraded", and `HTTP1WebSocketUpgradeChannel.handle` writes a fixed
+/// `400 Bad Request` with no body (`writeFailedUpgrade`, private); the route's own response is dropped. The narrowest
+/// supported seam is `HTTP1Channel.Configuration.additionalChannelHandlers`, which that channel installs on exactly the
+/// not-upgraded path, after the HTTP codec. So the upgrade check records its real answer here under the connection's
+/// channel, and ``RefusalResponseHandler`` (one of those additional handlers) answers with it in place of the
+/// library's response: typed HTTP parts, no bytes matched, whatever status the library picks.
 final class UpgradeRefusals: Sendable {
     private let pending = Mutex<[ObjectIdentifier: JSONErrorResponse]>([:])
 
@@ -23,7 +27,8 @@ final class UpgradeRefusals: Sendable {
         pending.withLock { $0.removeValue(forKey: channel) }
     }
 
-    /// The HTTP/1.1 bytes of a refusal (the connection closes after it).
+    /// The HTTP/1.1 bytes of a refusal (the connection closes after it), for answers written before any HTTP codec
+    /// (``ConnectionRefusalHandler``).
     static func bytes(of refusal: JSONErrorResponse) -> String {
         let body = refusal.bodyText
         var head = "HTTP/1.1 \(refusal.status.code) \(refusal.status.reasonPhrase)\r\n"
@@ -36,73 +41,46 @@ final class UpgradeRefusals: Sendable {
     }
 }
 
-/// Swaps HummingbirdWebSocket's bodiless `400` for a refused upgrade's recorded answer.
-final class RefusalRewriter: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
+/// Answers a refused upgrade with what the upgrade check recorded in ``UpgradeRefusals``: the first response on a
+/// connection with a recorded refusal is replaced, head and body, by it (`Connection: close` kept).
+final class RefusalResponseHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
 
     private let refusals: UpgradeRefusals
-    private let channel: ObjectIdentifier
-    private static let badRequest = Array("HTTP/1.1 400".utf8)
+    /// Replacing the current response: its own head and body parts are dropped until its end.
+    private var replacing = false
 
-    init(refusals: UpgradeRefusals, channel: ObjectIdentifier) {
+    init(refusals: UpgradeRefusals) {
         self.refusals = refusals
-        self.channel = channel
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let buffer = unwrapOutboundIn(data)
-        if buffer.readableBytesView.starts(with: Self.badRequest), let refusal = refusals.take(channel) {
-            // The library writes its head and an empty end; the head is replaced by the whole answer.
-            let replacement = context.channel.allocator.buffer(string: UpgradeRefusals.bytes(of: refusal))
-            context.write(wrapOutboundOut(replacement), promise: promise)
-            return
+        switch unwrapOutboundIn(data) {
+        case .head:
+            guard let refusal = refusals.take(ObjectIdentifier(context.channel)) else {
+                context.write(data, promise: promise)
+                return
+            }
+            replacing = true
+            let body = ByteBuffer(string: refusal.bodyText)
+            var fields = refusal.headers
+            fields[.contentType] = "application/json"
+            fields[.cacheControl] = "no-store"
+            fields[.connection] = "close"
+            fields[.contentLength] = "\(body.readableBytes)"
+            context.write(wrapOutboundOut(.head(HTTPResponse(status: refusal.status, headerFields: fields))), promise: nil)
+            context.write(wrapOutboundOut(.body(body)), promise: promise)
+        case .body:
+            if replacing { promise?.succeed() } else { context.write(data, promise: promise) }
+        case .end:
+            replacing = false
+            context.write(data, promise: promise)
         }
-        context.write(data, promise: promise)
     }
 
-    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        _ = refusals.take(channel)
-        context.close(mode: mode, promise: promise)
-    }
-}
-
-/// The HTTP/1.1 + WebSocket child channel with a ``RefusalRewriter`` and a ``FlushCoalescer`` in front.
-struct RefusalRewritingChannel: ServerChildChannel {
-    typealias Value = HTTP1WebSocketUpgradeChannel.Value
-
-    let inner: HTTP1WebSocketUpgradeChannel
-    let refusals: UpgradeRefusals
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        do {
-            let rewriter = RefusalRewriter(refusals: refusals, channel: ObjectIdentifier(channel))
-            try channel.pipeline.syncOperations.addHandler(rewriter, position: .first)
-            try channel.pipeline.syncOperations.addHandler(FlushCoalescer(), position: .first)
-        } catch {
-            return channel.eventLoop.makeFailedFuture(error)
-        }
-        return inner.setup(channel: channel, logger: logger)
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
-    }
-}
-
-extension HTTPServerBuilder {
-    /// HTTP/1.1 with WebSocket upgrade, refused upgrades answered with what the check decided (see ``UpgradeRefusals``).
-    static func http1WebSocketUpgrade<Context: WebSocketRequestContext>(
-        webSocketRouter: Router<Context>,
-        configuration: HTTP1WebSocketUpgradeChannel.Configuration,
-        refusals: UpgradeRefusals
-    ) -> HTTPServerBuilder {
-        let webSocketResponder = webSocketRouter.buildResponder()
-        return .init { responder in
-            RefusalRewritingChannel(
-                inner: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: configuration),
-                refusals: refusals)
-        }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        _ = refusals.take(ObjectIdentifier(context.channel))
     }
 }
 

@@ -1,5 +1,5 @@
 import BridgePairing
-import BridgeServer
+@testable import BridgeServer
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -15,7 +15,7 @@ import Glibc
 /// The pairing and auth routes (Sources/BridgeServer/PairingRoutes.swift) over real HTTP on 127.0.0.1.
 @Suite("Pairing and auth routes")
 struct PairingRoutesTests {
-    /// Runs an HTTP app with the pairing routes, the Bearer middleware and a protected `/api/status` on port 0.
+    /// Runs the bridge's HTTP routes (``BridgeHTTPRouter``: pairing, health, the protected `/api/status`) on port 0.
     static func withRoutes<T: Sendable>(
         requireApproval: Bool = false,
         _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> T
@@ -28,14 +28,13 @@ struct PairingRoutesTests {
             directory: directory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), logger: logger)
         let authenticator = Authenticator(store: store)
         let pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
-        let router = Router(context: BridgeRequestContext.self)
-        router.add(middleware: BearerAuthMiddleware(authenticator: authenticator))
-        router.get("/api/status") { _, _ in "ok" }
-        router.get("/api/health") { _, _ in "healthy" }
-        PairingRoutes.register(on: router, authenticator: authenticator, pairing: pairing, logger: logger)
+        var configuration = BridgeServerConfiguration(serverName: "desk")
+        configuration.authenticator = authenticator
+        configuration.pairing = pairing
+        let http = BridgeHTTPRouter(configuration: configuration, gate: nil, started: Date(), logger: logger)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
-            router: router,
+            responder: http.responder(),
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in portSink.yield(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -1,0 +1,93 @@
+import BridgePairing
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// The one place where every accepted connection's pipeline is built: admission (``ConnectionAdmission``), then the
+/// transport, then the time bound before the first answer (``ConnectionGuard``), then HTTP/1.1 with the WebSocket
+/// upgrade. From the socket inwards:
+///
+/// 1. a refused connection gets only ``ConnectionRefusalHandler`` (503, close) and never reaches HTTP;
+/// 2. transport security goes first, at the socket (issue 11: sniff the first byte, `0x16` → NIOSSL), added in
+///    ``setup(channel:logger:)`` where marked, so everything after it sees plaintext;
+/// 3. ``ConnectionGuard`` (first answer within ``BridgeServerConfiguration/requestHeadTimeout``);
+/// 4. ``FlushCoalescer``; 5. Hummingbird's HTTP/1.1 + WebSocket upgrade channel, whose not-upgraded path carries
+///    ``RefusalResponseHandler`` (shaped refusals of upgrades) and Hummingbird's idle timeout.
+struct BridgeChildChannel: ServerChildChannel {
+    /// The inner channel's value, or `nil` for a connection that was refused at admission.
+    struct Value: ServerChildChannelValue {
+        let inner: HTTP1WebSocketUpgradeChannel.Value?
+        let channel: any Channel
+    }
+
+    let inner: HTTP1WebSocketUpgradeChannel
+    let admission: ConnectionAdmission
+    let refusals: UpgradeRefusals
+    let requestHeadTimeout: Duration
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let address = channel.remoteAddress?.ipAddress.map(NetworkPolicy.host(fromRemoteAddress:)) ?? "unknown"
+        if let refusal = admission.admit(address) {
+            logger.notice("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
+            return channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
+                return Value(inner: nil, channel: channel)
+            }
+        }
+        let admission = self.admission
+        let refusals = self.refusals
+        let channelID = ObjectIdentifier(channel)
+        channel.closeFuture.whenComplete { _ in
+            admission.closed()
+            _ = refusals.take(channelID)
+        }
+        do {
+            let operations = channel.pipeline.syncOperations
+            // Transport security (issue 11) is added here, before everything else: `addHandler(…, position: .first)`
+            // after the handlers below, or in this order before them.
+            try operations.addHandler(ConnectionGuard(
+                admission: admission, address: address, timeout: TimeAmount(requestHeadTimeout), logger: logger))
+            try operations.addHandler(FlushCoalescer())
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return inner.setup(channel: channel, logger: logger).map { Value(inner: $0, channel: channel) }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        guard let inner = value.inner else { return }
+        await self.inner.handle(value: inner, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// The bridge's server: HTTP/1.1 with WebSocket upgrade behind ``BridgeChildChannel``'s admission and time bounds;
+    /// refused upgrades are answered with what the check decided (see ``UpgradeRefusals``).
+    static func bridge<Context: WebSocketRequestContext>(
+        webSocketRouter: Router<Context>,
+        webSocket: WebSocketServerConfiguration,
+        configuration: BridgeServerConfiguration,
+        admission: ConnectionAdmission,
+        refusals: UpgradeRefusals
+    ) -> HTTPServerBuilder {
+        let webSocketResponder = webSocketRouter.buildResponder()
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RefusalResponseHandler(refusals: refusals)],
+            idleTimeout: TimeAmount(configuration.httpIdleTimeout))
+        let requestHeadTimeout = configuration.requestHeadTimeout
+        let identity = configuration.tlsIdentity
+        return .init { responder in
+            // Issue 11: TLS and plaintext on the one port, told apart by the first byte (``TLSSniffingChannel``).
+            let tls = try identity.map { identity throws(TLSSetupError) in try TLSServerContext(identity: identity) }
+            return TLSSniffingChannel(
+                base: BridgeChildChannel(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder,
+                        configuration: .init(http1: http1, ws: webSocket)),
+                    admission: admission, refusals: refusals, requestHeadTimeout: requestHeadTimeout),
+                tls: tls, timeout: TimeAmount(requestHeadTimeout))
+        }
+    }
+}
