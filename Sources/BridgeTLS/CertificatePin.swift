@@ -27,21 +27,38 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
         self.digest = Array(SHA256.hash(data: der))
     }
 
-    /// The pin of a parsed certificate's public key.
+    /// The pin of a parsed certificate's public key (its SubjectPublicKeyInfo, DER-encoded).
     public init(certificate: Certificate) {
-        self.init(subjectPublicKeyInfo: certificate.publicKey.subjectPublicKeyInfoBytes)
+        self.init(publicKey: certificate.publicKey)
     }
 
-    /// The pin of a DER-encoded X.509 certificate (as a TLS peer presents it).
+    /// The pin of a DER-encoded X.509 certificate (as a TLS peer presents it): the SubjectPublicKeyInfo is hashed
+    /// exactly as the certificate encodes it, as curl and OkHttp do.
     /// Throws ``CertificatePinError/notACertificate(_:)`` when the bytes do not parse as one.
     public init(certificateDER der: [UInt8]) throws(CertificatePinError) {
-        let certificate: Certificate
         do {
-            certificate = try Certificate(derEncoded: der)
+            _ = try Certificate(derEncoded: der)
+            self.init(subjectPublicKeyInfo: try Self.subjectPublicKeyInfo(ofCertificateDER: der))
         } catch {
             throw .notACertificate(String(describing: error))
         }
-        self.init(certificate: certificate)
+    }
+
+    /// The encoded SubjectPublicKeyInfo inside a DER certificate: `Certificate ::= SEQUENCE { tbsCertificate, … }`,
+    /// `TBSCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer, validity, subject,
+    /// subjectPublicKeyInfo, … }`.
+    static func subjectPublicKeyInfo(ofCertificateDER der: [UInt8]) throws -> ArraySlice<UInt8> {
+        let root = try DER.parse(der)
+        guard case .constructed(let certificate) = root.content, let tbs = Array(certificate).first,
+              case .constructed(let fields) = tbs.content else {
+            throw ASN1Error.invalidASN1Object(reason: "not a certificate")
+        }
+        var remaining = Array(fields)
+        if let first = remaining.first, first.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) {
+            remaining.removeFirst()
+        }
+        guard remaining.count > 5 else { throw ASN1Error.invalidASN1Object(reason: "a certificate without a public key") }
+        return remaining[5].encodedBytes
     }
 
     /// Parses `sha256/<base64>` (also curl's `sha256//<base64>`), surrounding white space ignored.
@@ -90,8 +107,12 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
 }
 
 extension CertificatePin {
-    /// The pin of a certificate's public key.
+    /// The pin of a certificate's public key: SHA-256 over its DER SubjectPublicKeyInfo (algorithm and key).
     public init(publicKey: Certificate.PublicKey) {
-        self.init(subjectPublicKeyInfo: publicKey.subjectPublicKeyInfoBytes)
+        var serializer = DER.Serializer()
+        // Serializing a public key swift-certificates holds does not fail; an empty digest input would still give a
+        // pin that matches nothing real.
+        try? serializer.serialize(publicKey)
+        self.init(subjectPublicKeyInfo: serializer.serializedBytes)
     }
 }

@@ -2,7 +2,7 @@ import BridgeTLS
 import Foundation
 import Testing
 
-@Suite("CertificatePin")
+@Suite("CertificatePin", .tags(.externalTool))
 struct CertificatePinTests {
     @Test("The pin is what openssl computes over the certificate's SubjectPublicKeyInfo")
     func matchesOpenSSL() throws {
@@ -40,5 +40,19 @@ struct CertificatePinTests {
         let pin = try CertificatePin(digest: Array(repeating: 7, count: 32))
         #expect(!pin.matches(certificateDER: [0x30, 0x03, 0x02, 0x01, 0x01]))
         #expect(throws: CertificatePinError.self) { try CertificatePin(certificateDER: [1, 2, 3]) }
+    }
+}
+
+@Suite("CertificatePin of a certificate")
+struct CertificatePinOfCertificateTests {
+    @Test("The pin of the DER certificate, of the parsed certificate and of its key agree (and with openssl)")
+    func threeWaysAgree() throws {
+        let directory = try TemporaryDirectory()
+        let identity = try BridgeIdentity.loadOrCreate(in: directory.url, names: BridgeIdentityNames(hostName: "desk"))
+        let fromDER = try CertificatePin(certificateDER: identity.certificateDER)
+        #expect(fromDER == identity.pin)
+        #expect(try BridgeIdentity.storedPin(in: directory.url) == fromDER)
+        let path = directory.url.appendingPathComponent(BridgeIdentity.certificateFileName).path
+        #expect(fromDER.base64 == (try OpenSSL.pin(ofCertificateAt: path)))
     }
 }
