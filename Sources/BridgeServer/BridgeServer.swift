@@ -41,8 +41,12 @@ public struct BridgeServer: Service {
 
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
+        let plaintext = PlaintextPolicy(for: configuration)
         webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
             let remote = context.remoteAddress?.ipAddress
+            if let refusal = plaintext.upgradeRefusal(path: request.uri.path, context: context, logger: logger) {
+                throw refusals.refuse(refusal, on: context)
+            }
             if let gate, !gate.admits(remote) {
                 logger.notice("WebSocket upgrade refused: outside the allowed networks", metadata: ["remote": "\(remote ?? "?")"])
                 throw refusals.refuse(gate.refusal(for: remote), on: context)

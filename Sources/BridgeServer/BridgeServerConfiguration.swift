@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgePairing
+import BridgeTLS
 import Foundation
 import Prometheus
 
@@ -45,6 +46,12 @@ public struct BridgeServerConfiguration: Sendable {
     /// How often the token store is polled for revoked devices (their WebSockets are closed with 4003); revocations
     /// made by another process (`oa-bridge devices revoke`) are seen within this time.
     public var revocationPollInterval: Duration = .seconds(1)
+    /// The bridge's TLS identity: with one, the port speaks TLS (`wss://`, `https://`) and plaintext side by side,
+    /// told apart by the first byte; `nil` serves plaintext only (tests).
+    public var tlsIdentity: BridgeIdentity? = nil
+    /// `--allow-plaintext`: accept tokens, pairing and WebSocket upgrades in clear from other machines too (see
+    /// ``PlaintextPolicy``). Off by default: from a non-loopback peer such requests need TLS.
+    public var allowPlaintext: Bool = false
     /// The current pairing code and QR payload, for `/pair` and `/api/pair/*` (loopback only); `nil` leaves
     /// those routes out.
     public var pairing: PairingSession? = nil

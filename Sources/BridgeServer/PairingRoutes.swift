@@ -8,22 +8,25 @@ import NIOCore
 
 /// A request context that knows the peer's address, which the pairing and auth routes need (rate limiting per
 /// address, loopback-only pages). Use it for the bridge's HTTP router: `Router(context: BridgeRequestContext.self)`.
-public struct BridgeRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
     /// The peer's address, if the channel has one.
     public let remoteAddress: SocketAddress?
+    /// Whether the connection came in over TLS.
+    public let isTLS: Bool
 
     /// Creates the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.isTLS = source.isTLS
     }
 }
 
 /// The WebSocket router's context with the peer's address, so the upgrade check can rate-limit per address:
 /// `Router(context: BridgeWebSocketRequestContext.self)` and pass `context.remoteAddress?.ipAddress` on.
-public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestContext, RemoteAddressRequestContext {
+public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestContext, TransportAwareRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
     /// The WebSocket handler reference Hummingbird needs.
@@ -34,6 +37,8 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
     let upgradeOutcome = UpgradeOutcome()
     /// The connection's channel, where a refusal is recorded (``UpgradeRefusals``).
     let channelID: ObjectIdentifier
+    /// Whether the connection came in over TLS.
+    public let isTLS: Bool
 
     /// Creates the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
@@ -41,6 +46,7 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
         self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress
         self.channelID = ObjectIdentifier(source.channel)
+        self.isTLS = source.isTLS
     }
 }
 

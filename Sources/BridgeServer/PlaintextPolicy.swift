@@ -1,0 +1,98 @@
+import BridgePairing
+import HTTPTypes
+import Logging
+
+/// What may cross the network in clear: from a non-loopback peer, nothing that carries a secret or drives the agent.
+///
+/// Refused in plaintext from other machines (403 `tls_required`, decided before any token is looked at, so a pairing
+/// token sent in clear is not consumed): the pairing exchange and refresh (`/api/auth/*`), any `/api/*` request with
+/// an `Authorization` header or a `token` query parameter, and every WebSocket upgrade. Loopback plaintext keeps
+/// working (the `/pair` page, `oa-bridge pair`, local tools), and so does everything when tokens are off
+/// (`--auth none --allow-network CIDR`: those networks are trusted and no secret travels) or `allowPlaintext` is set.
+public struct PlaintextPolicy: Sendable, Equatable {
+    /// `--allow-plaintext`: accept all of the above in clear too (for clients that cannot do TLS yet).
+    public var allowPlaintext: Bool
+    /// Whether the bridge uses tokens (an authenticator is configured). Without tokens nothing secret travels.
+    public var tokensInUse: Bool
+
+    /// A policy; the default refuses secrets in clear.
+    public init(allowPlaintext: Bool = false, tokensInUse: Bool = true) {
+        self.allowPlaintext = allowPlaintext
+        self.tokensInUse = tokensInUse
+    }
+
+    /// One request as the policy sees it.
+    public struct Request: Sendable {
+        /// The request target's path (`/api/auth/exchange`).
+        public var path: String
+        /// The request target's query, if any (`token=…`).
+        public var query: String?
+        /// Whether an `Authorization` header is present (its value is never read here).
+        public var hasAuthorization: Bool
+        /// Whether this is a WebSocket upgrade.
+        public var isUpgrade: Bool
+        /// The peer's IP address in text.
+        public var remoteAddress: String?
+        /// Whether the connection is TLS.
+        public var isTLS: Bool
+
+        /// Describes a request.
+        public init(path: String, query: String? = nil, hasAuthorization: Bool, isUpgrade: Bool, remoteAddress: String?, isTLS: Bool) {
+            self.path = path
+            self.query = query
+            self.hasAuthorization = hasAuthorization
+            self.isUpgrade = isUpgrade
+            self.remoteAddress = remoteAddress
+            self.isTLS = isTLS
+        }
+    }
+
+    /// The machine-readable code of the refusal.
+    public static let refusalCode = "tls_required"
+
+    /// Whether `request` must be refused for coming in clear.
+    public func refuses(_ request: Request) -> Bool {
+        if request.isTLS || allowPlaintext || !tokensInUse { return false }
+        if NetworkPolicy.isLoopback(request.remoteAddress) { return false }
+        if request.isUpgrade { return true }
+        guard request.path.hasPrefix("/api/") else { return false }
+        if request.path.hasPrefix("/api/auth/") || request.hasAuthorization { return true }
+        return Self.hasTokenParameter(request.query)
+    }
+
+    /// The 403 a refused request gets.
+    func refusal() -> JSONErrorResponse {
+        JSONErrorResponse(
+            status: .forbidden, code: Self.refusalCode,
+            message: "this bridge accepts tokens and prompts from other machines only over TLS: connect with wss:// or "
+                + "https:// and check the pin that `oa-bridge pair` shows (the QR code carries both); the desktop's "
+                + "owner can start `oa-bridge serve --allow-plaintext` for a client that cannot do TLS")
+    }
+
+    private static func hasTokenParameter(_ query: String?) -> Bool {
+        guard let query else { return false }
+        return query.split(separator: "&").contains { $0 == "token" || $0.hasPrefix("token=") }
+    }
+}
+
+extension PlaintextPolicy {
+    /// The policy of a bridge: it applies only when the bridge has a TLS identity (without one there is nothing to
+    /// move to), and not with `allowPlaintext` or without tokens.
+    public init(for configuration: BridgeServerConfiguration) {
+        self.init(
+            allowPlaintext: configuration.allowPlaintext || configuration.tlsIdentity == nil,
+            tokensInUse: configuration.authenticator != nil)
+    }
+}
+
+extension PlaintextPolicy {
+    /// The refusal for a WebSocket upgrade in `context` when it came in clear from another machine, logged; `nil`
+    /// when it may proceed.
+    func upgradeRefusal(path: String, context: some TransportAwareRequestContext, logger: Logger) -> JSONErrorResponse? {
+        let remote = context.remoteAddress?.ipAddress
+        let view = Request(path: path, hasAuthorization: false, isUpgrade: true, remoteAddress: remote, isTLS: context.isTLS)
+        guard refuses(view) else { return nil }
+        logger.notice("WebSocket upgrade refused: plaintext from another machine (TLS required)", metadata: ["remote": "\(remote ?? "?")"])
+        return refusal()
+    }
+}

@@ -1,0 +1,27 @@
+import BridgeTLS
+import NIOCore
+import NIOSSL
+
+/// The server side of the bridge's TLS: its identity loaded into a BoringSSL context (TLS 1.2 minimum, 1.3 preferred,
+/// ALPN `http/1.1`), made once per server and shared by every connection.
+struct TLSServerContext: Sendable {
+    /// The context every TLS connection's `NIOSSLServerHandler` uses.
+    let sslContext: NIOSSLContext
+
+    /// Loads `identity`'s certificate and key. Throws ``TLSSetupError``.
+    init(identity: BridgeIdentity) throws(TLSSetupError) {
+        do {
+            let certificate = try NIOSSLCertificate(bytes: identity.certificateDER, format: .der)
+            let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+            configuration.minimumTLSVersion = .tlsv12
+            configuration.maximumTLSVersion = .tlsv13
+            configuration.applicationProtocols = ["http/1.1"]
+            self.sslContext = try NIOSSLContext(configuration: configuration)
+        } catch {
+            // The error names BoringSSL's reason; the key itself never appears in it.
+            throw TLSSetupError(reason: String(describing: error))
+        }
+    }
+}
