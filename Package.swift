@@ -150,6 +150,7 @@ let package = Package(
             name: "oa-bridge",
             dependencies: [
                 "BridgeServer",
+                "BridgeTLS",
                 "BridgeClient",
                 "BridgeDiscovery",
                 "BridgePairing",

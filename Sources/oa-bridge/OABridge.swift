@@ -13,7 +13,7 @@ struct OABridge: AsyncParsableCommand {
         anywhere on the same network to see what is advertised and whether it answers.
         """,
         version: BridgeVersion.current,
-        subcommands: [ServeCommand.self, DiscoverCommand.self, ConnectCommand.self, PairCommand.self, DevicesCommand.self, DoctorCommand.self, ConfigCommand.self, InstallServiceCommand.self]
+        subcommands: [ServeCommand.self, DiscoverCommand.self, ConnectCommand.self, PairCommand.self, DevicesCommand.self, DoctorCommand.self, ConfigCommand.self, InstallServiceCommand.self, IdentityCommand.self]
     )
 
     /// Parses and runs, exiting 2 (not ArgumentParser's 64) on usage errors, as documented.

@@ -75,12 +75,18 @@ struct ServeCommand: AsyncParsableCommand {
         let auth = try ServeAuth.make(settings: settings, stateDirectory: stateDirectory, logger: logger)
         configuration.authenticator = auth.authenticator
         configuration.authorizeUpgrade = auth.authenticator?.upgradeAuthorizer()
+        let identity = try ServeIdentity.load(stateDirectory: stateDirectory, tailnet: tailnet, logger: logger)
+        configuration.tlsIdentity = identity
+        configuration.allowPlaintext = settings.allowPlaintext.value
+        if settings.allowPlaintext.value {
+            logger.warning("PLAINTEXT ALLOWED (--allow-plaintext): pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token")
+        }
         let pairing = PairingSession(
             store: auth.store,
             endpoint: .init(
                 host: LANAddress.preferred() ?? "127.0.0.1", port: settings.port.value, webSocketPath: path,
                 session: UUID().uuidString.lowercased(), name: serviceName,
-                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? []))
+                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? [], pin: identity.pin.description))
         configuration.pairing = pairing
         if auth.store == nil {
             logger.warning("AUTHENTICATION IS OFF (--auth none): any client on loopback\(settings.allowNetwork.value.isEmpty ? "" : " or in " + settings.allowNetwork.value.joined(separator: ", ")) can drive this desktop's agent without pairing")
@@ -96,7 +102,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let backend = try discovery.makeBackend(logger: logger) {
             let authMode = auth.store == nil ? "none" : "token"
             let txt: @Sendable (TailnetIdentity?) throws -> TXTRecord = { identity in
-                try BridgeTXT.record(installID: installID, auth: authMode, path: path, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
+                try BridgeTXT.record(installID: installID, auth: authMode, path: path, tls: true, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
             }
             let refresh = BridgeAnnouncer.TailnetRefresh(initial: tailnet?.dnsName, read: { ServeCommand.readTailnet(logger: logger, announce: false) }, txt: txt)
             let announcer = BridgeAnnouncer(backend: backend, listeningPorts: ports, logger: logger, tailnet: refresh) { boundPort in

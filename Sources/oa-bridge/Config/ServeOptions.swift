@@ -51,6 +51,9 @@ struct ServeOptions: ParsableArguments {
 
     @Option(help: "With --auth none: also accept clients from this network (CIDR, e.g. 192.168.1.0/24). Repeatable; comma-separated in the environment and config.")
     var allowNetwork: [String] = []
+
+    @Flag(inversion: .prefixedNo, help: "Also accept pairing, tokens and WebSocket connections in clear (ws://, http://) from other machines, for clients that cannot do TLS yet. Anyone on the network can then read tokens and prompts. Default: off (TLS required from other machines; loopback is always allowed).")
+    var allowPlaintext: Bool?
 }
 
 /// `--auth`: whether phones need a token.

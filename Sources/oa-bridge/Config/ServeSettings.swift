@@ -26,6 +26,7 @@ struct ServeSettings: Sendable {
     var auth: Resolved<AuthMode>
     var requireApproval: Resolved<Bool>
     var allowNetwork: Resolved<[String]>
+    var allowPlaintext: Resolved<Bool>
     /// The config file consulted.
     var configPath: String
     var configExists: Bool
@@ -34,6 +35,7 @@ struct ServeSettings: Sendable {
     static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
         "max-frame-size", "max-connections", "log-level", "log-format", "auth", "require-approval", "allow-network",
+        "allow-plaintext",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -71,6 +73,7 @@ struct ServeSettings: Sendable {
             allowNetwork: try resolver.pick("allow-network", options.allowNetwork.isEmpty ? nil : options.allowNetwork,
                                             parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
                                             expected: "CIDR networks, comma-separated", default: []),
+            allowPlaintext: try resolver.pick("allow-plaintext", options.allowPlaintext, parse: Resolver.bool, expected: "true or false", default: false),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -97,6 +100,7 @@ struct ServeSettings: Sendable {
             row("auth", auth) { $0.rawValue },
             row("require-approval", requireApproval) { String($0) },
             row("allow-network", allowNetwork) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
+            row("allow-plaintext", allowPlaintext) { String($0) },
         ]
     }
 }
