@@ -1,4 +1,4 @@
-/// A strict RFC 8259 JSON parser over UTF-8 bytes that keeps integers and doubles apart.
+/// A strict RFC 8259 JSON parser over UTF-8 bytes that keeps every number exactly (see ``JSONValue/number(_:)``).
 struct JSONParser {
     /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
     static let maxDepth = 256
@@ -124,17 +124,28 @@ struct JSONParser {
         }
     }
 
+    /// An integer that fits in 64 bits becomes `.int`, read straight from the bytes (no allocation); every other
+    /// number (fraction, exponent, `-0`, beyond 64 bits) becomes ``JSONNumber``, its text kept exactly as written.
     private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = index
-        var isInteger = true
-        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
         guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+        var magnitude: UInt64 = 0
+        var overflow = false
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
             if index < bytes.count, isDigit(bytes[index]) { throw fail("leading zeros are not allowed") }
         } else {
-            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+            while index < bytes.count, isDigit(bytes[index]) {
+                let (times10, carry) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, carry2) = times10.addingReportingOverflow(UInt64(bytes[index] &- UInt8(ascii: "0")))
+                overflow = overflow || carry || carry2
+                magnitude = sum
+                index += 1
+            }
         }
+        var isInteger = true
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             isInteger = false
             index += 1
@@ -148,10 +159,12 @@ struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected digits in exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw JSONParseError(message: "number out of range", offset: start) }
-        return .double(value)
+        if isInteger, !overflow {
+            if !negative, magnitude <= UInt64(Int64.max) { return .int(Int64(magnitude)) }
+            // -0 is kept as written; Int64.min's magnitude is one more than Int64.max.
+            if negative, magnitude != 0, magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(bitPattern: 0 &- magnitude)) }
+        }
+        return .number(JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self)))
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {

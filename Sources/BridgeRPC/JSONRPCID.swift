@@ -4,8 +4,10 @@ public enum JSONRPCID: Sendable, Hashable, CustomStringConvertible {
     case string(String)
     /// An integer id, e.g. `1`.
     case int(Int64)
-    /// A number id with a fraction (discouraged by the spec, still echoed as it came).
+    /// A number id made in Swift code with a fraction (discouraged by the spec).
     case double(Double)
+    /// A number id that is not an `Int64` (a fraction, an exponent, beyond 64 bits), echoed byte for byte as it came.
+    case number(JSONNumber)
     /// The `null` id (used in errors about requests whose id could not be read).
     case null
 
@@ -15,6 +17,7 @@ public enum JSONRPCID: Sendable, Hashable, CustomStringConvertible {
         case .string(let text): self = .string(text)
         case .int(let number): self = .int(number)
         case .double(let number): self = .double(number)
+        case .number(let number): self = .number(number)
         case .null: self = .null
         default: return nil
         }
@@ -26,6 +29,7 @@ public enum JSONRPCID: Sendable, Hashable, CustomStringConvertible {
         case .string(let text): return .string(text)
         case .int(let number): return .int(number)
         case .double(let number): return .double(number)
+        case .number(let number): return .number(number)
         case .null: return .null
         }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 extension JSONValue: Codable {
     /// Decodes any JSON value. Through `Decoder` the integer/double distinction is best effort
     /// (whole numbers come back as `.int`); use ``JSONValue/init(parsing:)`` to keep it exactly.
@@ -30,6 +32,13 @@ extension JSONValue: Codable {
         case .bool(let value): try container.encode(value)
         case .int(let value): try container.encode(value)
         case .double(let value): try container.encode(value)
+        case .number(let number):
+            // Decimal keeps up to 38 digits exactly; beyond that the nearest Double is the best Encoder can do.
+            if let decimal = Decimal(string: number.text), decimal.description == number.text {
+                try container.encode(decimal)
+            } else {
+                try container.encode(number.doubleValue ?? 0)
+            }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)

@@ -1,6 +1,10 @@
 import Foundation
 
-/// Any JSON value, keeping integers and doubles apart so that `1` and `1.0` survive a round trip as written.
+/// Any JSON value, keeping integers and other numbers apart so that every number survives a round trip as written.
+///
+/// The parser makes `.int` of every integer that fits in 64 bits and ``JSONNumber`` (the original text) of every
+/// other number, so `1.50`, `1e3` and `123456789012345678901234567890` are written back byte for byte; `.double`
+/// only comes from Swift code (literals, `Decodable`).
 ///
 /// Objects are unordered: key order is not preserved (the writer emits keys sorted, for stable output).
 public enum JSONValue: Sendable, Hashable {
@@ -10,8 +14,10 @@ public enum JSONValue: Sendable, Hashable {
     case bool(Bool)
     /// A number written without fraction or exponent that fits in 64 bits.
     case int(Int64)
-    /// Any other number.
+    /// A number made in Swift code (a literal, a decoded `Double`); written in Swift's shortest round-trip form.
     case double(Double)
+    /// A number read by the parser that `.int` cannot hold, exactly as it was written (see ``JSONNumber``).
+    case number(JSONNumber)
     /// A string.
     case string(String)
     /// An array.
@@ -33,13 +39,24 @@ extension JSONValue {
         return nil
     }
 
-    /// The integer, if this is an integer (or a double with no fractional part that fits).
+    /// The integer, if this is an integer (or another number with no fractional part that fits in 64 bits).
     public var intValue: Int64? {
         switch self {
         case .int(let value): return value
         case .double(let value):
             guard let exact = Int64(exactly: value) else { return nil }
             return exact
+        case .number(let number): return number.int64Value
+        default: return nil
+        }
+    }
+
+    /// The nearest `Double`, if this is a number within `Double`'s range.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value.isFinite ? value : nil
+        case .number(let number): return number.doubleValue
         default: return nil
         }
     }
@@ -73,7 +90,7 @@ extension JSONValue {
         switch self {
         case .null: return "null"
         case .bool: return "boolean"
-        case .int, .double: return "number"
+        case .int, .double, .number: return "number"
         case .string: return "string"
         case .array: return "array"
         case .object: return "object"

@@ -19,6 +19,9 @@ struct JSONWriter {
         case .double(let number):
             // JSON has no NaN or infinity; `null` is what JavaScript's JSON.stringify writes for them.
             writeASCII(number.isFinite ? "\(number)" : "null")
+        case .number(let number):
+            // Checked JSON number grammar (the parser's or JSONNumber's): written exactly as it came.
+            writeASCII(number.text)
         case .string(let text): writeString(text)
         case .array(let elements):
             bytes.append(UInt8(ascii: "["))

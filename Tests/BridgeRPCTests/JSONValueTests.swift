@@ -3,19 +3,35 @@ import Testing
 
 @Suite("JSONValue")
 struct JSONValueTests {
-    @Test("integers and doubles keep their type through a round trip")
+    @Test("64-bit integers are .int, every other number keeps its text through a round trip")
     func numbersKeepTheirType() throws {
-        let value = try JSONValue(parsing: #"{"a":1,"b":1.0,"c":-0.5,"d":1e3,"e":9223372036854775807,"f":9223372036854775808}"#)
+        let text = #"{"a":1,"b":1.0,"c":-0.5,"d":1e3,"e":9223372036854775807,"f":9223372036854775808,"g":-9223372036854775808,"h":-0}"#
+        let value = try JSONValue(parsing: text)
         #expect(value["a"] == .int(1))
-        #expect(value["b"] == .double(1.0))
-        #expect(value["c"] == .double(-0.5))
-        #expect(value["d"] == .double(1000))
+        #expect(value["b"] == .number(JSONNumber("1.0")!))
+        #expect(value["b"]?.doubleValue == 1.0)
+        #expect(value["c"]?.doubleValue == -0.5)
+        #expect(value["d"] == .number(JSONNumber("1e3")!))
+        #expect(value["d"]?.intValue == 1000)
         #expect(value["e"] == .int(Int64.max))
-        #expect(value["f"] == .double(9223372036854775808.0))
+        #expect(value["f"] == .number(JSONNumber("9223372036854775808")!))
+        #expect(value["f"]?.intValue == nil)
+        #expect(value["g"] == .int(Int64.min))
+        #expect(value["h"] == .number(JSONNumber("-0")!))
+        #expect(value.jsonText == text)
         let again = try JSONValue(parsing: value.jsonText)
         #expect(again == value)
         #expect(JSONValue.double(1.0).jsonText == "1.0")
         #expect(JSONValue.int(1).jsonText == "1")
+    }
+
+    @Test("JSONNumber accepts exactly the JSON number grammar", arguments: [
+        ("0", true), ("-0", true), ("1.50", true), ("1e3", true), ("1E+30", true), ("-2.5e-7", true),
+        ("123456789012345678901234567890", true), ("", false), ("01", false), ("1.", false), (".5", false),
+        ("+1", false), ("1e", false), (" 1", false), ("1 ", false), ("1}", false), ("NaN", false), ("-", false),
+    ])
+    func numberGrammar(text: String, valid: Bool) {
+        #expect((JSONNumber(text) != nil) == valid)
     }
 
     @Test("strings with escapes, surrogate pairs and control characters round trip")
