@@ -1,0 +1,339 @@
+"""TLS on the bridge's one port (issue 11), against a real `oa-bridge serve` on loopback: the identity and its pin
+(checked with openssl, curl and Python's ssl, not with the bridge's own code), TLS and plaintext side by side, the
+QR payload, restart and rotation, and hostile TLS input with a witness client that keeps prompting over wss://.
+
+The plaintext policy for other machines needs a peer that is not loopback: it is tested in Tests/lab/test_tls.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from loopback import free_port, wait_healthy
+from tls_support import check_pin, peer_pin, unverified_context
+
+websockets = pytest.importorskip("websockets")
+
+REPO = Path(__file__).resolve().parent.parent.parent
+BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
+pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
+
+SEED_INIT = {"jsonrpc": "2.0", "method": "initialize", "id": "1",
+             "params": {"protocol_version": "0.2.2", "client_capabilities": {},
+                        "client_info": {"name": "tls", "title": "tls", "version": "0"}}}
+
+
+class Bridge:
+    """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given)."""
+
+    def __init__(self, state: str | None = None, extra: list[str] | None = None):
+        self.port = free_port()
+        self.state = state or tempfile.mkdtemp(prefix="oa-tls-")
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
+             "--state-dir", self.state, "--working-directory", self.state, "--log-level", "info", *(extra or [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_healthy(self.port, self.proc)
+
+    def stop(self) -> str:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        return self.proc.stderr.read().decode(errors="replace")
+
+    def pair_info(self) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/pair/info", timeout=5) as response:
+            return json.load(response)
+
+    def https(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", method=method,
+                                         data=json.dumps(body).encode() if body is not None else None)
+        request.add_header("Content-Type", "application/json")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=unverified_context()) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"{}")
+
+
+def identity_pin(state: str) -> str:
+    return subprocess.run([BIN, "identity", "show", "--state-dir", state, "--pin-only"],
+                          capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+
+
+def curl(url: str, pin: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["curl", "-sS", "--max-time", "5", "-k", "--pinnedpubkey", "sha256//" + pin.removeprefix("sha256/"), url],
+                          capture_output=True, text=True, timeout=15)
+
+
+def test_one_port_serves_tls_and_plaintext_with_the_pinned_identity():
+    bridge = Bridge()
+    try:
+        payload = bridge.pair_info()
+        pin = payload["pin"]
+        assert pin.startswith("sha256/") and len(pin) == len("sha256/") + 44, payload
+        assert payload["ws"].startswith("wss://") and payload["http"].startswith("https://"), payload
+        # What the server presents is what the QR code says (computed by openssl, not by the bridge).
+        presented, version = peer_pin("127.0.0.1", bridge.port)
+        assert presented == pin
+        assert version == "TLSv1.3"
+        assert identity_pin(bridge.state) == pin
+        # TLS 1.2 is accepted, 1.1 refused.
+        assert peer_pin("127.0.0.1", bridge.port, maximum=ssl.TLSVersion.TLSv1_2)[1] == "TLSv1.2"
+        with pytest.raises(ssl.SSLError):
+            context = unverified_context(minimum=ssl.TLSVersion.TLSv1, maximum=ssl.TLSVersion.TLSv1_1)
+            context.set_ciphers("ALL:@SECLEVEL=0")
+            with socket.create_connection(("127.0.0.1", bridge.port), timeout=5) as raw:
+                context.wrap_socket(raw).close()
+        # curl checks the same hash: the right pin passes, a wrong one fails (exit 90).
+        good = curl(f"https://127.0.0.1:{bridge.port}/api/health", pin)
+        assert good.returncode == 0 and json.loads(good.stdout) == {"status": "ok"}, good.stderr
+        wrong = curl(f"https://127.0.0.1:{bridge.port}/api/health", "sha256/" + "A" * 43 + "=")
+        assert wrong.returncode == 90, (wrong.returncode, wrong.stderr)
+        # Plaintext on the same port still answers.
+        with urllib.request.urlopen(f"http://127.0.0.1:{bridge.port}/api/health", timeout=5) as response:
+            assert json.load(response) == {"status": "ok"}
+        # The key is private.
+        assert (Path(bridge.state) / "tls-key.pem").stat().st_mode & 0o777 == 0o600
+    finally:
+        log = bridge.stop()
+    assert "PRIVATE KEY" not in log and "oa_p_" not in log
+
+
+def test_the_pin_survives_a_restart_and_rotation_changes_it():
+    first = Bridge()
+    state = first.state
+    try:
+        pin = first.pair_info()["pin"]
+    finally:
+        first.stop()
+    again = Bridge(state=state)
+    try:
+        assert again.pair_info()["pin"] == pin
+        assert peer_pin("127.0.0.1", again.port)[0] == pin
+    finally:
+        again.stop()
+    rotated = subprocess.run([BIN, "identity", "rotate", "--state-dir", state], capture_output=True, text=True, timeout=10)
+    assert rotated.returncode == 0, rotated.stderr
+    after = Bridge(state=state)
+    try:
+        new_pin = after.pair_info()["pin"]
+        assert new_pin != pin
+        assert peer_pin("127.0.0.1", after.port)[0] == new_pin
+        assert new_pin in rotated.stdout
+    finally:
+        after.stop()
+
+
+def pair_over_tls(bridge: Bridge) -> tuple[str, str]:
+    """Pairs over https:// with the QR payload's token; returns (access token, pin)."""
+    payload = bridge.pair_info()
+    status, tokens = bridge.https("POST", "/api/auth/exchange", {"pairing_token": payload["token"], "device_name": "tls-test"})
+    assert status == 200, tokens
+    return tokens["access_token"], payload["pin"]
+
+
+async def prompt_once(url: str, token: str, pin: str | None, text: str, cwd: str) -> str:
+    """initialize, session/new, one prompt (permissions granted); returns the streamed answer."""
+    kwargs = {"additional_headers": {"Authorization": f"Bearer {token}"}, "open_timeout": 10}
+    if url.startswith("wss://"):
+        kwargs["ssl"] = unverified_context()
+    async with websockets.connect(url, **kwargs) as ws:
+        if pin:
+            check_pin(ws, pin)
+        await ws.send(json.dumps(SEED_INIT))
+        assert "result" in json.loads(await asyncio.wait_for(ws.recv(), 10))
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd}}))
+        created = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert "result" in created, created
+        session = created["result"]["session_id"]
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                                  "params": {"session_id": session, "prompt": [{"type": "text", "text": text}]}}))
+        answer = ""
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            if message.get("method") == "session/request_permission":
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {
+                    "outcome": "selected", "option_id": message["params"]["options"][0]["option_id"]}}}))
+            elif message.get("method") == "session/update":
+                content = message["params"].get("update", {}).get("content", {})
+                if isinstance(content, dict):
+                    answer += content.get("text", "")
+            elif message.get("id") == 3:
+                assert message["result"]["stop_reason"] == "end_turn", message
+                return answer
+
+
+def test_pairing_and_prompting_over_wss_and_seed_dialect_over_ws_from_loopback():
+    bridge = Bridge()
+    try:
+        token, pin = pair_over_tls(bridge)
+        answer = asyncio.run(prompt_once(f"wss://127.0.0.1:{bridge.port}/", token, pin, "over tls", bridge.state))
+        assert "over tls" in answer
+        # Loopback plaintext keeps working (local tools, the seed dialect over ws://).
+        answer = asyncio.run(prompt_once(f"ws://127.0.0.1:{bridge.port}/", token, None, "in clear on loopback", bridge.state))
+        assert "in clear on loopback" in answer
+    finally:
+        bridge.stop()
+
+
+# Hostile TLS input. Each returns how the bridge ended the connection: "closed" (EOF or reset) or "open".
+
+def _wait_closed(sock: socket.socket, seconds: float) -> tuple[str, float]:
+    start = time.monotonic()
+    sock.settimeout(0.5)
+    while time.monotonic() - start < seconds:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            return "closed", time.monotonic() - start
+        if not data:
+            return "closed", time.monotonic() - start
+    return "open", time.monotonic() - start
+
+
+def tls_garbage(port: int, rng: random.Random) -> tuple[str, float]:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"\x16" + bytes(rng.randrange(256) for _ in range(600)))
+        return _wait_closed(s, 20)
+
+
+def hello_then_silence(port: int) -> tuple[str, float]:
+    """A real ClientHello (from Python's ssl, non-blocking so it is never finished), then nothing."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = unverified_context().wrap_bio(incoming, outgoing)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    raw.sendall(outgoing.read())
+    try:
+        return _wait_closed(raw, 25)
+    finally:
+        raw.close()
+
+
+def plaintext_where_tls_was_expected(port: int) -> tuple[str, float, bytes]:
+    """A TLS record header and then an HTTP request in clear."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"\x16\x03\x01\x00\x40GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + b"x" * 40)
+        s.settimeout(5)
+        try:
+            first = s.recv(64)
+        except OSError:
+            first = b""
+        state, elapsed = _wait_closed(s, 20) if first else ("closed", 0.0)
+        return state, elapsed, first
+
+
+def oversized_hello(port: int) -> tuple[str, float]:
+    """A handshake record announcing a ClientHello of 16 MiB, and 256 KiB of it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        header = b"\x16\x03\x01\x40\x00" + b"\x01\xff\xff\xff"
+        try:
+            s.sendall(header + b"\x03\x03" + os.urandom(256 * 1024))
+        except OSError:
+            return "closed", 0.0
+        return _wait_closed(s, 20)
+
+
+def handshake_flood(port: int, count: int, results: list[str]) -> None:
+    """`count` full handshakes, 16 at a time, each dropped at once."""
+    def one():
+        try:
+            peer_pin("127.0.0.1", port, timeout=10)
+            results.append("ok")
+        except (OSError, ssl.SSLError) as error:
+            results.append(type(error).__name__)
+    for start in range(0, count, 16):
+        threads = [threading.Thread(target=one) for _ in range(min(16, count - start))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+
+
+async def witness(url: str, token: str, pin: str, cwd: str, stop: asyncio.Event, turns: list[float]) -> None:
+    async with websockets.connect(url, ssl=unverified_context(), open_timeout=10,
+                                  additional_headers={"Authorization": f"Bearer {token}"}) as ws:
+        check_pin(ws, pin)
+        await ws.send(json.dumps(SEED_INIT))
+        await asyncio.wait_for(ws.recv(), 10)
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd}}))
+        session = json.loads(await asyncio.wait_for(ws.recv(), 10))["result"]["session_id"]
+        n = 10
+        while not stop.is_set() and n < 10_000:
+            n += 1
+            start = time.monotonic()
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": "session/prompt",
+                                      "params": {"session_id": session, "prompt": [{"type": "text", "text": f"turn {n}"}]}}))
+            while True:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 15))
+                if message.get("method") == "session/request_permission":
+                    await ws.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {
+                        "outcome": "selected", "option_id": message["params"]["options"][0]["option_id"]}}}))
+                elif message.get("id") == n:
+                    assert message["result"]["stop_reason"] == "end_turn", message
+                    break
+            turns.append(time.monotonic() - start)
+
+
+def test_hostile_tls_input_is_refused_or_closed_and_a_witness_keeps_prompting():
+    bridge = Bridge()
+    try:
+        token, pin = pair_over_tls(bridge)
+        rng = random.Random(int(os.environ.get("OA_FUZZ_SEED", "1337")))
+
+        async def scenario():
+            stop = asyncio.Event()
+            turns: list[float] = []
+            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.state, stop, turns))
+            loop = asyncio.get_running_loop()
+            flood: list[str] = []
+            results = await asyncio.wait_for(asyncio.gather(
+                *[loop.run_in_executor(None, tls_garbage, bridge.port, random.Random(rng.random())) for _ in range(8)],
+                loop.run_in_executor(None, hello_then_silence, bridge.port),
+                loop.run_in_executor(None, plaintext_where_tls_was_expected, bridge.port),
+                loop.run_in_executor(None, oversized_hello, bridge.port),
+                loop.run_in_executor(None, handshake_flood, bridge.port, 200, flood),
+            ), 120)
+            stop.set()
+            await asyncio.wait_for(task, 30)
+            return results, flood, turns
+
+        results, flood, turns = asyncio.run(scenario())
+        garbage, silence, plaintext, oversized = results[:8], results[8], results[9], results[10]
+        for state, elapsed in garbage:
+            assert state == "closed" and elapsed < 5, (state, elapsed)
+        # A ClientHello and then nothing: closed by the time a request is due (10 s by default), not held open.
+        assert silence[0] == "closed" and 5 < silence[1] < 20, silence
+        # A TLS record with HTTP inside: a TLS alert (0x15) or a close, never an HTTP answer.
+        assert not plaintext[2].startswith(b"HTTP"), plaintext
+        assert plaintext[0] == "closed" and plaintext[1] < 5, plaintext
+        assert oversized[0] == "closed" and oversized[1] < 5, oversized
+        assert flood.count("ok") == 200, {name: flood.count(name) for name in set(flood)}
+        assert len(turns) >= 3, turns
+        assert bridge.proc.poll() is None, "the bridge died"
+        # After all that, a new client still pairs over TLS? The witness prompting throughout is the check; one more
+        # handshake shows the port still answers.
+        assert peer_pin("127.0.0.1", bridge.port)[0] == pin
+    finally:
+        log = bridge.stop()
+    assert "Fatal error" not in log
