@@ -86,6 +86,8 @@ let package = Package(
                 .target(name: "CAvahi", condition: .when(platforms: [.linux])),
                 "CDNSSD",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings,
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]

@@ -46,14 +46,12 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     private var browser: OpaquePointer?
     private var resolvers: [Sighting: Unmanaged<ResolverBox>] = [:]
     private var resolutions: [Sighting: Resolution] = [:]
-    private var firstSeen: [ServiceInstance: ContinuousClock.Instant] = [:]
-    private var announced: [ServiceInstance: ResolvedService] = [:]
+    /// What was announced, first-seen times, and what is being resolved again after an outage: the first report
+    /// after the daemon returns waits for the other sightings too, so a service does not flicker to fewer addresses.
+    private var aggregator = BrowseAggregator()
     /// After the daemon returns: instances not seen again by the next ALL_FOR_NOW are removed.
     private var staleAfterReconnect: Set<ServiceInstance>?
     private var daemonLost = false
-    /// Announced before a daemon outage and not reported since: the first report after the daemon
-    /// returns waits for the other sightings too, so a service does not flicker to fewer addresses.
-    private var reresolving: Set<ServiceInstance> = []
     /// Instances with a publish already scheduled, so bursts of sightings become one event.
     private var pendingFlush: Set<ServiceInstance> = []
 
@@ -90,8 +88,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         guard browser == nil else { return }
         if daemonLost {
             daemonLost = false
-            staleAfterReconnect = Set(announced.keys)
-            reresolving = Set(announced.keys)
+            staleAfterReconnect = aggregator.daemonReturned()
             continuation.yield(.daemonAvailable)
         }
         let userdata = unmanagedSelf.map { UnsafeMutableRawPointer($0.toOpaque()) }
@@ -133,7 +130,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         case AVAHI_BROWSER_NEW:
             let instance = ServiceInstance(name: name, type: type, domain: domain)
             let sighting = Sighting(interface: interface, proto: proto, instance: instance)
-            if firstSeen[instance] == nil { firstSeen[instance] = .now }
+            aggregator.sighted(instance, at: .now)
             guard resolvers[sighting] == nil else { return }
             startResolver(for: sighting, client: client)
         case AVAHI_BROWSER_REMOVE:
@@ -153,12 +150,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
             if let stale = staleAfterReconnect {
                 staleAfterReconnect = nil
                 let seen = Set(resolvers.keys.map(\.instance))
-                for instance in stale.subtracting(seen) where announced[instance] != nil {
-                    announced.removeValue(forKey: instance)
-                    firstSeen.removeValue(forKey: instance)
-                    reresolving.remove(instance)
-                    continuation.yield(.removed(instance))
-                }
+                for event in aggregator.dropStale(stale, seen: seen) { continuation.yield(event) }
             }
             continuation.yield(.allForNow)
         case AVAHI_BROWSER_FAILURE:
@@ -196,7 +188,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
                 isOwn: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0)
             let instance = sighting.instance
             let pending = resolvers.keys.contains { $0.instance == instance && resolutions[$0] == nil }
-            if (announced[instance] == nil && pending) || reresolving.contains(instance) {
+            if (!aggregator.isAnnounced(instance) && pending) || aggregator.isReresolving(instance) {
                 scheduleFlush(instance)  // first report waits briefly for the other address family
             } else {
                 publish(instance)
@@ -267,14 +259,11 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         // During a daemon outage nothing is known; what was announced stays until the daemon is
         // back and its next ALL_FOR_NOW settles it (a coalescing timer may still fire meanwhile).
         guard !daemonLost else { return }
-        reresolving.remove(instance)
+        aggregator.endReresolving(instance)
         let parts = resolutions.filter { $0.key.instance == instance }.map(\.value)
         guard let latest = parts.first else {
             if resolvers.keys.contains(where: { $0.instance == instance }) { return }
-            firstSeen.removeValue(forKey: instance)
-            if announced.removeValue(forKey: instance) != nil {
-                continuation.yield(.removed(instance))
-            }
+            if let removed = aggregator.gone(instance) { continuation.yield(removed) }
             return
         }
         var addresses: [ServiceAddress] = []
@@ -283,23 +272,11 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         }
         addresses.sort { ($0.family == .ipv4 ? 0 : 1, $0.ip) < ($1.family == .ipv4 ? 0 : 1, $1.ip) }
         let interfaces = Array(Set(parts.compactMap(\.interface))).sorted()
-        var service = ResolvedService(
+        let service = ResolvedService(
             instance: instance, hostName: latest.hostName, port: latest.port, addresses: addresses,
             txt: latest.txt.dictionary, interfaces: interfaces,
             isLocal: parts.contains(where: \.isLocal), isOwn: parts.contains(where: \.isOwn))
-        if let previous = announced[instance] {
-            service.resolveSeconds = previous.resolveSeconds
-            guard previous != service else { return }
-            announced[instance] = service
-            continuation.yield(.updated(service))
-        } else {
-            if let seen = firstSeen[instance] {
-                let elapsed = ContinuousClock.now - seen
-                service.resolveSeconds = elapsed.inSeconds
-            }
-            announced[instance] = service
-            continuation.yield(.added(service))
-        }
+        if let event = aggregator.report(service, at: .now) { continuation.yield(event) }
     }
 
     private func freeObjects() {

@@ -54,11 +54,9 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         loop.perform { self.applyTXT(txt) }
     }
 
-    /// Withdraws the service and ends the event stream. Waits (at most 2 s) until the ref is
-    /// deallocated, so goodbye packets are on their way when it returns, unless called on the loop.
-    func cancel() {
-        let done = DispatchSemaphore(value: 0)
-        let loop = self.loop
+    /// Withdraws the service and ends the event stream, without waiting: `completion` runs once the ref is
+    /// deallocated (goodbye packets on their way). Use ``withdraw()`` to wait for that.
+    func cancel(completion: (@Sendable () -> Void)? = nil) {
         loop.perform {
             self.cancelled = true
             self.loop.cancelTimer(self.retryTimer)
@@ -73,11 +71,24 @@ final class DNSSDAdvertiser: @unchecked Sendable {
             self.continuation.finish()
             self.logger.debug("advertisement cancelled", metadata: ["name": "\(self.currentName)"])
         }
-        loop.stop { done.signal() }
-        if !loop.isCurrent {
-            _ = done.wait(timeout: .now() + 2)
+        loop.stop(completion: completion)
+    }
+
+    /// Withdraws the service and returns once the ref is deallocated, so goodbye packets are on their way;
+    /// waits at most ``withdrawLimit`` and blocks no thread.
+    func withdraw() async {
+        let (done, signal) = AsyncStream.makeStream(of: Void.self)
+        cancel { signal.finish() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in done {} }
+            group.addTask { try? await Task.sleep(for: DNSSDAdvertiser.withdrawLimit) }
+            await group.next()
+            group.cancelAll()
         }
     }
+
+    /// How long ``withdraw()`` waits for the run loop to deallocate the ref.
+    static let withdrawLimit: Duration = .seconds(2)
 
     // MARK: - Loop thread
 

@@ -43,7 +43,7 @@ public struct DNSSDBackend: DiscoveryBackend {
         }
         let advertiser = DNSSDAdvertiser(registration: registration, loop: loop, continuation: continuation, logger: logger)
         advertiser.start()
-        return Advertisement(events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() })
+        return Advertisement(events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() }, withdraw: { await advertiser.withdraw() })
     }
 
     public func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent> {

@@ -58,15 +58,14 @@ final class DNSSDBrowser: @unchecked Sendable {
 
     private var browser: DNSSDCallbackBox?
     private var sightings: [SightingKey: Sighting] = [:]
-    private var firstSeen: [ServiceInstance: ContinuousClock.Instant] = [:]
-    private var announced: [ServiceInstance: ResolvedService] = [:]
+    /// What was announced, first-seen times, and what is being resolved again after an outage (updates of those
+    /// wait for addresses too).
+    private var aggregator = BrowseAggregator()
     private var addressTimers: [ServiceInstance: DNSSDRunLoop.TimerID] = [:]
     /// Instances past their address wait: announce even without addresses.
     private var addressWaitOver: Set<ServiceInstance> = []
     /// Instances with a first address, waiting `familyWait` for the other family.
     private var addressSettling: Set<ServiceInstance> = []
-    /// Announced before a daemon outage and being resolved again: updates wait for addresses too.
-    private var reresolving: Set<ServiceInstance> = []
     /// Pending `updated` reports, sent `updateDelay` after the first change.
     private var updateTimers: [ServiceInstance: DNSSDRunLoop.TimerID] = [:]
     private var outageReported = false
@@ -153,8 +152,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         if reconcileOnRestart {
             reconcileOnRestart = false
             // What was announced before the restart and is not seen again soon has gone.
-            let stale = Set(announced.keys)
-            reresolving = stale
+            let stale = aggregator.daemonReturned()
             loop.schedule(after: Self.staleGrace) { self.dropStale(stale) }
         }
     }
@@ -174,7 +172,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         let key = SightingKey(instance: instance, interface: interface)
         if flags & DNSSDConstants.flagsAdd != 0 {
             logger.trace("browse add", metadata: ["service": "\(instance)", "interface": "\(interface)"])
-            if firstSeen[instance] == nil { firstSeen[instance] = .now }
+            aggregator.sighted(instance, at: .now)
             let sighting = sightings[key] ?? Sighting(key: key, replyType: type, replyDomain: domain)
             sightings[key] = sighting
             sighting.count += 1
@@ -237,7 +235,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         if hostChanged { queryAddresses(sighting, host: host) }
         publish(sighting.key.instance)
         let instance = sighting.key.instance
-        if announced[instance] == nil || reresolving.contains(instance), addressTimers[instance] == nil {
+        if aggregator.awaitsFirstReport(instance), addressTimers[instance] == nil {
             armAddressTimer(instance, after: Self.addressWait)
         }
     }
@@ -329,15 +327,13 @@ final class DNSSDBrowser: @unchecked Sendable {
     private func publish(_ instance: ServiceInstance, flushUpdate: Bool = false) {
         let all = sightings.values.filter { $0.key.instance == instance }
         guard !all.isEmpty else {
-            firstSeen.removeValue(forKey: instance)
             addressWaitOver.remove(instance)
             addressSettling.remove(instance)
-            reresolving.remove(instance)
             loop.cancelTimer(addressTimers.removeValue(forKey: instance))
             loop.cancelTimer(updateTimers.removeValue(forKey: instance))
-            if announced.removeValue(forKey: instance) != nil {
+            if let removed = aggregator.gone(instance) {
                 logger.debug("removed", metadata: ["service": "\(instance)"])
-                continuation.yield(.removed(instance))
+                continuation.yield(removed)
             }
             return
         }
@@ -347,7 +343,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         for sighting in resolved {
             for (address, count) in sighting.addresses where count > 0 { addresses.insert(address) }
         }
-        let firstResolution = announced[instance] == nil || reresolving.contains(instance)
+        let firstResolution = aggregator.awaitsFirstReport(instance)
         let complete = resolved.allSatisfy { sighting in
             Set(sighting.addresses.filter { $0.value > 0 }.map(\.key.family)).count == 2
         }
@@ -362,18 +358,17 @@ final class DNSSDBrowser: @unchecked Sendable {
         }
         let interfaces = Array(Set(resolved.compactMap { DNSSDValues.interfaceName($0.key.interface) })).sorted()
         let isLocal = hostName.lowercased() == DNSSDValues.localHostName
-        var service = ResolvedService(
+        let service = ResolvedService(
             instance: instance, hostName: hostName, port: latest.port, addresses: DNSSDValues.sorted(addresses),
             txt: latest.txt.dictionary, interfaces: interfaces,
             isLocal: isLocal, isOwn: isLocal && DNSSDOwnServices.shared.contains(instance))
-        if let previous = announced[instance] {
-            service.resolveSeconds = previous.resolveSeconds
-            if reresolving.remove(instance) != nil {
+        if aggregator.isAnnounced(instance) {
+            if aggregator.endReresolving(instance) {
                 loop.cancelTimer(addressTimers.removeValue(forKey: instance))
                 addressWaitOver.remove(instance)
                 addressSettling.remove(instance)
             }
-            guard previous != service else { return }
+            guard aggregator.changes(service) else { return }
             guard flushUpdate else {
                 // Changes come record by record (TXT, then each address); report them together, and
                 // not at all if the instance is gone within the delay (a goodbye removes addresses first).
@@ -385,18 +380,12 @@ final class DNSSDBrowser: @unchecked Sendable {
                 }
                 return
             }
-            announced[instance] = service
-            continuation.yield(.updated(service))
+            if let event = aggregator.report(service, at: .now) { continuation.yield(event) }
         } else {
-            if let seen = firstSeen[instance] {
-                let elapsed = ContinuousClock.now - seen
-                service.resolveSeconds = elapsed.inSeconds
-            }
             loop.cancelTimer(addressTimers.removeValue(forKey: instance))
             addressWaitOver.remove(instance)
             addressSettling.remove(instance)
-            announced[instance] = service
-            continuation.yield(.added(service))
+            if let event = aggregator.report(service, at: .now) { continuation.yield(event) }
             checkAllForNow(force: false)
         }
     }
@@ -408,7 +397,7 @@ final class DNSSDBrowser: @unchecked Sendable {
         guard !allForNowSent, !stopped, browser != nil, let started = browseStarted else { return }
         let elapsed = ContinuousClock.now - started
         guard elapsed >= .seconds(1) else { return }
-        let pending = Set(sightings.keys.map(\.instance)).subtracting(announced.keys)
+        let pending = Set(sightings.keys.map(\.instance)).subtracting(aggregator.announcedInstances)
         guard force || pending.isEmpty || elapsed >= .seconds(4) else {
             loop.cancelTimer(allForNowTimer)
             allForNowTimer = loop.schedule(after: .seconds(4) - elapsed) { self.checkAllForNow(force: true) }
@@ -461,7 +450,7 @@ final class DNSSDBrowser: @unchecked Sendable {
     private func restartLater() {
         loop.cancelTimer(livenessTimer)
         livenessTimer = nil
-        reconcileOnRestart = reconcileOnRestart || !announced.isEmpty
+        reconcileOnRestart = reconcileOnRestart || aggregator.hasAnnounced
         loop.close(browser)
         browser = nil
         for sighting in sightings.values { drop(sighting) }
@@ -513,11 +502,7 @@ final class DNSSDBrowser: @unchecked Sendable {
     private func dropStale(_ stale: Set<ServiceInstance>) {
         guard !stopped else { return }
         let seen = Set(sightings.keys.map(\.instance))
-        for instance in stale.subtracting(seen) where announced.removeValue(forKey: instance) != nil {
-            firstSeen.removeValue(forKey: instance)
-            reresolving.remove(instance)
-            continuation.yield(.removed(instance))
-        }
+        for event in aggregator.dropStale(stale, seen: seen) { continuation.yield(event) }
     }
 
     /// Closes a sighting's refs and forgets it.

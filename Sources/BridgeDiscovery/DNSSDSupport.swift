@@ -1,5 +1,6 @@
 import CDNSSD
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -180,33 +181,28 @@ enum DNSSDValues {
 }
 
 /// The services this process registers through `DNSSDBackend`, so browse results can say "our own".
-final class DNSSDOwnServices: @unchecked Sendable {
+final class DNSSDOwnServices: Sendable {
     /// The process-wide registry.
     static let shared = DNSSDOwnServices()
-    private let lock = NSLock()
-    private var counts: [ServiceInstance: Int] = [:]
+    private let counts = Mutex<[ServiceInstance: Int]>([:])
 
     /// Records that this process now holds `instance`.
     func insert(_ instance: ServiceInstance) {
-        lock.lock()
-        counts[instance, default: 0] += 1
-        lock.unlock()
+        counts.withLock { $0[instance, default: 0] += 1 }
     }
 
     /// Records that this process no longer holds `instance`.
     func remove(_ instance: ServiceInstance) {
-        lock.lock()
-        if let count = counts[instance] {
-            counts[instance] = count > 1 ? count - 1 : nil
+        counts.withLock { counts in
+            if let count = counts[instance] {
+                counts[instance] = count > 1 ? count - 1 : nil
+            }
         }
-        lock.unlock()
     }
 
     /// Whether this process holds `instance`.
     func contains(_ instance: ServiceInstance) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return counts[instance] != nil
+        counts.withLock { $0[instance] != nil }
     }
 }
 

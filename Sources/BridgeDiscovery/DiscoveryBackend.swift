@@ -20,21 +20,29 @@ public struct Advertisement: Sendable {
     public let events: AsyncStream<AdvertiseEvent>
     private let updateTXTAction: @Sendable (TXTRecord) -> Void
     private let cancelAction: @Sendable () -> Void
+    private let withdrawAction: @Sendable () async -> Void
 
-    /// Creates an advertisement handle; backends call this.
+    /// Creates an advertisement handle; backends call this. `withdraw` cancels and waits until the goodbye
+    /// packets are on their way; without it, ``withdraw()`` is ``cancel()``.
     public init(
         events: AsyncStream<AdvertiseEvent>,
         updateTXT: @escaping @Sendable (TXTRecord) -> Void,
-        cancel: @escaping @Sendable () -> Void
+        cancel: @escaping @Sendable () -> Void,
+        withdraw: (@Sendable () async -> Void)? = nil
     ) {
         self.events = events
         self.updateTXTAction = updateTXT
         self.cancelAction = cancel
+        self.withdrawAction = withdraw ?? { cancel() }
     }
 
     /// Replaces the TXT record of the advertised service.
     public func updateTXT(_ txt: TXTRecord) { updateTXTAction(txt) }
 
-    /// Withdraws the service (sending goodbye packets) and ends `events`.
+    /// Withdraws the service (sending goodbye packets) and ends `events`, without waiting for the goodbyes.
     public func cancel() { cancelAction() }
+
+    /// Withdraws the service and returns once its goodbye packets are on their way (a bounded wait that blocks no
+    /// thread). Call it last thing before a process exits, so phones see the service go at once.
+    public func withdraw() async { await withdrawAction() }
 }

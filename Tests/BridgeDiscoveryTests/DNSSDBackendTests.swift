@@ -1,5 +1,6 @@
 import CDNSSD
 import Foundation
+import Synchronization
 import Testing
 @testable import BridgeDiscovery
 
@@ -93,9 +94,21 @@ struct DNSSDBackendTests {
         #expect(DNSSDRetry.delay(afterAttempts: 10_000) == .seconds(5))
     }
 
-    @Test("the backend is called dnssd")
-    func name() {
-        #expect(DNSSDBackend().name == "dnssd")
+    @Test("our own services are counted: two registrations of one instance, withdrawn one by one")
+    func ownServices() {
+        let own = DNSSDOwnServices()
+        let desk = ServiceInstance(name: "desk", type: "_openagents._tcp")
+        let other = ServiceInstance(name: "other", type: "_openagents._tcp")
+        own.insert(desk)
+        own.insert(desk)
+        #expect(own.contains(desk))
+        #expect(!own.contains(other))
+        own.remove(desk)
+        #expect(own.contains(desk))
+        own.remove(desk)
+        #expect(!own.contains(desk))
+        own.remove(desk)
+        #expect(!own.contains(desk))
     }
 
     @Test("the run loop runs queued work and timers on its own thread, in deadline order, then stops")
@@ -162,17 +175,14 @@ struct DNSSDBackendTests {
 }
 
 /// A value behind a lock (Synchronization.Mutex needs macOS 15; the package supports macOS 14).
-private final class DNSSDLockedValue<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+private final class DNSSDLockedValue<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
 
     init(_ value: Value) {
-        self.value = value
+        self.value = Mutex(value)
     }
 
     func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
+        value.withLock { body(&$0) }
     }
 }

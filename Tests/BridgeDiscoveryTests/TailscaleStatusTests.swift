@@ -11,47 +11,65 @@ struct TailscaleStatusTests {
     static let status = #"{"BackendState":"Running","Self":{"DNSName":"desk.tail1234.ts.net.","TailscaleIPs":["fd7a:115c:a1e0::1","100.101.102.103"]}}"#
 
     @Test("reads Self.DNSName and TailscaleIPs over the LocalAPI unix socket")
-    func localAPI() throws {
+    func localAPI() async throws {
         let directory = try TemporaryDirectory()
         let socketPath = directory.path + "/tailscaled.sock"
         let server = try FakeLocalAPI(path: socketPath, response: "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + Self.status)
         defer { server.stop() }
         let reader = TailscaleStatusReader(socketPaths: [socketPath], command: directory.path + "/no-such-tailscale")
-        let identity = try reader.read()
+        let identity = try await reader.read()
         #expect(identity == TailnetIdentity(dnsName: "desk.tail1234.ts.net", addresses: ["100.101.102.103", "fd7a:115c:a1e0::1"], backendState: "Running", source: "localapi"))
         #expect(identity.isRunning)
         #expect(server.requests.first?.hasPrefix("GET /localapi/v0/status HTTP/1.0") == true)
     }
 
     @Test("falls back to 'tailscale status --json' when no socket answers")
-    func commandFallback() throws {
+    func commandFallback() async throws {
         let directory = try TemporaryDirectory()
         let script = directory.path + "/tailscale"
         try "#!/bin/sh\n[ \"$1 $2\" = \"status --json\" ] || exit 3\necho '\(Self.status.replacingOccurrences(of: "Running", with: "Stopped"))'\n".write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
         let reader = TailscaleStatusReader(socketPaths: [directory.path + "/absent.sock"], command: script)
-        let identity = try reader.read()
+        let identity = try await reader.read()
         #expect(identity.dnsName == "desk.tail1234.ts.net")
         #expect(identity.source == "cli")
         #expect(!identity.isRunning)
     }
 
     @Test("no socket and no command means not installed, with a message that says so")
-    func notInstalled() throws {
+    func notInstalled() async throws {
         let directory = try TemporaryDirectory()
         let reader = TailscaleStatusReader(socketPaths: [directory.path + "/absent.sock"], command: directory.path + "/absent")
-        #expect(throws: TailscaleError.notInstalled) { try reader.read() }
+        await #expect(throws: TailscaleError.notInstalled) { try await reader.read() }
         #expect(TailscaleError.notInstalled.description.contains("not installed"))
     }
 
+    @Test("a command that hangs is cut off at the timeout and reported as unreachable")
+    func hangingCommand() async throws {
+        let directory = try TemporaryDirectory()
+        let script = directory.path + "/tailscale"
+        try "#!/bin/sh\nexec sleep 30\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let reader = TailscaleStatusReader(socketPaths: [], command: script, timeout: .milliseconds(300))
+        let started = ContinuousClock.now
+        do {
+            _ = try await reader.read()
+            Issue.record("a hanging command gave an identity")
+        } catch {
+            guard case .unreachable(let message) = error else { Issue.record("expected unreachable, got \(error)"); return }
+            #expect(message.contains("did not answer within"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
     @Test("an HTTP error from the LocalAPI is reported, not parsed")
-    func httpError() throws {
+    func httpError() async throws {
         let directory = try TemporaryDirectory()
         let socketPath = directory.path + "/tailscaled.sock"
         let server = try FakeLocalAPI(path: socketPath, response: "HTTP/1.0 403 Forbidden\r\n\r\naccess denied")
         defer { server.stop() }
         let reader = TailscaleStatusReader(socketPaths: [socketPath], command: directory.path + "/absent")
-        #expect(throws: TailscaleError.self) { try reader.read() }
+        await #expect(throws: TailscaleError.self) { try await reader.read() }
     }
 }
 
