@@ -34,7 +34,7 @@ public final class BridgeRPCClient: Sendable {
         let client = BridgeRPCClient(url: url)
         do {
             try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
-        } catch let error as WebSocketClientError where "\(error)".contains("upgrade") {
+        } catch let error as WebSocketClientError where error == .webSocketUpgradeFailed {
             throw BridgeClientError.unauthorized(token == nil
                 ? "the bridge refused the WebSocket without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
                 : "the bridge refused the token (expired or revoked)")

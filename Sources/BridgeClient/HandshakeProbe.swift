@@ -2,6 +2,7 @@ import BridgeDiscovery
 import Foundation
 import HummingbirdWSClient
 import Logging
+import Synchronization
 
 /// Connects to a bridge over WebSocket and runs the `initialize` handshake once, timing it:
 /// the "is it really a bridge, and does it answer" check behind `oa-bridge discover --probe`.
@@ -136,8 +137,13 @@ public struct HandshakeProbe: Sendable {
 /// Thrown inside the probe when its time is up.
 private struct ProbeTimeout: Error {}
 
-/// Carries the first text frame out of the WebSocket handler.
-private final class AnswerBox: @unchecked Sendable {
-    // Written once inside the handler before it returns, read after `connect` returns.
-    var value: String?
+/// Carries the first text frame out of the WebSocket handler (which runs in another task).
+private final class AnswerBox: Sendable {
+    private let text = Mutex<String?>(nil)
+
+    /// The first text frame, once the handler has seen it.
+    var value: String? {
+        get { text.withLock { $0 } }
+        set { text.withLock { $0 = newValue } }
+    }
 }

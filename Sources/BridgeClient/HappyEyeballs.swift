@@ -26,9 +26,13 @@ public struct HappyEyeballs: Sendable {
 
     /// Runs the race. `attempt` must honour cancellation. Returns the winner with its value and
     /// every attempt's report; throws `noEndpointReachable` when all fail.
+    ///
+    /// Attempts that succeed after the winner (two can finish at once) are handed to `closeLoser` before the race
+    /// returns, so that a losing connection is never left open: pass `{ $0.close() }` for connections.
     public func race<Value: Sendable>(
         _ candidates: [BridgeEndpoint],
-        attempt: @escaping @Sendable (BridgeEndpoint) async throws -> Value
+        attempt: @escaping @Sendable (BridgeEndpoint) async throws -> Value,
+        closeLoser: @escaping @Sendable (Value) async -> Void = { _ in }
     ) async throws(BridgeClientError) -> (endpoint: BridgeEndpoint, value: Value, attempts: [Attempt]) {
         guard !candidates.isEmpty else { throw .noCandidates("no address to try") }
         let start = ContinuousClock.now
@@ -73,6 +77,13 @@ public struct HappyEyeballs: Sendable {
                     case .success(let value):
                         attempts[index].outcome = "won"
                         group.cancelAll()
+                        // The others end now (cancelled); any that had already succeeded lost: close it.
+                        while let late = await group.next() {
+                            guard case .finished(let lateIndex, .success(let loser), let lateAt) = late else { continue }
+                            attempts[lateIndex].duration = lateAt - attempts[lateIndex].startedAt
+                            attempts[lateIndex].outcome = "succeeded after the winner; closed"
+                            await closeLoser(loser)
+                        }
                         return (index, value)
                     case .failure(let error):
                         attempts[index].outcome = "failed: \(error)"

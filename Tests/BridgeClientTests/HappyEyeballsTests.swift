@@ -60,10 +60,50 @@ struct HappyEyeballsTests {
         }
     }
 
+    @Test("when two attempts succeed at once, the loser is closed and the winner is not")
+    func loserClosed() async throws {
+        let bothStarted = Barrier(count: 2)
+        let closed = ClosedLog()
+        let race = HappyEyeballs(attemptDelay: .milliseconds(1))
+        let result = try await race.race([a, b]) { endpoint in
+            await bothStarted.arrive()  // neither returns before the other has started: both succeed
+            return endpoint.host
+        } closeLoser: { loser in
+            await closed.add(loser)
+        }
+        let loser = result.value == "a" ? "b" : "a"
+        #expect(await closed.hosts == [loser])
+        let report = result.attempts.first { $0.endpoint.host == loser }
+        #expect(report?.outcome == "succeeded after the winner; closed")
+    }
+
     @Test("no candidates is an error, not a hang")
     func empty() async {
         await #expect(throws: BridgeClientError.self) {
             _ = try await HappyEyeballs().race([]) { $0.host }
         }
     }
+}
+
+/// Lets `count` tasks through together.
+private actor Barrier {
+    private let count: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    init(count: Int) { self.count = count }
+
+    func arrive() async {
+        await withCheckedContinuation { continuation in
+            waiting.append(continuation)
+            if waiting.count == count {
+                for waiter in waiting { waiter.resume() }
+                waiting.removeAll()
+            }
+        }
+    }
+}
+
+/// The values a race closed, in order.
+private actor ClosedLog {
+    private(set) var hosts: [String] = []
+    func add(_ host: String) { hosts.append(host) }
 }
