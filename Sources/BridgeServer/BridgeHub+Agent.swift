@@ -167,7 +167,7 @@ extension BridgeHub {
         // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
         asks[askID] = PendingAsk(
             agentRequestID: request.id, method: request.method, sessionID: session, params: request.params,
-            targets: record.members, generation: current, orphanedSince: record.members.isEmpty ? ContinuousClock.now : nil)
+            targets: record.members, generation: current, orphanedSince: record.members.isEmpty ? configuration.clock.now : nil)
         for member in record.members {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))

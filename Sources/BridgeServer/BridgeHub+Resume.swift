@@ -117,13 +117,13 @@ extension BridgeHub {
         let timeout = configuration.orphanedRequestTimeout
         let interval = min(timeout / 4, .seconds(1))
         while !Task.isCancelled {
-            try? await Task.sleep(for: max(interval, .milliseconds(10)))
+            try? await configuration.clock.sleep(for: max(interval, .milliseconds(10)))
             await expireOrphanedAsks(olderThan: timeout)
         }
     }
 
     private func expireOrphanedAsks(olderThan timeout: Duration) async {
-        let now = ContinuousClock.now
+        let now = configuration.clock.now
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
             guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
             asks[askID] = nil

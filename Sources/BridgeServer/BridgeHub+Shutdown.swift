@@ -32,7 +32,7 @@ extension BridgeHub {
         guard !Task.isCancelled, !runningPromptSessions().isEmpty else { return }
         let grace = configuration.shutdownGracePeriod
         logger.notice("waiting for prompts in flight", metadata: ["prompts": "\(runningPromptSessions().count)", "grace": "\(grace.words)"])
-        await waitForPrompts(until: ContinuousClock.now + grace)
+        await waitForPrompts(until: configuration.clock.now + grace)
         let left = runningPromptSessions()
         guard !left.isEmpty, !Task.isCancelled, case .running(let handle) = agentState else { return }
         logger.notice("cancelling prompts still running after the grace period", metadata: ["prompts": "\(left.count)"])
@@ -41,13 +41,15 @@ extension BridgeHub {
                 logger.warning("could not cancel a prompt", metadata: ["session": "\(session)", "error": "\(error.message)"])
             }
         }
-        await waitForPrompts(until: ContinuousClock.now + .seconds(1))
+        await waitForPrompts(until: configuration.clock.now + .seconds(1))
     }
 
-    /// Polls (every 20 ms, bounded by `deadline` and cancellation) until no prompt is running.
+    /// Polls (every 20 ms on the configuration's clock, bounded by `deadline` and cancellation) until no prompt is
+    /// running.
     private func waitForPrompts(until deadline: ContinuousClock.Instant) async {
-        while !runningPromptSessions().isEmpty, ContinuousClock.now < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(20))
+        let clock = configuration.clock
+        while !runningPromptSessions().isEmpty, clock.now < deadline, !Task.isCancelled {
+            try? await clock.sleep(until: min(clock.now + .milliseconds(20), deadline), tolerance: nil)
         }
     }
 }

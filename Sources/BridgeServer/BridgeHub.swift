@@ -94,7 +94,7 @@ actor BridgeHub {
         let id = nextConnectionID
         nextConnectionID += 1
         let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
-                                   stallTimeout: BridgeHub.clientStallTimeout)
+                                   stallTimeout: BridgeHub.clientStallTimeout, clock: configuration.clock)
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
@@ -116,7 +116,7 @@ actor BridgeHub {
         for (askID, var ask) in asks where ask.targets.contains(id) {
             ask.targets.remove(id)
             // A live session keeps its question for the next client that resumes it.
-            if ask.targets.isEmpty { ask.orphanedSince = ContinuousClock.now }
+            if ask.targets.isEmpty { ask.orphanedSince = configuration.clock.now }
             if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
                 asks[askID] = nil
                 answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
@@ -185,10 +185,11 @@ actor BridgeHub {
         client.outbound.cutOff()
     }
 
-    /// Between frames too: every half second, cuts off the clients that are stuck (see ``OutboundQueue/isStuck``).
+    /// Between frames too: every half second (on the configuration's clock), cuts off the clients that are stuck
+    /// (see ``OutboundQueue/isStuck``).
     nonisolated func sweepStuckClients() async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(500))
+            try? await configuration.clock.sleep(for: .milliseconds(500))
             await cutOffStuckClients()
         }
     }

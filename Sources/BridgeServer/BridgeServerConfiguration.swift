@@ -68,6 +68,9 @@ public struct BridgeServerConfiguration: Sendable {
     public var orphanedRequestTimeout: Duration = .seconds(300)
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
+    /// The time the bridge's own timers run on (the sweeps of stuck clients and orphaned requests, the shutdown
+    /// grace period, write stalls); tests inject a clock they move by hand.
+    public var clock: any BridgeClock = ContinuousClock()
 
     /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.
     /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond

@@ -65,18 +65,25 @@ final class OutboundQueue: Sendable {
     let hardCapacity: Int
     /// How long one write may wait for the peer before a client past `capacity` counts as stuck.
     let stallTimeout: Duration
-    private let now: @Sendable () -> ContinuousClock.Instant
+    private let clock: any BridgeClock
     private let state: Mutex<State>
 
-    /// A queue that refuses frames past `capacity` when a write has waited `stallTimeout`, and past
-    /// `hardCapacity` (default: ten times `capacity`) in any case; `now` is the clock (injectable for tests).
+    /// A queue that refuses frames past `capacity` when a write has waited `stallTimeout` on `clock`, and past
+    /// `hardCapacity` (default: ten times `capacity`) in any case.
     init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
-         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+         clock: any BridgeClock = ContinuousClock()) {
         self.capacity = capacity
         self.hardCapacity = max(capacity, hardCapacity ?? capacity * 10)
         self.stallTimeout = stallTimeout
-        self.now = now
+        self.clock = clock
         self.state = Mutex(State())
+    }
+
+    private func now() -> ContinuousClock.Instant { clock.now }
+
+    /// Whether the writer is parked in ``next()`` waiting for frames (what a loan or a wake-up needs).
+    var writerIsWaiting: Bool {
+        state.withLock { $0.waiter != nil }
     }
 
     /// Queues a frame for the writer.

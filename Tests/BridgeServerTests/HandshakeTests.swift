@@ -4,7 +4,7 @@ import BridgeServer
 import Foundation
 import Testing
 
-@Suite("Handshake over a real WebSocket", .timeLimit(.minutes(1)))
+@Suite("Handshake over a real WebSocket", .timeLimit(.minutes(1)), .tags(.loopback))
 struct HandshakeTests {
     static let seedInitialize = #"{"jsonrpc":"2.0","method":"initialize","id":"1","params":{"protocol_version":"0.2.2","client_capabilities":{},"client_info":{"name":"openagents-ios","title":"OpenAgents iOS","version":"0.1.0"}}}"#
 
@@ -81,9 +81,9 @@ struct HandshakeTests {
     @Test("GET /api/health answers ok")
     func health() async throws {
         try await TestBridge.with { port, _ in
-            let (status, body) = try await RawHTTP.get(port: port, path: "/api/health")
-            #expect(status == 200)
-            #expect(try JSONValue(parsing: body) == ["status": "ok"])
+            let reply = try await LoopbackHTTP.request(port: port, "GET", "/api/health")
+            #expect(reply.status == 200)
+            #expect(try JSONValue(parsing: reply.text) == ["status": "ok"])
         }
     }
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Resume without loss: `_meta.seq` on every update, the replay buffer, `_oa/session/resume`, prompts that outlive
 /// their client, and the gap error.
-@Suite("Resume without loss", .timeLimit(.minutes(1)))
+@Suite("Resume without loss", .timeLimit(.minutes(1)), .tags(.loopback))
 struct ResumeTests {
     /// The `_meta.seq` of a `session/update` frame.
     static func seq(_ frame: JSONValue) -> Int64? {
@@ -157,7 +157,13 @@ struct ResumeTests {
 
     @Test("a permission nobody comes back to answer is cancelled after orphanedRequestTimeout; resume reports how the prompt ended")
     func orphanedPermission() async throws {
-        try await TestBridge.with(configure: { $0.orphanedRequestTimeout = .milliseconds(300) }) { port, _ in
+        let clock = ManualClock()
+        let logs = LogRecorder()
+        let timeout: Duration = .seconds(60)
+        try await TestBridge.with(logs: logs, configure: {
+            $0.orphanedRequestTimeout = timeout
+            $0.clock = clock
+        }) { port, _ in
             let session = try await TestClient.with(port: port) { phone -> String in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -165,7 +171,18 @@ struct ResumeTests {
                 _ = try await phone.next { $0["method"] == "session/request_permission" }
                 return session
             }
-            try await Task.sleep(for: .milliseconds(1_500))
+            // The bridge has handled the phone's going away (the permission is orphaned from this instant on), and
+            // both sweeps (orphaned requests, stuck clients) wait on the clock.
+            try #require(await logs.waitFor("client disconnected"))
+            try #require(await clock.waitForSleepers(2))
+            // Just short of the timeout the sweep (which ran: it waits on the clock again) leaves the permission be.
+            clock.advance(by: timeout - .seconds(1))
+            try #require(await clock.waitForSleepers(2))
+            #expect(logs.count(of: "nobody came back to answer the agent's request") == 0)
+            // At the timeout it answers the permission `cancelled`, and the prompt ends while the phone is away.
+            clock.advance(by: .seconds(1))
+            #expect(await logs.waitFor("nobody came back to answer the agent's request"))
+            try #require(await logs.waitFor("prompt finished while its client was away"))
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 phone.send(JSONValue.object([

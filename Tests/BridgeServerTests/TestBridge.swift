@@ -11,7 +11,9 @@ enum TestBridge {
         return path
     }
 
+    /// With `logs`, the bridge logs (every level) into it.
     static func with<T: Sendable>(
+        logs: LogRecorder? = nil,
         configure: (inout BridgeServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (_ port: Int, _ configuration: BridgeServerConfiguration) async throws -> T
     ) async throws -> T {
@@ -22,6 +24,7 @@ enum TestBridge {
         configure(&configuration)
         var logger = Logger(label: "test.bridge")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
+        if let logs { logger = logs.logger(label: "test.bridge") }
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let server = BridgeServer(configuration: configuration, logger: logger) { port in portSink.yield(port) }
         let frozen = configuration

@@ -1,0 +1,78 @@
+import BridgeServer
+import Synchronization
+
+/// A clock the test moves by hand: ``now`` stands still until ``advance(by:)``, and a task sleeping on it wakes only
+/// when the clock is moved past its deadline (or the task is cancelled). Starts at the real `ContinuousClock.now`.
+final class ManualClock: BridgeClock {
+    private struct Sleeper {
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: ContinuousClock.Instant
+        var sleepers: [UInt64: Sleeper] = [:]
+        var nextID: UInt64 = 0
+        /// Sleeps cancelled before they parked.
+        var cancelled: Set<UInt64> = []
+    }
+
+    private let state: Mutex<State>
+
+    init(start: ContinuousClock.Instant = .now) {
+        state = Mutex(State(now: start))
+    }
+
+    var now: ContinuousClock.Instant { state.withLock { $0.now } }
+
+    /// How many tasks sleep on the clock right now.
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+                    if deadline <= state.now { return .success(()) }
+                    state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                if let sleeper = state.sleepers.removeValue(forKey: id) { return sleeper }
+                state.cancelled.insert(id)
+                return nil
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves the clock on and wakes every task whose deadline is reached.
+    func advance(by duration: Duration) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now += duration
+            let now = state.now
+            let due = state.sleepers.filter { $0.value.deadline <= now }
+            for id in due.keys { state.sleepers[id] = nil }
+            return Array(due.values)
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Waits until at least `count` tasks sleep on the clock (their timers are armed: whatever they did since they
+    /// last woke is done); false if that takes longer than `timeout` of real time.
+    func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while sleeperCount < count {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return true
+    }
+}
