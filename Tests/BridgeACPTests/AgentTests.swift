@@ -7,7 +7,7 @@ import Testing
 
 enum AgentTestError: Error { case timeout }
 
-@Suite("Agents", .timeLimit(.minutes(1)))
+@Suite("Agents", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct AgentTests {
     @Test("the demo agent streams the prompt, shows a tool call, asks permission and ends the turn")
     func demoAgentTurn() async throws {

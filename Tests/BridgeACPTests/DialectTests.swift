@@ -2,7 +2,7 @@ import BridgeACP
 import BridgeRPC
 import Testing
 
-@Suite("Dialects")
+@Suite("Dialects", .tags(.unit))
 struct DialectTests {
     @Test("seed initialize is recognised and its version echoed", arguments: ["0.2.2", "0.2.0", "0.2.15", "0.2"])
     func seedVersions(version: String) throws {

@@ -2,7 +2,7 @@
 import NIOCore
 import Testing
 
-@Suite("Cutting the agent's output into lines")
+@Suite("Cutting the agent's output into lines", .tags(.unit))
 struct LineFramerTests {
     /// Feeds `text` as one more chunk (the unread rest of earlier chunks stays in `buffer`, as in NIO's decoder).
     private func feed(_ framer: inout LineFramer, _ buffer: inout ByteBuffer, _ text: String) -> [AgentLine] {

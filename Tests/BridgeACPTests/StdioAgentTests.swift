@@ -5,7 +5,7 @@ import Logging
 import Testing
 
 /// The stdio agent on SwiftNIO pipes: framing, stderr, exit, ordering, failed writes, stopping.
-@Suite("The stdio agent's pipes", .timeLimit(.minutes(1)))
+@Suite("The stdio agent's pipes", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct StdioAgentTests {
     private func launch(_ script: String, log: TestLog = TestLog(), maxLineLength: Int = StdioAgent.maxLineLength,
                         grace: Duration = .seconds(3)) async throws -> StdioAgent {

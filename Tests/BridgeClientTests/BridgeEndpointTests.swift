@@ -2,7 +2,7 @@ import BridgeDiscovery
 import Testing
 @testable import BridgeClient
 
-@Suite("Endpoints: manual addresses and discovered services")
+@Suite("Endpoints: manual addresses and discovered services", .tags(.unit))
 struct BridgeEndpointTests {
     @Test("manual addresses parse with the default port 9099", arguments: [
         ("desk.local", "ws://desk.local:9099/"),

@@ -1,7 +1,7 @@
 import Testing
 @testable import BridgeClient
 
-@Suite("Happy Eyeballs racing")
+@Suite("Happy Eyeballs racing", .tags(.unit))
 struct HappyEyeballsTests {
     struct Refused: Error {}
 

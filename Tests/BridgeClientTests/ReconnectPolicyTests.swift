@@ -1,7 +1,7 @@
 import Testing
 @testable import BridgeClient
 
-@Suite("Reconnect backoff")
+@Suite("Reconnect backoff", .tags(.unit))
 struct ReconnectPolicyTests {
     @Test("delays grow exponentially up to the cap")
     func growth() {

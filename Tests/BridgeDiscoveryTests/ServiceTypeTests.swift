@@ -1,7 +1,7 @@
 import Testing
 @testable import BridgeDiscovery
 
-@Suite("Service types, addresses and the bridge TXT record")
+@Suite("Service types, addresses and the bridge TXT record", .tags(.unit))
 struct ServiceTypeTests {
     @Test("valid service types parse and normalise", arguments: [
         ("_openagents._tcp", "_openagents._tcp"),

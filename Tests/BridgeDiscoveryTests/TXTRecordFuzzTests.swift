@@ -3,7 +3,7 @@ import Testing
 
 /// Hostile TXT records from the network (issue 6): random and mutated bytes never crash the
 /// parser, and whatever it accepts encodes back to a record it reads the same way.
-@Suite("TXT records under random and mutated input")
+@Suite("TXT records under random and mutated input", .tags(.unit))
 struct TXTRecordFuzzTests {
     /// A small deterministic generator, so a failure can be replayed.
     struct SplitMix: RandomNumberGenerator {

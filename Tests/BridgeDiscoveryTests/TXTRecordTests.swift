@@ -4,7 +4,7 @@ import Testing
 
 /// The TXT record's wire form and parsing (RFC 6763 §6), checked against the rules and against the
 /// dns_sd library's own `TXTRecord*` helpers (Avahi's compatibility library on Linux).
-@Suite("TXT records")
+@Suite("TXT records", .tags(.unit))
 struct TXTRecordTests {
     init() {
         // Before any TXTRecord* call, so Avahi's compatibility layer does not print its warning.

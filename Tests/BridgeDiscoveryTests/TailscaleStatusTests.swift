@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("Tailscale identity from a fake LocalAPI and a fake CLI")
+@Suite("Tailscale identity from a fake LocalAPI and a fake CLI", .tags(.loopback))
 struct TailscaleStatusTests {
     static let status = #"{"BackendState":"Running","Self":{"DNSName":"desk.tail1234.ts.net.","TailscaleIPs":["fd7a:115c:a1e0::1","100.101.102.103"]}}"#
 

@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Authenticator")
+@Suite("Authenticator", .tags(.unit))
 struct AuthenticatorTests {
     let clock = ManualClock()
     let temporary = TemporaryDirectory()

@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Network policy")
+@Suite("Network policy", .tags(.unit))
 struct NetworkPolicyTests {
     @Test("peer addresses reduce to the host used as rate-limit key")
     func hostOfRemoteAddress() {
@@ -70,7 +70,7 @@ struct NetworkPolicyTests {
     }
 }
 
-@Suite("Pairing session, page and upgrade check")
+@Suite("Pairing session, page and upgrade check", .tags(.unit))
 struct PairingSessionTests {
     let clock = ManualClock()
     let temporary = TemporaryDirectory()

@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Pairing payload")
+@Suite("Pairing payload", .tags(.unit))
 struct PairingPayloadTests {
     @Test("JSON has the documented fields, unescaped URLs, and round-trips")
     func json() throws {
@@ -63,7 +63,7 @@ struct PairingPayloadTests {
     }
 }
 
-@Suite("Pairing banner")
+@Suite("Pairing banner", .tags(.unit))
 struct PairingBannerTests {
     @Test("the banner shows the QR code, the page URL and the expiry, and warns loudly without auth")
     func banner() throws {

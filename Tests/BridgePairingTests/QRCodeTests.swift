@@ -3,7 +3,7 @@ import CPNG
 import Foundation
 import Testing
 
-@Suite("QR codes")
+@Suite("QR codes", .tags(.externalTool))
 struct QRCodeTests {
     static let payload = PairingPayload(
         host: "192.168.1.20", session: "4f7c3a1e-2b9d-4c8e-9f1a-6d5e4c3b2a10", name: "studio-desktop",

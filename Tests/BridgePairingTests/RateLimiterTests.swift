@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Failed-auth rate limiter")
+@Suite("Failed-auth rate limiter", .tags(.unit))
 struct RateLimiterTests {
     @Test("10 failures a minute per address, then Retry-After counts down, other addresses unaffected")
     func slidingWindow() throws {

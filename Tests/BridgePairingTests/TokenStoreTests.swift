@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Token store")
+@Suite("Token store", .tags(.unit))
 struct TokenStoreTests {
     let clock = ManualClock()
     let temporary = TemporaryDirectory()

@@ -2,7 +2,7 @@ import BridgePairing
 import Foundation
 import Testing
 
-@Suite("Token secrets")
+@Suite("Token secrets", .tags(.unit))
 struct TokenTests {
     @Test("tokens carry their prefix, 256 random bits in base64url, and differ every time", arguments: TokenKind.allCases)
     func generation(kind: TokenKind) {

@@ -1,7 +1,7 @@
 import BridgeRPC
 import Testing
 
-@Suite("Bytes in and out (the relay's path)")
+@Suite("Bytes in and out (the relay's path)", .tags(.unit))
 struct ByteEncodingTests {
     @Test("parsing UTF-8 bytes gives what parsing the same text gives, valid or not", arguments: [
         #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"text":"é\n😀"}}}"#,

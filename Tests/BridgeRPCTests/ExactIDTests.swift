@@ -3,7 +3,7 @@ import Testing
 
 /// Issue 16: every JSON number used as an id comes back byte for byte (an id of 123456789012345678901234567890
 /// came back as 1.2345678901234568e+29).
-@Suite("Exact JSON-RPC ids")
+@Suite("Exact JSON-RPC ids", .tags(.unit))
 struct ExactIDTests {
     static let ids = [
         "123456789012345678901234567890", "-123456789012345678901234567890", "9223372036854775808",

@@ -9,7 +9,7 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-@Suite("JSON-RPC frames")
+@Suite("JSON-RPC frames", .tags(.unit))
 struct JSONRPCFrameTests {
     static let malformed: [MalformedCase] = [
         MalformedCase(name: "bad JSON", text: #"{"jsonrpc":"2.0","method":"foo","params":"bar","baz]"#, expected: [(-32700, .null)]),

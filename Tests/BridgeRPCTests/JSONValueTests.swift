@@ -1,7 +1,7 @@
 import BridgeRPC
 import Testing
 
-@Suite("JSONValue")
+@Suite("JSONValue", .tags(.unit))
 struct JSONValueTests {
     @Test("64-bit integers are .int, every other number keeps its text through a round trip")
     func numbersKeepTheirType() throws {

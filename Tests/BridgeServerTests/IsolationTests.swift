@@ -2,7 +2,7 @@ import BridgeRPC
 import BridgeServer
 import Testing
 
-@Suite("One client's trouble is not another's", .timeLimit(.minutes(1)))
+@Suite("One client's trouble is not another's", .timeLimit(.minutes(1)), .tags(.loopback))
 struct IsolationTests {
     @Test("garbage and an oversized frame from one client leave another client's turn intact")
     func garbageElsewhere() async throws {

@@ -6,7 +6,7 @@ import Logging
 import Synchronization
 import Testing
 
-@Suite("Keepalive and the upgrade authorizer", .timeLimit(.minutes(1)))
+@Suite("Keepalive and the upgrade authorizer", .timeLimit(.minutes(1)), .tags(.loopback))
 struct KeepaliveAndAuthTests {
     @Test("a peer that never answers pings is closed after the keepalive timeout; one that does stays")
     func deadPeer() async throws {

@@ -2,7 +2,7 @@ import BridgeRPC
 import BridgeServer
 import Testing
 
-@Suite("Malformed frames over a real WebSocket", .timeLimit(.minutes(1)))
+@Suite("Malformed frames over a real WebSocket", .timeLimit(.minutes(1)), .tags(.loopback))
 struct MalformedFrameTests {
     /// Frame, expected error code, expected id.
     static let table: [(String, Int, JSONValue)] = [

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `--auth none`: CIDR parsing and the loopback / allowed-network gate.
-@Suite("CIDR networks and the --auth none gate", .timeLimit(.minutes(1)))
+@Suite("CIDR networks and the --auth none gate", .timeLimit(.minutes(1)), .tags(.loopback))
 struct NetworkGateTests {
     @Test("CIDR parsing for IPv4 and IPv6, host bits cleared, bad input refused")
     func parsing() {

@@ -114,7 +114,7 @@ asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[2]), 20))
 """#
 }
 
-@Suite("The official ACP Python SDK on both sides of the bridge", .timeLimit(.minutes(1)), .enabled(if: ACPPython.path != nil, "needs a Python with agent-client-protocol (set OA_BRIDGE_ACP_PYTHON or create .venv)"))
+@Suite("The official ACP Python SDK on both sides of the bridge", .timeLimit(.minutes(1)), .enabled(if: ACPPython.path != nil, "needs a Python with agent-client-protocol (set OA_BRIDGE_ACP_PYTHON or create .venv)"), .tags(.loopback, .externalTool))
 struct PythonSDKTests {
     @Test("an SDK agent behind the bridge serves a seed client and an SDK WebSocket client at the same time")
     func sdkBothSides() async throws {

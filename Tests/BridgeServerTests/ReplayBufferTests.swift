@@ -2,7 +2,7 @@
 import BridgeRPC
 import Testing
 
-@Suite("The replay buffer's ring")
+@Suite("The replay buffer's ring", .tags(.unit))
 struct ReplayBufferTests {
     private func seqs(_ buffer: ReplayBuffer) -> [Int64] { buffer.map(\.seq) }
 

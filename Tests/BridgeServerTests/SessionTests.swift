@@ -3,7 +3,7 @@ import BridgeServer
 import Foundation
 import Testing
 
-@Suite("Sessions through the demo agent", .timeLimit(.minutes(1)))
+@Suite("Sessions through the demo agent", .timeLimit(.minutes(1)), .tags(.loopback))
 struct SessionTests {
     @Test("seed dialect: new session, prompt with streamed updates, permission round trip, end_turn — all snake_case", arguments: [true, false])
     func promptTurn(seed: Bool) async throws {

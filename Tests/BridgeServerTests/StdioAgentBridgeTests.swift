@@ -3,7 +3,7 @@ import BridgeServer
 import Foundation
 import Testing
 
-@Suite("The EchoAgent example behind the bridge", .timeLimit(.minutes(1)))
+@Suite("The EchoAgent example behind the bridge", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
 struct StdioAgentBridgeTests {
     @Test("prompt, fs confined to the session directory, and a crash with restart on the next session/new")
     func echoAgent() async throws {

@@ -6,7 +6,7 @@ import Logging
 import Testing
 
 /// Open WebSockets of paired devices: closed with 4001 when the access token expires, 4003 when the device is revoked.
-@Suite("Token lifetime on open WebSockets", .timeLimit(.minutes(1)))
+@Suite("Token lifetime on open WebSockets", .timeLimit(.minutes(1)), .tags(.loopback))
 struct TokenLifetimeTests {
     /// A token store in a fresh directory with the given access-token lifetime.
     static func makeStore(accessLifetime: TimeInterval) throws -> TokenStore {

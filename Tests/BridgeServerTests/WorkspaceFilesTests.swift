@@ -3,7 +3,7 @@ import BridgeRPC
 import Foundation
 import Testing
 
-@Suite("Files confined to a working directory")
+@Suite("Files confined to a working directory", .tags(.unit))
 struct WorkspaceFilesTests {
     @Test("reads and writes inside; .. and symlinks leading outside are refused")
     func confinement() throws {

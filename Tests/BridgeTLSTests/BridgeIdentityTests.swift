@@ -2,7 +2,7 @@ import BridgeTLS
 import Foundation
 import Testing
 
-@Suite("BridgeIdentity")
+@Suite("BridgeIdentity", .tags(.externalTool))
 struct BridgeIdentityTests {
     let names = BridgeIdentityNames(hostName: "desk", addresses: ["192.168.1.20", "fe80::1%eth0", "fd00::7"], tailscaleName: "desk.tail1234.ts.net.")
 

@@ -43,7 +43,7 @@ struct CertificatePinTests {
     }
 }
 
-@Suite("CertificatePin of a certificate")
+@Suite("CertificatePin of a certificate", .tags(.externalTool))
 struct CertificatePinOfCertificateTests {
     @Test("The pin of the DER certificate, of the parsed certificate and of its key agree (and with openssl)")
     func threeWaysAgree() throws {

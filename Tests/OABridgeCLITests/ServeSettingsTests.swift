@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import oa_bridge
 
-@Suite("serve settings: flags, then OA_BRIDGE_* variables, then the config file, then defaults")
+@Suite("serve settings: flags, then OA_BRIDGE_* variables, then the config file, then defaults", .tags(.unit))
 struct ServeSettingsTests {
     func file(_ text: String) throws -> String {
         let path = NSTemporaryDirectory() + "oa-config-\(UUID().uuidString.prefix(8)).yaml"
