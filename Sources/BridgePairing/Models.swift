@@ -105,6 +105,69 @@ public struct AuthenticatedDevice: Sendable, Equatable {
     public let deviceName: String
     /// When the presented access token expires (close the WebSocket then, code 4001).
     public let accessTokenExpiresAt: Date
+    /// The token family the access token belongs to (the tokens descended from one pairing); a WebSocket opened
+    /// with it is closed (code 4003) when the family is revoked. `nil` only for tokens stored without a family.
+    public let familyID: String?
+}
+
+/// A revocation that must close WebSockets (code 4003): reported by ``TokenStore/revocationEvents(pollingEvery:)``
+/// whether it was made in this process or in another one (`oa-bridge devices revoke`).
+public enum TokenRevocation: Sendable, Hashable {
+    /// A device and every token it holds were revoked (`devices revoke`, `revoke --all`, logout).
+    case device(String)
+    /// One token family was revoked: a rotated refresh token was presented again (theft is assumed).
+    case family(String)
+}
+
+/// What `GET /api/me` (and `_oa/me`) answers: who the caller is, never a secret.
+/// `{"device_id", "name", "paired_at", "last_seen_at", "access_token_expires_at"}`.
+public struct AccountInfo: Sendable, Equatable, Codable {
+    /// The device's ID.
+    public var deviceID: String
+    /// The device's name, as given when pairing (sanitised).
+    public var name: String
+    /// When the device paired.
+    public var pairedAt: Date
+    /// When the device last authenticated (this request included), if known.
+    public var lastSeenAt: Date?
+    /// When the access token used for this request expires.
+    public var accessTokenExpiresAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case name
+        case pairedAt = "paired_at"
+        case lastSeenAt = "last_seen_at"
+        case accessTokenExpiresAt = "access_token_expires_at"
+    }
+
+    /// The account of `device`, seen through an access token expiring at `accessTokenExpiresAt`.
+    public init(device: DeviceRecord, accessTokenExpiresAt: Date) {
+        self.deviceID = device.id
+        self.name = device.name
+        self.pairedAt = device.createdAt
+        self.lastSeenAt = device.lastSeenAt
+        self.accessTokenExpiresAt = accessTokenExpiresAt
+    }
+}
+
+/// What `POST /api/logout` (and `_oa/logout`) answers: `{"device_id", "revoked_at"}`.
+public struct LogoutResponse: Sendable, Equatable, Codable {
+    /// The device that was revoked (the caller).
+    public var deviceID: String
+    /// When it was revoked.
+    public var revokedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case revokedAt = "revoked_at"
+    }
+
+    /// The answer for a revoked `device`.
+    public init(device: DeviceRecord) {
+        self.deviceID = device.id
+        self.revokedAt = device.revokedAt ?? device.lastSeenAt ?? device.createdAt
+    }
 }
 
 /// `{"access_token", "access_token_expires_at", "refresh_token", "refresh_token_expires_at", "token_type", "expires_in", "device_id"}`.

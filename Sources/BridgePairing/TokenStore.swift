@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// Settings of a ``TokenStore``.
 public struct TokenStoreConfiguration: Sendable {
@@ -42,6 +43,8 @@ public final class TokenStore: Sendable {
     private let pool: DatabasePool
     private let clock: TokenClock
     private let logger: Logger
+    /// Streams of ``revocationEvents(pollingEvery:)`` that are told at once about revocations made in this process.
+    private let listeners = RevocationListeners()
 
     /// Opens (creating if needed) the store in `directory` (see ``StateDirectory/resolve(override:environment:)``),
     /// making the directory 0700 and the database file 0600.
@@ -210,7 +213,8 @@ public final class TokenStore: Sendable {
             if row.expiresAt <= now { return .failure(.expiredToken(.access)) }
             if !device.approved { return .failure(.approvalPending(deviceID: deviceID)) }
             if touch { try Self.touch(db, deviceID: deviceID, now: now, address: address) }
-            return .success(AuthenticatedDevice(deviceID: deviceID, deviceName: device.name, accessTokenExpiresAt: row.expiresAt))
+            return .success(AuthenticatedDevice(
+                deviceID: deviceID, deviceName: device.name, accessTokenExpiresAt: row.expiresAt, familyID: row.familyID))
         }
         // A check that records nothing (e.g. the periodic re-check of an open WebSocket) only needs a read.
         return try await (touch ? transaction(check) : read(check)).get()
@@ -254,6 +258,7 @@ public final class TokenStore: Sendable {
             logger.warning(
                 "a rotated refresh token was presented again; revoked the device's token family",
                 metadata: ["address": "\(address ?? "-")"])
+            if let family = try? await familyOf(refreshTokenHash: hash) { listeners.publish([.family(family)]) }
         }
         return try result.get()
     }
@@ -307,6 +312,77 @@ public final class TokenStore: Sendable {
         }
     }
 
+    /// Every revocation that must close WebSockets, from now on: at once for those made through this store (device
+    /// revocation, `revokeAllDevices`, logout, refresh-token reuse), and within `interval` for those made by another
+    /// process on the same database (`oa-bridge devices revoke`, `--all`), found by polling. A revocation may be
+    /// reported twice (once at once, once by the poll); closing is idempotent. Memory stays bounded however long it
+    /// runs. The stream ends when the consuming task is cancelled.
+    public func revocationEvents(pollingEvery interval: Duration = .milliseconds(500)) -> AsyncStream<TokenRevocation> {
+        let start = clock.now()
+        let (stream, continuation) = AsyncStream.makeStream(of: TokenRevocation.self)
+        let key = listeners.add(continuation)
+        let task = Task {
+            var watermark = RevocationWatermark(since: start)
+            while !Task.isCancelled {
+                // Sleep first: at the start there is nothing another process revoked since the start.
+                try? await Task.sleep(for: interval)
+                if let rows = try? await self.revocationsRecorded(since: watermark.since) {
+                    for revocation in watermark.advance(with: rows) { continuation.yield(revocation) }
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { [listeners] _ in
+            task.cancel()
+            listeners.remove(key)
+        }
+        return stream
+    }
+
+    /// Devices and token families revoked at or after `date`, with when, oldest first: what another process may have
+    /// revoked. A family counts as revoked when one of its refresh tokens is (a rotation only revokes access tokens).
+    func revocationsRecorded(since date: Date) async throws(PairingError) -> [(TokenRevocation, Date)] {
+        try await read { db in
+            let seconds = date.timeIntervalSince1970
+            let devices = try Row.fetchAll(
+                db, sql: "SELECT id, revoked_at FROM device WHERE revoked_at >= ?", arguments: [seconds]
+            ).map { row -> (TokenRevocation, Date) in (.device(row["id"]), Date(timeIntervalSince1970: row["revoked_at"])) }
+            let families = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT family_id, MIN(revoked_at) AS revoked_at FROM token
+                    WHERE kind = 'refresh' AND family_id IS NOT NULL AND revoked_at >= ? GROUP BY family_id
+                    """,
+                arguments: [seconds]
+            ).map { row -> (TokenRevocation, Date) in (.family(row["family_id"]), Date(timeIntervalSince1970: row["revoked_at"])) }
+            return (devices + families).sorted { $0.1 < $1.1 }
+        }
+    }
+
+    /// The family of a refresh token, by its hash, if that token is revoked (its family was revoked).
+    private func familyOf(refreshTokenHash hash: Data) async throws(PairingError) -> String? {
+        try await read { db in
+            guard let row = try Self.fetchToken(db, hash: hash, kind: .refresh), row.revokedAt != nil else { return nil }
+            return row.familyID
+        }
+    }
+
+    /// Revokes the device an access token belongs to (`POST /api/logout`): the device and all its token families,
+    /// permanently, as ``revoke(deviceID:)`` does; its open WebSockets are told at once through
+    /// ``revocationEvents(pollingEvery:)``. Returns the revoked device.
+    public func logout(_ device: AuthenticatedDevice) async throws(PairingError) -> DeviceRecord {
+        let revoked = try await revoke(deviceID: device.deviceID)
+        logger.notice("device logged out", metadata: ["device": "\(revoked.id)"])
+        return revoked
+    }
+
+    /// Who the holder of an access token is (`GET /api/me`): the device's record and the token's expiry, no secrets.
+    public func account(of device: AuthenticatedDevice) async throws(PairingError) -> AccountInfo {
+        guard let record = try await self.device(id: device.deviceID) else { throw .unknownDevice(device.deviceID) }
+        if record.isRevoked { throw .deviceRevoked(deviceID: record.id) }
+        return AccountInfo(device: record, accessTokenExpiresAt: device.accessTokenExpiresAt)
+    }
+
     /// Devices waiting for approval, oldest first.
     public func pendingDevices() async throws(PairingError) -> [DeviceRecord] {
         try await listDevices(includeRevoked: false).filter(\.isPending)
@@ -344,6 +420,7 @@ public final class TokenStore: Sendable {
         }
         let device = try result.get()
         logger.notice("device revoked", metadata: ["device": "\(device.id)"])
+        listeners.publish([.device(device.id)])
         return device
     }
 
@@ -360,6 +437,7 @@ public final class TokenStore: Sendable {
             return ids
         }
         logger.notice("all devices revoked", metadata: ["count": "\(ids.count)"])
+        listeners.publish(ids.map(TokenRevocation.device))
         return ids
     }
 
@@ -420,6 +498,12 @@ public final class TokenStore: Sendable {
                 );
                 CREATE INDEX token_device ON token(device_id);
                 CREATE INDEX token_family ON token(family_id);
+                """)
+        }
+        migrator.registerMigration("v2: revocation polling") { db in
+            try db.execute(sql: """
+                CREATE INDEX device_revoked ON device(revoked_at);
+                CREATE INDEX token_refresh_revoked ON token(revoked_at) WHERE kind = 'refresh';
                 """)
         }
         return migrator

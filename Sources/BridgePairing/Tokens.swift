@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// The three kinds of bearer secrets the bridge hands out.
 ///
@@ -149,21 +150,20 @@ public enum Redaction {
 }
 
 /// A clock that stands still until told to move: for tests of expiry and rate limits without sleeping.
-public final class ManualClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
+public final class ManualClock: Sendable {
+    private let current: Mutex<Date>
 
     /// A clock showing `start` (default: a fixed date in 2026).
     public init(start: Date = Date(timeIntervalSince1970: 1_780_000_000)) {
-        current = start
+        current = Mutex(start)
     }
 
     /// The time the clock shows.
-    public var now: Date { lock.withLock { current } }
+    public var now: Date { current.withLock { $0 } }
 
     /// Moves the clock forward by `interval` seconds.
     public func advance(by interval: TimeInterval) {
-        lock.withLock { current = current.addingTimeInterval(interval) }
+        current.withLock { $0 = $0.addingTimeInterval(interval) }
     }
 
     /// A ``TokenClock`` reading this clock.

@@ -1,9 +1,10 @@
+import BridgePairing
 import Logging
 
 extension BridgeHub {
     /// Close reason for a WebSocket whose access token expired (code 4001).
     static let tokenExpiredReason = "access token expired; refresh and reconnect"
-    /// Close reason for a WebSocket of a revoked device (code 4003).
+    /// Close reason for a WebSocket of a revoked device or token family (code 4003).
     static let deviceRevokedReason = "device revoked"
 
     /// The access token a connection was opened with has expired: it is closed with 4001.
@@ -15,9 +16,26 @@ extension BridgeHub {
 
     /// A device was revoked: every connection it has open is closed with 4003 at once.
     func deviceRevoked(_ device: String) {
-        let affected = connections.filter { $0.value.device == device }
+        revoked(.device(device))
+    }
+
+    /// A device or a token family was revoked: every connection opened with its tokens is closed with 4003 at once.
+    /// (Reported twice, by this process and by the poll, a connection may get a second close frame; only the first is
+    /// written.)
+    func revoked(_ revocation: TokenRevocation) {
+        var affected: [ConnectionID]
+        let metadata: Logger.Metadata
+        switch revocation {
+        case .device(let device):
+            affected = connections.filter { $0.value.device == device }.map(\.key)
+            metadata = ["device": "\(device)"]
+        case .family(let family):
+            affected = credentials.filter { $0.value.familyID == family }.map(\.key)
+            metadata = ["family": "\(family)"]
+        }
+        affected.removeAll { loggingOut.contains($0) }
         guard !affected.isEmpty else { return }
-        logger.notice("device revoked: closing its connections", metadata: ["device": "\(device)", "connections": "\(affected.count)"])
-        for id in affected.keys { send(.close(.deviceRevoked, BridgeHub.deviceRevokedReason), to: id) }
+        logger.notice("revoked: closing connections", metadata: metadata.merging(["connections": "\(affected.count)"]) { $1 })
+        for id in affected { send(.close(.deviceRevoked, BridgeHub.deviceRevokedReason), to: id) }
     }
 }

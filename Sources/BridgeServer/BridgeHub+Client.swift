@@ -11,6 +11,12 @@ extension BridgeHub {
         case .single(let element):
             await handle(element, from: id, batch: nil)
         case .batch(let elements):
+            guard elements.count <= configuration.maxBatchSize else {
+                connections[id]?.logger.notice("batch over the size limit", metadata: [
+                    "size": "\(elements.count)", "limit": "\(configuration.maxBatchSize)"])
+                fail(id, request: .null, BridgeErrors.batchTooLarge(elements.count, limit: configuration.maxBatchSize), batch: nil)
+                return
+            }
             let expected = elements.filter { element in
                 switch element {
                 case .invalid, .message(.request): return true
@@ -23,7 +29,14 @@ extension BridgeHub {
                 batches[nextBatchID] = BatchRecord(connection: id, remaining: expected)
                 nextBatchID += 1
             }
-            for element in elements { await handle(element, from: id, batch: batch) }
+            for (position, element) in elements.enumerated() {
+                if position > 0, position % BridgeHub.batchSlice == 0 {
+                    // The hub is free while this task yields: other connections' messages are served in between.
+                    await Task.yield()
+                    guard connections[id] != nil else { return }
+                }
+                await handle(element, from: id, batch: batch)
+            }
         }
     }
 
@@ -84,6 +97,10 @@ extension BridgeHub {
             await loadSession(request, params: params, from: id, batch: batch)
         case BridgeMethod.sessionResume:
             resume(request, params: params, from: id, batch: batch)
+        case BridgeMethod.me:
+            await me(request, from: id, batch: batch)
+        case BridgeMethod.logout:
+            await logout(request, from: id, batch: batch)
         default:
             if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
                 let error = sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
@@ -173,6 +190,10 @@ extension BridgeHub {
     }
 
     private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+        if let error = sessionLimitError(id) {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
         var params = params
         let files: WorkspaceFiles
         do {
@@ -187,6 +208,10 @@ extension BridgeHub {
     private func loadSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
         guard let session = params?["sessionId"]?.stringValue else {
             fail(id, request: request.id, JSONRPCError.invalidParams("session/load needs a sessionId"), batch: batch)
+            return
+        }
+        if let error = sessionLimitError(id, joining: session) {
+            fail(id, request: request.id, error, batch: batch)
             return
         }
         if let live = sessions[session] {

@@ -16,7 +16,8 @@ extension BridgeHub {
         meta["seq"] = .int(seq)
         params["_meta"] = .object(meta)
         let stamped = JSONValue.object(params)
-        sessions.values[index].replay.append(BufferedUpdate(seq: seq, params: stamped), limit: configuration.replayBufferSize)
+        sessions.values[index].replay.append(
+            BufferedUpdate(seq: seq, params: stamped), limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
         return JSONRPCNotification(method: notification.method, params: stamped)
     }
 
@@ -68,6 +69,10 @@ extension BridgeHub {
         }
         guard let record = sessions[session] else {
             fail(id, request: request.id, BridgeErrors.unknownSession(session), batch: batch)
+            return
+        }
+        if let error = sessionLimitError(id, joining: session) {
+            fail(id, request: request.id, error, batch: batch)
             return
         }
         attach(id, to: session)

@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgePairing
 import BridgeRPC
 import HummingbirdWebSocket
 import Logging
@@ -31,6 +32,11 @@ actor BridgeHub {
     var nextAskID: Int64 = 1
     var batches: [UInt64: BatchRecord] = [:]
     var nextBatchID: UInt64 = 1
+    /// The paired device and token family each connection authenticated as (auth on), for `_oa/me`, `_oa/logout`
+    /// and for closing it when its device or token family is revoked.
+    var credentials: [ConnectionID: AuthenticatedDevice] = [:]
+    /// Connections answering their own `_oa/logout`: closed once the answer is queued, not before.
+    var loggingOut: Set<ConnectionID> = []
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
 
@@ -54,7 +60,8 @@ actor BridgeHub {
     }
 
     /// Runs and watches agents until cancelled (cancellation stops the agent); with auth on, also closes the
-    /// WebSockets of devices as they are revoked.
+    /// WebSockets of devices and token families as they are revoked (by this process at once, by another within
+    /// ``BridgeServerConfiguration/revocationPollInterval``).
     nonisolated func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.sweepOrphanedAsks() }
@@ -62,8 +69,8 @@ actor BridgeHub {
             if let store = configuration.authenticator?.store {
                 let interval = configuration.revocationPollInterval
                 group.addTask {
-                    for await device in store.revocations(pollingEvery: interval) {
-                        await self.deviceRevoked(device)
+                    for await revocation in store.revocationEvents(pollingEvery: interval) {
+                        await self.revoked(revocation)
                     }
                 }
             }
@@ -89,8 +96,8 @@ actor BridgeHub {
 
     // MARK: Connections
 
-    /// Registers a new connection; returns its id and the frames to write to it.
-    func connect(remote: String?, device: String? = nil) -> (ConnectionID, OutboundQueue) {
+    /// Registers a new connection (of `device`, when auth is on); returns its id and the frames to write to it.
+    func connect(remote: String?, device: AuthenticatedDevice? = nil) -> (ConnectionID, OutboundQueue) {
         let id = nextConnectionID
         nextConnectionID += 1
         let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
@@ -98,8 +105,11 @@ actor BridgeHub {
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
-        if let device { connectionLogger[metadataKey: "device"] = "\(device)" }
-        connections[id] = ClientRecord(outbound: frames, logger: connectionLogger, device: device)
+        if let device {
+            connectionLogger[metadataKey: "device"] = "\(device.deviceID)"
+            credentials[id] = device
+        }
+        connections[id] = ClientRecord(outbound: frames, logger: connectionLogger, device: device?.deviceID)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)
         BridgeMetrics.connectionsTotal.increment()
@@ -110,6 +120,7 @@ actor BridgeHub {
     /// Forgets a connection: detaches it from its sessions and releases requests only it could answer.
     func disconnect(_ id: ConnectionID) async {
         guard let client = connections.removeValue(forKey: id) else { return }
+        credentials[id] = nil
         client.outbound.finish()
         for session in client.sessions { sessions[session]?.members.remove(id) }
         batches = batches.filter { $0.value.connection != id }
@@ -201,14 +212,14 @@ actor BridgeHub {
     /// Sends a response, or adds it to its batch and sends the batch once complete.
     func deliver(_ response: JSONRPCResponse, to id: ConnectionID, batch: UInt64?) {
         let message = JSONRPCMessage.response(response)
-        if let batch, var record = batches[batch] {
-            record.responses.append(message)
-            record.remaining -= 1
-            if record.remaining <= 0 {
-                batches[batch] = nil
+        // Changed in place (through the index): copying the record out would copy its answers each time, and a
+        // batch of n requests would cost n² copies.
+        if let batch, let index = batches.index(forKey: batch) {
+            batches.values[index].responses.append(message)
+            batches.values[index].remaining -= 1
+            if batches.values[index].remaining <= 0 {
+                let record = batches.remove(at: index).value
                 send(.text(JSONRPCMessage.batchText(record.responses)), to: record.connection)
-            } else {
-                batches[batch] = record
             }
             return
         }

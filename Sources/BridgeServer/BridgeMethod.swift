@@ -6,4 +6,16 @@ public enum BridgeMethod {
     public static let promptFinished = "_oa/prompt_finished"
     /// Error code of `_oa/session/resume` when the replay buffer no longer reaches back to `lastSeq + 1`.
     public static let gapErrorCode = -32002
+    /// Request: who this connection authenticated as, `{"deviceId", "name", "pairedAt", "lastSeenAt",
+    /// "accessTokenExpiresAt"}` (seed dialect: snake_case); no secrets. Error -32005 with `--auth none`.
+    public static let me = "_oa/me"
+    /// Request: unpair this device: revokes it and all its tokens, answers `{"deviceId", "revokedAt"}`, then closes
+    /// every connection of the device with 4003. Error -32005 with `--auth none`.
+    public static let logout = "_oa/logout"
+    /// Error code when a connection would pass ``BridgeServerConfiguration/maxSessionsPerConnection``.
+    public static let tooManySessionsErrorCode = -32003
+    /// Error code of a batch larger than ``BridgeServerConfiguration/maxBatchSize`` (none of it is run).
+    public static let batchTooLargeErrorCode = -32004
+    /// Error code of `_oa/me` / `_oa/logout` on a connection without a paired device (`--auth none`).
+    public static let noDeviceErrorCode = -32005
 }

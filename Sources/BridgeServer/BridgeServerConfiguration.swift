@@ -43,9 +43,10 @@ public struct BridgeServerConfiguration: Sendable {
 
     /// Token checks for `/api/*` (Bearer) and the pairing exchange routes; `nil` with `--auth none`.
     public var authenticator: Authenticator? = nil
-    /// How often the token store is polled for revoked devices (their WebSockets are closed with 4003); revocations
-    /// made by another process (`oa-bridge devices revoke`) are seen within this time.
-    public var revocationPollInterval: Duration = .seconds(1)
+    /// How often the token store is polled for revoked devices and token families (their WebSockets are closed with
+    /// 4003); revocations made by another process (`oa-bridge devices revoke`) are seen within this time. Those made
+    /// by this process (logout, refresh-token reuse, the pairing page's deny) close the sockets at once.
+    public var revocationPollInterval: Duration = .milliseconds(500)
     /// The bridge's TLS identity: with one, the port speaks TLS (`wss://`, `https://`) and plaintext side by side,
     /// told apart by the first byte; `nil` serves plaintext only (tests).
     public var tlsIdentity: BridgeIdentity? = nil
@@ -63,6 +64,14 @@ public struct BridgeServerConfiguration: Sendable {
     public var maxConnections: Int = 1024
     /// How many `session/update` notifications each session keeps for `_oa/session/resume`.
     public var replayBufferSize: Int = 1000
+    /// How many bytes of `session/update` notifications (their JSON params) each session keeps for
+    /// `_oa/session/resume`, besides ``replayBufferSize``; the oldest go first (default 8 MiB).
+    public var replayBufferBytes: Int = 8 << 20
+    /// The most sessions one connection may create or attach to (`session/new`, `session/load`,
+    /// `_oa/session/resume`); past it they get error -32003.
+    public var maxSessionsPerConnection: Int = 64
+    /// The most messages in one JSON-RPC batch; a larger batch gets one error -32004 and none of it is run.
+    public var maxBatchSize: Int = 1000
     /// How long a request of the agent (e.g. a permission) waits when no client is attached to its session (the phone
     /// is reconnecting, see `_oa/session/resume`) before it is answered as nobody can (a permission: `cancelled`).
     public var orphanedRequestTimeout: Duration = .seconds(300)

@@ -35,7 +35,7 @@ struct ClientConnection {
     }
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String?) async throws {
-        let (id, frames) = await hub.connect(remote: remote, device: device?.deviceID)
+        let (id, frames) = await hub.connect(remote: remote, device: device)
         let hub = self.hub
         let configuration = self.configuration
         let expiresAt = device?.accessTokenExpiresAt

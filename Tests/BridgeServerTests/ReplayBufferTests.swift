@@ -33,3 +33,47 @@ struct ReplayBufferTests {
         #expect(seqs(buffer) == [8, 9, 10, 11])
     }
 }
+
+@Suite("The replay buffer's byte limit", .tags(.unit))
+struct ReplayBufferByteTests {
+    private func update(_ seq: Int64, bytes: Int) -> BufferedUpdate {
+        BufferedUpdate(seq: seq, params: .string(String(repeating: "x", count: bytes - 2)))
+    }
+
+    @Test("drops the oldest updates beyond byteLimit, whatever the count limit allows")
+    func byteLimit() {
+        var buffer = ReplayBuffer()
+        for seq in Int64(1)...10 { buffer.append(update(seq, bytes: 1000), limit: 1000, byteLimit: 3500) }
+        #expect(buffer.map(\.seq) == [8, 9, 10])
+        #expect(buffer.byteCount == 3000)
+        #expect(buffer.first?.seq == 8)
+    }
+
+    @Test("an update larger than byteLimit keeps nothing, so a resume reports the gap")
+    func oversized() {
+        var buffer = ReplayBuffer()
+        for seq in Int64(1)...3 { buffer.append(update(seq, bytes: 100), limit: 10, byteLimit: 1000) }
+        buffer.append(update(4, bytes: 5000), limit: 10, byteLimit: 1000)
+        #expect(buffer.count == 0)
+        #expect(buffer.first == nil)
+        buffer.append(update(5, bytes: 100), limit: 10, byteLimit: 1000)
+        #expect(buffer.map(\.seq) == [5])
+    }
+
+    @Test("long runs stay bounded and in order (dropped slots are compacted)")
+    func longRun() {
+        var buffer = ReplayBuffer()
+        for seq in Int64(1)...10_000 { buffer.append(update(seq, bytes: 10), limit: 100, byteLimit: 500) }
+        #expect(buffer.map(\.seq) == Array(9951...10_000))
+        #expect(buffer.byteCount == 500)
+    }
+
+    @Test("the byte size is the compact JSON size")
+    func sizes() throws {
+        for text in [#"{"a":[1,-20,"xy",null,true,false,{}],"b":{"c":[]}}"#, "[]", "{}", "-123", #""é""#] {
+            let value = try JSONValue(parsing: text)
+            #expect(ReplayBuffer.byteSize(of: value) >= text.utf8.count - 1)
+            #expect(ReplayBuffer.byteSize(of: value) <= text.utf8.count + 8)
+        }
+    }
+}
