@@ -6,8 +6,9 @@ import Prometheus
 
 /// Everything `oa-bridge serve` needs to run the bridge.
 public struct BridgeServerConfiguration: Sendable {
-    /// The address to bind; `0.0.0.0` for every IPv4 interface, `::` for IPv6 too.
-    public var host: String = "0.0.0.0"
+    /// The address to bind. The default, ``dualStackHost``, is `::` (every IPv6 address, and IPv4 through
+    /// IPv4-mapped addresses) or `0.0.0.0` where IPv6 is off; `0.0.0.0` is IPv4 only, `127.0.0.1` this machine only.
+    public var host: String = BridgeServerConfiguration.dualStackHost
     /// The TCP port; 0 picks a free one (reported through `onListening`).
     public var port: Int = 9099
     /// The WebSocket path.
@@ -99,5 +100,23 @@ public struct BridgeServerConfiguration: Sendable {
     public init(serverName: String, workingDirectory: String = FileManager.default.currentDirectoryPath) {
         self.serverName = serverName
         self.workingDirectory = workingDirectory
+    }
+}
+
+extension BridgeServerConfiguration {
+    /// `::` when one IPv6 socket here can take both families (IPv6 in the kernel, and a new socket not IPv6-only:
+    /// `net.ipv6.bindv6only` is 0), so every address avahi advertises answers; else `0.0.0.0`.
+    public static var dualStackHost: String {
+        #if canImport(Glibc)
+        let probe = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let probe = socket(AF_INET6, SOCK_STREAM, 0)
+        #endif
+        guard probe >= 0 else { return "0.0.0.0" }
+        defer { close(probe) }
+        var v6Only: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(probe, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &v6Only, &length) == 0, v6Only == 0 else { return "0.0.0.0" }
+        return "::"
     }
 }

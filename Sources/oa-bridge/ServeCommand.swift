@@ -14,7 +14,7 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve this desktop's agent to phones over a JSON-RPC WebSocket, advertised over mDNS.",
         discussion: """
-        Listens on ws://HOST:PORT/ (default 0.0.0.0:9099) and advertises the service \
+        Listens on ws://HOST:PORT/ (default [::]:9099: IPv6 and IPv4; 0.0.0.0:9099 where IPv6 is off) and advertises the service \
         _openagents._tcp under --name, with TXT metadata (txtvers, proto, id, auth, path). \
         Phones find it with DNS-SD, or connect by address when multicast is blocked.
 
@@ -94,7 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in
-            logger.notice("oa-bridge \(BridgeVersion.current) serving ws://\(host):\(boundPort)\(path) (agent: \(agentCommand?.joined(separator: " ") ?? "built-in demo agent"), auth: \(auth.store == nil ? "none" : "token"))")
+            logger.notice("oa-bridge \(BridgeVersion.current) serving ws://\(host.contains(":") ? "[\(host)]" : host):\(boundPort)\(path) (agent: \(agentCommand?.joined(separator: " ") ?? "built-in demo agent"), auth: \(auth.store == nil ? "none" : "token"))")
             await ServeCommand.printBanner(pairing: pairing, port: boundPort, logger: logger)
             portContinuation.yield(boundPort)
         }

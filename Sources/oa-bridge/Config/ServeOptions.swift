@@ -10,7 +10,7 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "The name phones see (the DNS-SD instance name). Default: this host's name.")
     var name: String?
 
-    @Option(help: "The address to listen on: 0.0.0.0 for every IPv4 interface, :: for IPv6 too. Default: 0.0.0.0.")
+    @Option(help: "The address to listen on: :: for IPv6 and IPv4, 0.0.0.0 for IPv4 only, 127.0.0.1 for this machine only. Default: :: (0.0.0.0 where IPv6 is off).")
     var host: String?
 
     @Option(help: "The TCP port to listen on. Default: 9099.")

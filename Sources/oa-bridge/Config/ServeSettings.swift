@@ -1,3 +1,4 @@
+import BridgeServer
 import Foundation
 import Logging
 
@@ -56,7 +57,7 @@ struct ServeSettings: Sendable {
         }
         return ServeSettings(
             name: try resolver.pick("name", options.name, parse: { $0.isEmpty || $0.utf8.count > 63 ? nil : $0 }, expected: "1 to 63 bytes", default: HostName.current),
-            host: try resolver.pick("host", options.host, parse: { $0.isEmpty ? nil : $0 }, expected: "an address", default: "0.0.0.0"),
+            host: try resolver.pick("host", options.host, parse: { $0.isEmpty ? nil : $0 }, expected: "an address", default: BridgeServerConfiguration.dualStackHost),
             port: try resolver.pick("port", options.port, parse: { Int($0).flatMap { (0...65_535).contains($0) ? $0 : nil } }, expected: "a port from 0 to 65535", default: 9099),
             agent: try resolver.pickOptional("agent", options.agent, parse: { $0 }, expected: "a command line"),
             agentEnv: agentEnv,
