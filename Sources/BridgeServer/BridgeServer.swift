@@ -44,7 +44,7 @@ public struct BridgeServer: Service {
         let plaintext = PlaintextPolicy(for: configuration)
         webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
             let remote = context.remoteAddress?.ipAddress
-            if let refusal = plaintext.upgradeRefusal(path: request.uri.path, context: context, logger: logger) {
+            if let refusal = plaintext.upgradeRefusal(request, context: context, logger: logger) {
                 throw refusals.refuse(refusal, on: context)
             }
             if let gate, !gate.admits(remote) {

@@ -1,12 +1,14 @@
 import BridgePairing
 import HTTPTypes
+import Hummingbird
 import Logging
 
 /// What may cross the network in clear: from a non-loopback peer, nothing that carries a secret or drives the agent.
 ///
 /// Refused in plaintext from other machines (403 `tls_required`, decided before any token is looked at, so a pairing
-/// token sent in clear is not consumed): the pairing exchange and refresh (`/api/auth/*`), any `/api/*` request with
-/// an `Authorization` header or a `token` query parameter, and every WebSocket upgrade. Loopback plaintext keeps
+/// token sent in clear is not consumed): the pairing exchange and refresh (`/api/auth/*`), and any `/api/*` request or
+/// WebSocket upgrade with an `Authorization` header or a `token` query parameter (an upgrade without one cannot drive
+/// the agent: it gets the usual 401 from the token check). Loopback plaintext keeps
 /// working (the `/pair` page, `oa-bridge pair`, local tools), and so does everything when tokens are off
 /// (`--auth none --allow-network CIDR`: those networks are trusted and no secret travels) or `allowPlaintext` is set.
 public struct PlaintextPolicy: Sendable, Equatable {
@@ -54,10 +56,10 @@ public struct PlaintextPolicy: Sendable, Equatable {
     public func refuses(_ request: Request) -> Bool {
         if request.isTLS || allowPlaintext || !tokensInUse { return false }
         if NetworkPolicy.isLoopback(request.remoteAddress) { return false }
-        if request.isUpgrade { return true }
+        let carriesToken = request.hasAuthorization || Self.hasTokenParameter(request.query)
+        if request.isUpgrade { return carriesToken }
         guard request.path.hasPrefix("/api/") else { return false }
-        if request.path.hasPrefix("/api/auth/") || request.hasAuthorization { return true }
-        return Self.hasTokenParameter(request.query)
+        return request.path.hasPrefix("/api/auth/") || carriesToken
     }
 
     /// The 403 a refused request gets.
@@ -88,9 +90,13 @@ extension PlaintextPolicy {
 extension PlaintextPolicy {
     /// The refusal for a WebSocket upgrade in `context` when it came in clear from another machine, logged; `nil`
     /// when it may proceed.
-    func upgradeRefusal(path: String, context: some TransportAwareRequestContext, logger: Logger) -> JSONErrorResponse? {
+    func upgradeRefusal(
+        _ request: Hummingbird.Request, context: some TransportAwareRequestContext, logger: Logger
+    ) -> JSONErrorResponse? {
         let remote = context.remoteAddress?.ipAddress
-        let view = Request(path: path, hasAuthorization: false, isUpgrade: true, remoteAddress: remote, isTLS: context.isTLS)
+        let view = Request(
+            path: request.uri.path, query: request.uri.query, hasAuthorization: request.headers[.authorization] != nil,
+            isUpgrade: true, remoteAddress: remote, isTLS: context.isTLS)
         guard refuses(view) else { return nil }
         logger.notice("WebSocket upgrade refused: plaintext from another machine (TLS required)", metadata: ["remote": "\(remote ?? "?")"])
         return refusal()
