@@ -16,13 +16,18 @@ let package = Package(
         .library(name: "BridgeRPC", targets: ["BridgeRPC"]),
         .library(name: "BridgeACP", targets: ["BridgeACP"]),
         .library(name: "BridgeDiscovery", targets: ["BridgeDiscovery"]),
+        .library(name: "BridgePairingWire", targets: ["BridgePairingWire"]),
         .library(name: "BridgePairing", targets: ["BridgePairing"]),
+        .library(name: "BridgePairingUI", targets: ["BridgePairingUI"]),
         .library(name: "BridgeServer", targets: ["BridgeServer"]),
         .library(name: "BridgeClient", targets: ["BridgeClient"]),
+        .library(name: "BridgeDiagnostics", targets: ["BridgeDiagnostics"]),
         .library(name: "BridgeTLS", targets: ["BridgeTLS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
@@ -92,15 +97,27 @@ let package = Package(
             swiftSettings: swiftSettings,
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
         ),
+        /// What a client and the bridge exchange about pairing: the QR payload and the token-exchange bodies.
+        /// Foundation only, so a phone app links no SQLite, libqrencode or libpng.
+        .target(
+            name: "BridgePairingWire",
+            swiftSettings: swiftSettings
+        ),
+        /// The desktop's token store, authenticator and pairing session (SQLite through GRDB).
         .target(
             name: "BridgePairing",
             dependencies: [
-                "CQREncode",
-                "CPNG",
+                "BridgePairingWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        /// The pairing code as people see it: QR code (libqrencode), PNG (libpng), the /pair page, the terminal banner.
+        .target(
+            name: "BridgePairingUI",
+            dependencies: ["BridgePairing", "BridgePairingWire", "CQREncode", "CPNG"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -110,6 +127,13 @@ let package = Package(
                 "BridgeACP",
                 "BridgeDiscovery",
                 "BridgePairing",
+                "BridgePairingWire",
+                "BridgePairingUI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 "BridgeTLS",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -126,9 +150,8 @@ let package = Package(
             name: "BridgeClient",
             dependencies: [
                 "BridgeRPC",
-                "BridgeACP",
                 "BridgeDiscovery",
-                "BridgePairing",
+                "BridgePairingWire",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -137,6 +160,18 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "BridgeTLS",
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        /// `oa-bridge doctor`'s checks: what must hold on the desktop for a phone to find and reach it.
+        .target(
+            name: "BridgeDiagnostics",
+            dependencies: [
+                "BridgeClient",
+                "BridgeDiscovery",
+                "BridgePairing",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -160,8 +195,11 @@ let package = Package(
                 "BridgeServer",
                 "BridgeTLS",
                 "BridgeClient",
+                "BridgeDiagnostics",
                 "BridgeDiscovery",
                 "BridgePairing",
+                "BridgePairingUI",
+                "BridgePairingWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -199,7 +237,7 @@ let package = Package(
             dependencies: [
                 "BridgeClient",
                 "BridgeDiscovery",
-                "BridgePairing",
+                "BridgePairingWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/PhoneClient",
@@ -223,7 +261,11 @@ let package = Package(
             dependencies: ["BridgeDiscovery"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "BridgePairingTests", dependencies: ["BridgePairing"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BridgePairingTests",
+            dependencies: ["BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "BridgeTLSTests", dependencies: ["BridgeTLS"], swiftSettings: swiftSettings),
         .testTarget(
             name: "OABridgeCLITests",
@@ -239,6 +281,7 @@ let package = Package(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgePairingUI",
                 "BridgeClient",
                 "BridgeRPC",
                 "BridgeACP",

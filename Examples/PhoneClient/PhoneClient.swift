@@ -14,7 +14,7 @@
 
 import BridgeClient
 import BridgeDiscovery
-import BridgePairing
+import BridgePairingWire
 import Foundation
 import Logging
 
@@ -29,63 +29,38 @@ struct PhoneClient {
         let logger = Logger(label: "phone-client")
         let vault = TokenVault(file: URL(fileURLWithPath: "phone-client-tokens.json"))
 
-        // 1 + 2. Pair when given a payload: its `http` URL takes the pairing token.
-        var candidates: [BridgeEndpoint] = []
-        if payloadText != "-" {
-            let payload = try PairingPayload.decode(payloadText)
-            if let token = payload.token {
-                try await vault.pair(bridge: payload.http, pairingToken: token, deviceName: "PhoneClient example")
-                print("paired with \(payload.name)")
-            }
-            candidates.append(try BridgeEndpoint.manual(payload.ws))
-            candidates += try payload.fallbacks.map { try BridgeEndpoint.manual($0, source: .tailscale) }
+        // 2. Pair when given a payload: its `http` URL takes the pairing token.
+        let payload = payloadText == "-" ? nil : try PairingPayload.decode(payloadText)
+        if let payload, let token = payload.token {
+            try await vault.pair(bridge: payload.http, pairingToken: token, deviceName: "PhoneClient example")
+            print("paired with \(payload.name)")
         }
 
-        // 1. Discovery: the first bridge that resolves within 3 seconds goes first in line.
+        // 1. Discovery: the bridge found over mDNS within 3 seconds goes first, the payload's addresses behind it.
         #if os(Linux)
         let backend: any DiscoveryBackend = AvahiBackend(logger: logger)
         #else
         let backend: any DiscoveryBackend = DNSSDBackend(logger: logger)
         #endif
-        let events = backend.browse(.openAgents, domain: nil)
-        let found: ResolvedService? = await withTaskGroup(of: ResolvedService?.self) { group in
-            group.addTask {
-                for await event in events {
-                    if case .added(let service) = event { return service }
-                }
-                return nil
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(3))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        if let found {
-            print("found '\(found.instance.name)' at \(found.addresses.map(\.description).joined(separator: ", "))")
-            candidates.insert(contentsOf: BridgeEndpoint.candidates(for: found), at: 0)
-        }
+        let candidates = try await BridgeCandidates(
+            target: nil, pairing: payload.map { ($0.name, $0.ws, $0.fallbacks) }, tailscale: [], browseTime: .seconds(3)
+        ).collect(backend: backend)
 
-        // 3. Connect: race the candidates; the first to answer `initialize` wins.
-        let token = await vault.current == nil ? nil : try await vault.accessToken()
-        let (endpoint, client, _) = try await HappyEyeballs().race(candidates) { endpoint in
-            let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, logger: logger)
-            let client = BridgeAgentClient(connection: connection)
-            try await client.initialize(clientName: "phone-client-example")
-            return client
-        }
-        print("connected to \(endpoint.url)")
-        defer { client.connection.close() }
+        // 3. Connect: race the candidates; the first to answer `initialize` wins. The session reconnects and
+        //    resumes by itself if the link drops mid-answer, with tokens the vault refreshes.
+        let session = try await BridgeClientSession.connect(
+            to: candidates, options: BridgeSessionOptions(clientName: "phone-client-example"),
+            token: BridgeClientSession.token(vault: vault), logger: logger)
+        print("connected to \(session.first.endpoint.url)")
+        defer { session.close() }
 
-        let sessionID = try await client.newSession(cwd: ".")
-        let stopReason = try await client.prompt(sessionID: sessionID, text: prompt) { update in
+        let sessionID = try await session.newSession(cwd: session.first.workingDirectory ?? ".")
+        let stopReason = try await session.prompt(sessionID: sessionID, text: prompt) { update, _ in
             if case .messageChunk(let text) = update { print(text, terminator: "") }
         } onPermission: { request in
             // A phone would ask its user; this example allows once.
             request.options.first { $0.kind == "allow_once" }?.id
         }
-        print("\n[\(stopReason)]")
+        print("\n[\(stopReason ?? "unknown")]")
     }
 }

@@ -1,5 +1,3 @@
-import BridgeDiscovery
-
 /// When to try again after a lost connection: exponential backoff with full jitter, capped, reset
 /// after a success, forever by default.
 public struct ReconnectPolicy: Sendable, Hashable {
@@ -32,7 +30,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     private static func seconds(_ duration: Duration) -> Double {
-        duration.inSeconds
+        let parts = duration.components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 
     private func pow(_ base: Double, _ exponent: Double) -> Double {

@@ -1,4 +1,4 @@
-import BridgePairing
+import BridgePairingWire
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

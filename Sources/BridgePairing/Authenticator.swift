@@ -1,3 +1,4 @@
+import BridgePairingWire
 import Foundation
 
 /// What the server calls on every protected request and WebSocket upgrade: rate limit, token extraction, validation.
@@ -152,14 +153,5 @@ extension Authenticator {
         } catch {
             return AccessDecision(denying: .storage("\(error)"))
         }
-    }
-}
-
-extension AuthErrorBody {
-    /// A body with a custom code and message (for denials that are not a ``PairingError``).
-    public init(error: String, message: String, retryAfter: Int? = nil) {
-        self.error = error
-        self.message = message
-        self.retryAfter = retryAfter
     }
 }

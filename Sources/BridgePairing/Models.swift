@@ -1,3 +1,4 @@
+import BridgePairingWire
 import Foundation
 
 /// A phone (or other client) that exchanged a pairing token.
@@ -170,89 +171,6 @@ public struct LogoutResponse: Sendable, Equatable, Codable {
     }
 }
 
-/// `{"access_token", "access_token_expires_at", "refresh_token", "refresh_token_expires_at", "token_type", "expires_in", "device_id"}`.
-///
-/// Encode and decode it with ``PairingJSON/encoder`` / ``PairingJSON/decoder`` (ISO 8601 dates).
-public struct TokenResponse: Sendable, Equatable, Codable {
-    /// The access token (`oa_s_…`).
-    public var accessToken: String
-    /// When the access token expires.
-    public var accessTokenExpiresAt: Date
-    /// The refresh token (`oa_r_…`).
-    public var refreshToken: String
-    /// When the refresh token expires.
-    public var refreshTokenExpiresAt: Date
-    /// Always `"Bearer"`.
-    public var tokenType: String
-    /// Seconds until the access token expires.
-    public var expiresIn: Int
-    /// The paired device's ID.
-    public var deviceID: String
-
-    enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token"
-        case accessTokenExpiresAt = "access_token_expires_at"
-        case refreshToken = "refresh_token"
-        case refreshTokenExpiresAt = "refresh_token_expires_at"
-        case tokenType = "token_type"
-        case expiresIn = "expires_in"
-        case deviceID = "device_id"
-    }
-
-    /// A response with all fields given.
-    public init(
-        accessToken: String, accessTokenExpiresAt: Date, refreshToken: String, refreshTokenExpiresAt: Date,
-        tokenType: String, expiresIn: Int, deviceID: String
-    ) {
-        self.accessToken = accessToken
-        self.accessTokenExpiresAt = accessTokenExpiresAt
-        self.refreshToken = refreshToken
-        self.refreshTokenExpiresAt = refreshTokenExpiresAt
-        self.tokenType = tokenType
-        self.expiresIn = expiresIn
-        self.deviceID = deviceID
-    }
-}
-
-/// Body of `POST /api/auth/exchange`: `{"pairing_token": "oa_p_…", "device_name": "Pixel 8"}` (name optional);
-/// when polling after a 202 in approval mode, add `"device_id"` from the 202 answer.
-public struct ExchangeRequest: Sendable, Equatable, Codable {
-    /// The pairing token from the QR code.
-    public var pairingToken: String
-    /// A name for the device shown in `oa-bridge devices list`.
-    public var deviceName: String?
-    /// The device ID from a 202 pending answer, when polling for approval.
-    public var deviceID: String?
-
-    enum CodingKeys: String, CodingKey {
-        case pairingToken = "pairing_token"
-        case deviceName = "device_name"
-        case deviceID = "device_id"
-    }
-
-    /// A request for `pairingToken`, optionally naming the device, or continuing as `deviceID` after a 202.
-    public init(pairingToken: String, deviceName: String? = nil, deviceID: String? = nil) {
-        self.pairingToken = pairingToken
-        self.deviceName = deviceName
-        self.deviceID = deviceID
-    }
-}
-
-/// Body of `POST /api/auth/refresh`: `{"refresh_token": "oa_r_…"}`.
-public struct RefreshRequest: Sendable, Equatable, Codable {
-    /// The current refresh token.
-    public var refreshToken: String
-
-    enum CodingKeys: String, CodingKey {
-        case refreshToken = "refresh_token"
-    }
-
-    /// A request to rotate `refreshToken`.
-    public init(refreshToken: String) {
-        self.refreshToken = refreshToken
-    }
-}
-
 /// Body of `202 Accepted` from an exchange in approval mode: `{"status":"pending","device_id":…,"message":…}`.
 public struct PendingResponse: Sendable, Equatable, Codable {
     /// Always `"pending"`.
@@ -274,50 +192,5 @@ public struct PendingResponse: Sendable, Equatable, Codable {
         self.deviceID = deviceID
         self.message = PairingError.approvalPending(deviceID: deviceID).message
             + " Poll POST /api/auth/exchange with the same pairing_token and this device_id."
-    }
-}
-
-/// JSON error body for 401/403/429 answers: `{"error": "<code>", "message": "…"}`.
-public struct AuthErrorBody: Sendable, Equatable, Codable {
-    /// ``PairingError/code``.
-    public var error: String
-    /// ``PairingError/message``.
-    public var message: String
-    /// Seconds to wait, for 429 answers.
-    public var retryAfter: Int?
-
-    enum CodingKeys: String, CodingKey {
-        case error
-        case message
-        case retryAfter = "retry_after"
-    }
-
-    /// The body describing `error`.
-    public init(_ error: PairingError) {
-        self.error = error.code
-        self.message = error.message
-        if case .rateLimited(let seconds) = error {
-            self.retryAfter = seconds
-        } else {
-            self.retryAfter = nil
-        }
-    }
-}
-
-/// JSON coders shared by the server and clients for pairing and auth bodies (ISO 8601 dates, unescaped slashes).
-public enum PairingJSON {
-    /// An encoder with ISO 8601 dates, sorted keys and unescaped slashes.
-    public static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-
-    /// A decoder with ISO 8601 dates.
-    public static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
     }
 }

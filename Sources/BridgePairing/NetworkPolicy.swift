@@ -1,3 +1,4 @@
+import BridgePairingWire
 import Foundation
 
 /// Address and origin rules for the HTTP side: loopback-only pages, rate-limit keys, browser Origin checks.

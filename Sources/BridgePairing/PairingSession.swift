@@ -1,3 +1,4 @@
+import BridgePairingWire
 import Foundation
 
 /// The server's current pairing code: the one plain-text pairing token the process holds, and the payload around it.

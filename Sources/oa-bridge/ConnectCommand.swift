@@ -82,7 +82,7 @@ struct ConnectCommand: AsyncParsableCommand {
             let paired = try await vault.pair(bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)")
             FileHandle.standardError.write(Data("paired with \(payload.name) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
         }
-        let finder = try ConnectCandidates(
+        let finder = try BridgeCandidates(
             target: target, pairing: payload.map { ($0.name, $0.ws, $0.fallbacks) },
             tailscale: tailscale, browseTime: .milliseconds(Int(browseTime * 1_000)))
         let candidates = await finder.collect(backend: try backend.make(logger: logger))
@@ -92,65 +92,28 @@ struct ConnectCommand: AsyncParsableCommand {
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
             """)
         }
-        let keepalive = self.keepalive
-        let token: String?
-        if let given = self.token {
-            token = given
-        } else if await vault.current != nil {
-            token = try await vault.accessToken()  // refreshed first when it is about to expire
-        } else {
-            token = nil
-        }
-        let race = HappyEyeballs()
-        let (endpoint, connected, attempts) = try await race.race(candidates) { endpoint in
-            let connection = try await BridgeRPCClient.connect(to: endpoint.url, token: token, timeout: .seconds(3), pingInterval: .seconds(keepalive), logger: logger)
-            let client = BridgeAgentClient(connection: connection)
-            do {
-                let info = try await client.initialize(timeout: .seconds(5))
-                return ConnectedBridge(client: client, initialize: info)
-            } catch {
-                connection.close()
-                throw error
-            }
-        }
-        for attempt in attempts {
+        let options = BridgeSessionOptions(pingInterval: .seconds(keepalive))
+        let session = try await BridgeClientSession.connect(
+            to: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault), logger: logger)
+        defer { session.close() }
+        let connected = session.first
+        for attempt in connected.attempts {
             let took = attempt.duration.map { String(format: "%.0f ms", $0 * 1_000) } ?? "-"
             FileHandle.standardError.write(Data("  \(attempt.endpoint.source.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(attempt.endpoint.url)  started +\(String(format: "%.0f", attempt.startedAt * 1_000)) ms, took \(took): \(attempt.outcome)\n".utf8))
         }
-        let elapsed = ContinuousClock.now - start
-        let total = String(format: "%.0f ms", elapsed.inMilliseconds)
-        let agent = connected.initialize["agentInfo"]?["title"]?.stringValue ?? connected.initialize["agentInfo"]?["name"]?.stringValue ?? "agent"
-        FileHandle.standardError.write(Data("connected to \(endpoint.url) via \(endpoint.source.rawValue) in \(total) (\(agent))\n".utf8))
+        let total = String(format: "%.0f ms", (ContinuousClock.now - start).inMilliseconds)
+        FileHandle.standardError.write(Data("connected to \(connected.endpoint.url) via \(connected.endpoint.source.rawValue) in \(total) (\(connected.agentTitle ?? "agent"))\n".utf8))
         if json { print(JSONRPCMessage.response(JSONRPCResponse(id: .int(1), result: connected.initialize)).jsonText) }
 
         // The session runs on the desktop: default to the directory the bridge serves.
-        let bridgeDirectory = connected.initialize["_meta"]?["workingDirectory"]?.stringValue
-            ?? connected.initialize["_meta"]?["working_directory"]?.stringValue
-        guard let directory = cwd ?? bridgeDirectory else {
+        guard let directory = cwd ?? connected.workingDirectory else {
             throw ValidationError("the bridge did not say its working directory; pass --cwd DIR (a directory on the desktop)")
         }
-        let session = ConnectSession(client: connected.client, json: json, approve: yes, cwd: directory) {
-            // The same desktop again: the address that won first, then the other candidates.
-            let again = [endpoint] + candidates.filter { $0 != endpoint }
-            let (_, client, _) = try await HappyEyeballs().race(again) { candidate in
-                let fresh = try await vault.current == nil ? token : vault.accessToken()
-                let connection = try await BridgeRPCClient.connect(to: candidate.url, token: fresh, timeout: .seconds(3), pingInterval: .seconds(keepalive), logger: logger)
-                let client = BridgeAgentClient(connection: connection)
-                do {
-                    try await client.initialize(timeout: .seconds(5))
-                    return client
-                } catch {
-                    connection.close()
-                    throw error
-                }
-            }
-            return client
-        }
-        defer { session.client.connection.close() }
+        let prompter = ConnectSession(session: session, json: json, approve: yes, cwd: directory)
         if let prompt {
-            try await session.runOnce(prompt)
+            try await prompter.runOnce(prompt)
         } else {
-            try await session.runInteractive()
+            try await prompter.runInteractive()
         }
     }
 }
@@ -160,10 +123,4 @@ extension ConnectCommand {
     static func fileSafe(_ text: String) -> String {
         String(text.map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" })
     }
-}
-
-/// A bridge that answered `initialize`.
-struct ConnectedBridge: Sendable {
-    let client: BridgeAgentClient
-    let initialize: JSONValue
 }

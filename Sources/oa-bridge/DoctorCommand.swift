@@ -1,5 +1,5 @@
 import ArgumentParser
-import BridgeClient
+import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
 import Foundation
@@ -16,6 +16,11 @@ struct DoctorCommand: AsyncParsableCommand {
         handshake, firewall rules (ufw, firewalld), Tailscale, the token store, and the clock.
 
         Exit status: 0 all ok, 1 some warning, 2 some failure.
+
+        Examples:
+          oa-bridge doctor
+          oa-bridge doctor --port 9100 --backend dnssd
+          oa-bridge doctor --json
         """
     )
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BridgePairing
+import BridgePairingUI
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -16,7 +17,13 @@ struct PairCommand: AsyncParsableCommand {
         QR code for the phone's camera. The code works once and expires after an hour; --new \
         revokes it and makes another.
 
-        The payload: {"ws","http","session","name","token","fallbacks"} (token absent with --auth none).
+        The payload: {"ws","http","session","name","token","fallbacks","pin"} (token absent with \
+        --auth none; pin, the TLS certificate pin, absent when the bridge serves plaintext only).
+
+        Examples:
+          oa-bridge pair
+          oa-bridge pair --new
+          oa-bridge pair --json --port 9100
         """
     )
 

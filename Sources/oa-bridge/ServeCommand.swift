@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgeDiscovery
 import BridgePairing
+import BridgePairingUI
 import BridgeServer
 import Foundation
 import Logging
@@ -51,7 +52,12 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: settings.logLevel.value, format: settings.logFormat.value)
         let logger = Logger(label: "oa-bridge.serve")
         let stateDirectory = StateDirectory.resolve(override: settings.stateDir.value)
-        let installID = try InstallIdentity.load(stateDirectory: stateDirectory)
+        let installID: String
+        do {
+            installID = try InstallIdentity.load(stateDirectory: stateDirectory)
+        } catch .unusableStateDirectory(let path, let reason) {
+            throw ServeError.stateDirectory(path: path, reason: reason)
+        }
         let serviceName = settings.name.value
         let agentCommand = try settings.agent.value.map(CommandLineSplitter.split)
         let host = settings.host.value
@@ -71,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
         let path = configuration.path
         let discovery = settings.discovery.value
 
-        let tailnet = ServeCommand.readTailnet(logger: logger)
+        let tailnet = await TailnetLookup.current(logger: logger)
         let auth = try ServeAuth.make(settings: settings, stateDirectory: stateDirectory, logger: logger)
         configuration.authenticator = auth.authenticator
         configuration.authorizeUpgrade = auth.authenticator?.upgradeAuthorizer()
@@ -100,15 +106,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var services: [any Service] = [server]
         if let backend = try discovery.makeBackend(logger: logger) {
-            let authMode = auth.store == nil ? "none" : "token"
-            let txt: @Sendable (TailnetIdentity?) throws -> TXTRecord = { identity in
-                try BridgeTXT.record(installID: installID, auth: authMode, path: path, tls: true, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
-            }
-            let refresh = BridgeAnnouncer.TailnetRefresh(initial: tailnet?.dnsName, read: { ServeCommand.readTailnet(logger: logger, announce: false) }, txt: txt)
-            let announcer = BridgeAnnouncer(backend: backend, listeningPorts: ports, logger: logger, tailnet: refresh) { boundPort in
-                try ServiceRegistration(name: serviceName, port: UInt16(boundPort), txt: txt(tailnet))
-            }
-            services.append(announcer)
+            services.append(BridgeAnnouncer(
+                backend: backend, listeningPorts: ports, name: serviceName, installID: installID,
+                auth: auth.store == nil ? "none" : "token", path: path, tls: true, tailnet: tailnet, logger: logger))
         } else {
             logger.notice("discovery is off (--discovery off): phones must connect by address")
         }
@@ -121,24 +121,6 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
-    /// This machine's tailnet name and addresses, if Tailscale runs; never fatal.
-    static func readTailnet(logger: Logger, announce: Bool = true) -> TailnetIdentity? {
-        do {
-            let identity = try TailscaleStatusReader().read()
-            guard identity.isRunning, !identity.dnsName.isEmpty else {
-                if announce { logger.info("Tailscale is installed but not running; no tailnet fallback", metadata: ["state": "\(identity.backendState)"]) }
-                return nil
-            }
-            if announce { logger.notice("Tailscale fallback: phones can also reach this desktop as \(identity.dnsName)") }
-            return identity
-        } catch .notInstalled {
-            return nil
-        } catch {
-            if announce { logger.info("no tailnet fallback: \(error)") }
-            return nil
-        }
-    }
-
     /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does.
     static func printBanner(pairing: PairingSession, port: Int, logger: Logger) async {
         do {

@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgePairingUI
 import Foundation
 import Testing
 

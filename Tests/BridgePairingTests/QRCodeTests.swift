@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgePairingUI
 import CPNG
 import Foundation
 import Testing

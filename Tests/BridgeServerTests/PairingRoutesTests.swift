@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgePairingUI
 @testable import BridgeServer
 import Foundation
 import HTTPTypes

@@ -6,7 +6,7 @@ import ServiceLifecycle
 /// Advertises the bridge over mDNS once the server listens, and withdraws it (goodbye packets)
 /// on graceful shutdown. Daemon trouble never stops the bridge: it says once, in one line, that
 /// discovery is off and why, and the backend keeps retrying.
-struct BridgeAnnouncer: Service {
+public struct BridgeAnnouncer: Service {
     private let backend: any DiscoveryBackend
     private let makeRegistration: @Sendable (_ port: Int) throws -> ServiceRegistration
     private let listeningPorts: AsyncStream<Int>
@@ -15,15 +15,29 @@ struct BridgeAnnouncer: Service {
 
     /// How the tailnet name in TXT is kept current: read it again every `interval`, and build the
     /// TXT record for what was read.
-    struct TailnetRefresh: Sendable {
-        var interval: Duration = .seconds(30)
-        var initial: String?
-        var read: @Sendable () -> TailnetIdentity?
-        var txt: @Sendable (_ tailnet: TailnetIdentity?) throws -> TXTRecord
+    public struct TailnetRefresh: Sendable {
+        /// How often to read the tailnet identity again.
+        public var interval: Duration
+        /// The MagicDNS name advertised at start, if any.
+        public var initial: String?
+        /// Reads the tailnet identity (`nil` when Tailscale is not running).
+        public var read: @Sendable () async -> TailnetIdentity?
+        /// The TXT record for a tailnet identity.
+        public var txt: @Sendable (_ tailnet: TailnetIdentity?) throws -> TXTRecord
+
+        /// A refresh every `interval` (default 30 s) starting from `initial`.
+        public init(interval: Duration = .seconds(30), initial: String?, read: @escaping @Sendable () async -> TailnetIdentity?,
+                    txt: @escaping @Sendable (_ tailnet: TailnetIdentity?) throws -> TXTRecord) {
+            self.interval = interval
+            self.initial = initial
+            self.read = read
+            self.txt = txt
+        }
     }
 
-    /// Creates the announcer; it advertises on the first port `listeningPorts` yields.
-    init(backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, logger: Logger, tailnet: TailnetRefresh? = nil,
+    /// Creates the announcer; it advertises on the first port `listeningPorts` yields, registering what
+    /// `registration` makes for that port.
+    public init(backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, logger: Logger, tailnet: TailnetRefresh? = nil,
          registration: @escaping @Sendable (_ port: Int) throws -> ServiceRegistration) {
         self.backend = backend
         self.listeningPorts = listeningPorts
@@ -32,7 +46,23 @@ struct BridgeAnnouncer: Service {
         self.makeRegistration = registration
     }
 
-    func run() async throws {
+    /// The announcer of `oa-bridge serve`: the service `name` on the listening port, with the bridge's TXT record
+    /// (install id, auth mode, WebSocket path, TLS, and the tailnet name, kept current every 30 s).
+    public init(
+        backend: any DiscoveryBackend, listeningPorts: AsyncStream<Int>, name: String, installID: String, auth: String,
+        path: String, tls: Bool, tailnet: TailnetIdentity?, logger: Logger
+    ) {
+        let txt: @Sendable (TailnetIdentity?) throws -> TXTRecord = { identity in
+            try BridgeTXT.record(installID: installID, auth: auth, path: path, tls: tls, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
+        }
+        let refresh = TailnetRefresh(initial: tailnet?.dnsName, read: { await TailnetLookup.current(logger: logger, announce: false) }, txt: txt)
+        self.init(backend: backend, listeningPorts: listeningPorts, logger: logger, tailnet: refresh) { port in
+            try ServiceRegistration(name: name, port: UInt16(port), txt: txt(tailnet))
+        }
+    }
+
+    /// Advertises on the first listening port until graceful shutdown or cancellation, then withdraws.
+    public func run() async throws {
         var ports = listeningPorts.makeAsyncIterator()
         guard let port = await ports.next() else { return }
         let registration = try makeRegistration(port)
@@ -57,7 +87,7 @@ struct BridgeAnnouncer: Service {
         var current = tailnet.initial
         while !Task.isCancelled {
             do { try await Task.sleep(for: tailnet.interval) } catch { return }
-            let identity = tailnet.read()
+            let identity = await tailnet.read()
             let name = identity?.dnsName
             guard name != current else { continue }
             do {

@@ -1,3 +1,4 @@
+import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import Foundation

@@ -1,3 +1,4 @@
+import BridgePairingWire
 import Foundation
 
 /// What `oa-bridge serve` and `oa-bridge pair` print in the terminal: the QR code and how else to pair.
@@ -16,6 +17,9 @@ public enum PairingBanner {
         lines.append(try payload.qrCode().terminalString(quietZone: 2, ansiColors: ansiColors))
         lines.append("Scan with the oa-bridge app to pair with \(payload.name) (\(payload.http)).")
         lines.append("Or open http://127.0.0.1:\(port)/pair in a browser on this desktop.")
+        if let pin = payload.pin {
+            lines.append("TLS pin: \(pin) (the QR code carries it; a phone pairing by hand compares it with this).")
+        }
         if payload.token != nil {
             if let expiresAt {
                 let minutes = max(0, Int((expiresAt.timeIntervalSince(now) / 60).rounded()))

@@ -1,26 +1,31 @@
-import BridgeClient
 import BridgeDiscovery
 import Foundation
 
-/// Gathers the endpoints `connect` races: mDNS first, then manual addresses, then Tailscale.
-struct ConnectCandidates: Sendable {
-    /// A service name or install id to look for over mDNS; `nil` with `browseForAny` takes the first bridge.
-    var nameOrID: String?
+/// The endpoints a client races for one bridge: services found over mDNS first, then manual addresses, then
+/// Tailscale names.
+///
+/// `oa-bridge connect` and an app embedding ``BridgeClientSession`` gather them the same way: a target that looks
+/// like an address is tried as given (no browsing: an arbitrary mDNS service might be another desktop); a service
+/// name or install id (TXT `id`) is looked up over mDNS, with the pairing payload's address and fallbacks behind it.
+public struct BridgeCandidates: Sendable {
+    /// A service name or install id to look for over mDNS; `nil` (while ``browse`` is true) takes the first bridge.
+    public var nameOrID: String?
     /// Whether to browse at all.
-    var browse: Bool
+    public var browse: Bool
     /// Addresses given by the user or the pairing payload.
-    var manual: [BridgeEndpoint]
-    /// Tailscale names or IPs.
-    var tailscale: [BridgeEndpoint]
+    public var manual: [BridgeEndpoint]
+    /// Tailscale names or IPs, tried last.
+    public var tailscale: [BridgeEndpoint]
     /// How long to browse.
-    var browseTime: Duration
+    public var browseTime: Duration
 
-    /// Reads `connect`'s TARGET: an address is tried as given (no browsing: an arbitrary mDNS
-    /// service might be another desktop); a name or id is looked up over mDNS.
-    init(target: String?, pairing: (name: String, ws: String, fallbacks: [String])?, tailscale: [String], browseTime: Duration) throws {
+    /// The candidates for `target` (a service name, an install id, an address, or `nil` for the first bridge
+    /// found), a pairing payload's service name, WebSocket URL and fallbacks, and extra Tailscale names.
+    /// - Throws: ``BridgeClientError`` when an address cannot be read.
+    public init(target: String?, pairing: (name: String, ws: String, fallbacks: [String])?, tailscale: [String], browseTime: Duration) throws {
         self.browseTime = browseTime
         self.tailscale = try (tailscale + (pairing?.fallbacks ?? [])).map { try BridgeEndpoint.manual($0, source: .tailscale) }
-        if let target, ConnectCandidates.looksLikeAddress(target) {
+        if let target, BridgeCandidates.looksLikeAddress(target) {
             manual = [try BridgeEndpoint.manual(target)]
             nameOrID = nil
             browse = false
@@ -31,12 +36,16 @@ struct ConnectCandidates: Sendable {
         }
     }
 
-    static func looksLikeAddress(_ text: String) -> Bool {
+    /// Whether `text` is an address (`host:port`, a dotted name or IP, `[IPv6]`, a `ws://` URL) rather than a
+    /// service name or install id.
+    public static func looksLikeAddress(_ text: String) -> Bool {
         if UUID(uuidString: text) != nil { return false }
         return text.contains(":") || text.contains(".") || text.hasPrefix("[") || text.lowercased().hasPrefix("ws://")
     }
 
-    func collect(backend: any DiscoveryBackend) async -> [BridgeEndpoint] {
+    /// The endpoints to race, best first: what `backend` resolves within ``browseTime`` (1 s when there is another
+    /// way in), then the manual and Tailscale endpoints not already found.
+    public func collect(backend: any DiscoveryBackend) async -> [BridgeEndpoint] {
         let fallbacks = manual + tailscale
         guard browse else { return fallbacks }
         // With another way in at hand, do not let a blocked LAN hold things up.

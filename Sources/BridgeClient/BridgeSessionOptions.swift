@@ -1,0 +1,30 @@
+/// How a ``BridgeClientSession`` connects and stays connected.
+public struct BridgeSessionOptions: Sendable {
+    /// The `clientInfo.name` sent in `initialize`.
+    public var clientName: String
+    /// How long one WebSocket upgrade may take.
+    public var connectTimeout: Duration
+    /// How long the bridge may take to answer `initialize`.
+    public var initializeTimeout: Duration
+    /// Seconds between WebSocket pings (a link that stops answering is detected within twice that); `nil` sends none.
+    public var pingInterval: Duration?
+    /// How long the race waits before starting the next candidate (Happy Eyeballs).
+    public var attemptDelay: Duration
+    /// When to reconnect after a lost connection, and when to give up.
+    public var reconnectPolicy: ReconnectPolicy
+
+    /// Options with the defaults `oa-bridge connect` uses: 3 s per upgrade, 5 s for `initialize`, a ping every 5 s,
+    /// 250 ms between attempts, up to 40 reconnect attempts.
+    public init(
+        clientName: String = "oa-bridge-connect", connectTimeout: Duration = .seconds(3), initializeTimeout: Duration = .seconds(5),
+        pingInterval: Duration? = .seconds(5), attemptDelay: Duration = .milliseconds(250),
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(maximumAttempts: 40)
+    ) {
+        self.clientName = clientName
+        self.connectTimeout = connectTimeout
+        self.initializeTimeout = initializeTimeout
+        self.pingInterval = pingInterval
+        self.attemptDelay = attemptDelay
+        self.reconnectPolicy = reconnectPolicy
+    }
+}
