@@ -68,6 +68,8 @@ let package = Package(
             pkgConfig: "libpng",
             providers: [.apt(["libpng-dev"]), .brew(["libpng"])]
         ),
+        /// openat2(2) for the workspace file code (Swift cannot call the variadic syscall(2)).
+        .target(name: "CWorkspaceFS"),
 
         // MARK: Library modules, dependencies pointing one way
 
@@ -135,6 +137,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 "BridgeTLS",
+                "CWorkspaceFS",
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -152,7 +152,8 @@ extension BridgeHub {
         _ = handle
         switch request.method {
         case ACPMethod.readTextFile, ACPMethod.writeTextFile:
-            answerAgent(request.id, serveFile(request), generation: current)
+            // Awaited here, so the agent's later messages stay in order behind the answer; the hub serves others meanwhile.
+            answerAgent(request.id, await serveFile(request), generation: current)
             return
         default:
             break
@@ -189,8 +190,9 @@ extension BridgeHub {
         try? liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
     }
 
-    /// `fs/read_text_file` and `fs/write_text_file`, confined to the session's working directory.
-    private func serveFile(_ request: JSONRPCRequest) -> Result<JSONValue, JSONRPCError> {
+    /// `fs/read_text_file` and `fs/write_text_file`, confined to the session's working directory by the kernel and
+    /// run on a thread pool within ``BridgeServerConfiguration/fileRequestTimeout``, so the hub is never blocked.
+    private func serveFile(_ request: JSONRPCRequest) async -> Result<JSONValue, JSONRPCError> {
         guard let session = request.params?["sessionId"]?.stringValue else {
             return .failure(JSONRPCError.invalidParams("\(request.method) needs a sessionId"))
         }
@@ -198,23 +200,33 @@ extension BridgeHub {
         guard let path = request.params?["path"]?.stringValue else {
             return .failure(JSONRPCError.invalidParams("\(request.method) needs a path"))
         }
-        do {
-            if request.method == ACPMethod.readTextFile {
-                let line = request.params?["line"]?.intValue.map { Int($0) }
-                let limit = request.params?["limit"]?.intValue.map { Int($0) }
-                let content = try record.files.read(path, line: line, limit: limit)
-                logger.debug("fs read", metadata: ["path": "\(path)", "session": "\(session)"])
-                return .success(["content": .string(content)])
+        let files = record.files
+        let io = WorkspaceIO(pool: .singleton, limit: configuration.fileRequestTimeout, clock: ContinuousClock())
+        let outcome: Result<JSONValue, WorkspaceFileError>
+        if request.method == ACPMethod.readTextFile {
+            let line = request.params?["line"]?.intValue.map { Int($0) }
+            let limit = request.params?["limit"]?.intValue.map { Int($0) }
+            outcome = await io.run(path: path) { isAbandoned throws(WorkspaceFileError) in
+                JSONValue.object(["content": .string(try files.read(path, line: line, limit: limit, isAbandoned: isAbandoned))])
             }
+        } else {
             guard let content = request.params?["content"]?.stringValue else {
                 return .failure(JSONRPCError.invalidParams("fs/write_text_file needs content (a string)"))
             }
-            try record.files.write(path, content: content)
-            logger.info("fs write", metadata: ["path": "\(path)", "session": "\(session)", "bytes": "\(content.utf8.count)"])
-            return .success(.null)
-        } catch {
-            logger.notice("fs request refused", metadata: ["method": "\(request.method)", "path": "\(path)", "error": "\(error.message)"])
-            return .failure(error)
+            outcome = await io.run(path: path) { isAbandoned throws(WorkspaceFileError) in
+                try files.write(path, content: content, isAbandoned: isAbandoned)
+                return JSONValue.null
+            }
+        }
+        switch outcome {
+        case .success(let result):
+            logger.debug("fs request served", metadata: ["method": "\(request.method)", "path": "\(path)", "session": "\(session)"])
+            return .success(result)
+        case .failure(let error):
+            logger.notice("fs request refused", metadata: [
+                "method": "\(request.method)", "path": "\(path.prefix(256))", "session": "\(session)", "error": "\(error.rpcError.message)",
+            ])
+            return .failure(error.rpcError)
         }
     }
 

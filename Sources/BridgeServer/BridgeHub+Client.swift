@@ -179,7 +179,7 @@ extension BridgeHub {
             guard case .string(let path) = cwd else {
                 throw JSONRPCError.invalidParams("cwd must be a string (an absolute path), got \(cwd.typeName)")
             }
-            files = try WorkspaceFiles(root: try workspace.directory(inside: path))
+            files = try workspace.session(cwd: path)
         } else {
             files = workspace
         }

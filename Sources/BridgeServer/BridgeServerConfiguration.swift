@@ -76,6 +76,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// How long a request of the agent (e.g. a permission) waits when no client is attached to its session (the phone
     /// is reconnecting, see `_oa/session/resume`) before it is answered as nobody can (a permission: `cancelled`).
     public var orphanedRequestTimeout: Duration = .seconds(300)
+    /// How long one `fs/read_text_file` or `fs/write_text_file` of the agent may take (it runs on a thread pool, off
+    /// the hub); past it the agent is answered with an error (-32603) and the call is abandoned.
+    public var fileRequestTimeout: Duration = .seconds(10)
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
     /// The time the bridge's own timers run on (the sweeps of stuck clients and orphaned requests, the shutdown
