@@ -1,6 +1,6 @@
 import BridgeRPC
+import BridgeTLS
 import Foundation
-import HummingbirdWSClient
 import Logging
 import Synchronization
 
@@ -22,25 +22,36 @@ public final class BridgeRPCClient: Sendable {
         var nextID: Int64 = 1
         var pending: [JSONRPCID: CheckedContinuation<JSONValue, any Error>] = [:]
         var closedReason: String?
+        var certificatePin: CertificatePin?
     }
 
     /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
     /// longer than `timeout`. `token` is sent as `Authorization: Bearer`.
+    ///
+    /// `url` may name an IPv4 address, a host name, or an IPv6 address in brackets with its zone
+    /// (`ws://[fe80::1%25eth0]:9099/`). `wss://` speaks TLS: with `pin` (stored at pairing) a certificate with
+    /// another key is refused (``WebSocketConnectorError/pinMismatch(expected:seen:)``); without, the certificate is
+    /// trusted on first use and ``certificatePin`` says its pin. A `401`/`403` to the upgrade throws
+    /// ``BridgeClientError/unauthorized(_:)``; other failures are ``WebSocketConnectorError``s.
     public static func connect(
-        to url: String, token: String? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
+        to url: String, token: String? = nil, pin: CertificatePin? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
         pingInterval: Duration? = nil, logger: Logger
     ) async throws -> BridgeRPCClient {
-        try WebSocketURLSupport.check(url)
+        let target = try WebSocketConnector.Target(url: url)
         let client = BridgeRPCClient(url: url)
         do {
-            try await client.open(token: token, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
-        } catch let error as WebSocketClientError where error == .webSocketUpgradeFailed {
+            try await client.open(target: target, token: token, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
+        } catch let error as WebSocketConnectorError where error.needsPairing {
             throw BridgeClientError.unauthorized(token == nil
                 ? "the bridge refused the WebSocket without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
                 : "the bridge refused the token (expired or revoked)")
         }
         return client
     }
+
+    /// The pin of the certificate the bridge presented (`wss://` only): with trust on first use, the pin to show
+    /// and to store.
+    public var certificatePin: CertificatePin? { state.withLock { $0.certificatePin } }
 
     private init(url: String) {
         self.url = url
@@ -54,26 +65,27 @@ public final class BridgeRPCClient: Sendable {
 
     private let outboundStream: AsyncStream<String>
 
-    private func open(token: String?, timeout: Duration, maxFrameSize: Int, pingInterval: Duration?, logger: Logger) async throws {
-        var configuration = WebSocketClientConfiguration(maxFrameSize: maxFrameSize)
-        if let pingInterval { configuration.autoPing = .enabled(timePeriod: pingInterval) }
-        if let token { configuration.additionalHeaders[.authorization] = "Bearer \(token)" }
-        let settings = configuration
+    private func open(
+        target: WebSocketConnector.Target, token: String?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int,
+        pingInterval: Duration?, logger: Logger
+    ) async throws {
+        let connector = WebSocketConnector(timeout: timeout, maxMessageSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         let (opened, openedContinuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
         let outboundStream = self.outboundStream
-        let task = Task { [url] in
+        let task = Task {
             do {
-                let close = try await WebSocketClient.connect(url: url, configuration: settings, logger: logger) { inbound, writer, _ in
+                let close = try await connector.connect(to: target, pin: pin, token: token) { connection in
+                    self.state.withLock { $0.certificatePin = connection.certificatePin }
                     openedContinuation.yield(.success(()))
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for await text in outboundStream {
-                                try await writer.write(.text(text))
+                                try await connection.send(text: text)
                             }
-                            try await writer.close(.normalClosure, reason: "client closed")
+                            try await connection.close(code: .normalClosure, reason: "client closed")
                         }
                         group.addTask {
-                            for try await message in inbound.messages(maxSize: maxFrameSize) {
+                            for try await message in connection.messages {
                                 switch message {
                                 case .text(let text): self.receive(text)
                                 case .binary: logger.warning("ignoring a binary frame from the bridge; it speaks JSON text")
@@ -83,8 +95,9 @@ public final class BridgeRPCClient: Sendable {
                         _ = try await group.next()
                         group.cancelAll()
                     }
+                    return connection.closeFrame
                 }
-                let reason = close.map { "closed by the bridge (\($0.closeCode)\($0.reason.map { ": " + $0 } ?? ""))" } ?? "closed"
+                let reason = close.map { "closed by the bridge (\($0.code)\($0.reason.isEmpty ? "" : ": " + $0.reason))" } ?? "closed"
                 self.finish(reason: reason)
             } catch {
                 openedContinuation.yield(.failure(error))

@@ -1,8 +1,6 @@
 import BridgeDiscovery
 import Foundation
-import HummingbirdWSClient
 import Logging
-import Synchronization
 
 /// Connects to a bridge over WebSocket and runs the `initialize` handshake once, timing it:
 /// the "is it really a bridge, and does it answer" check behind `oa-bridge discover --probe`.
@@ -21,6 +19,31 @@ public struct HandshakeProbe: Sendable {
         public var agent: [String: String]?
         /// Why the probe failed, in words.
         public var error: String?
+        /// How it ended (`answered`, `needs_pairing`, `refused`, …): for a service, the best outcome of its addresses.
+        public var outcome: ProbeOutcome?
+        /// For a service: every address tried, in order, with its outcome.
+        public var probes: [ProbeAttempt]?
+
+        /// A result from one address's attempt (and, for a service, every attempt).
+        init(_ attempt: ProbeAttempt, probes: [ProbeAttempt]? = nil) {
+            self.ok = attempt.outcome == .answered
+            self.url = attempt.url
+            self.milliseconds = attempt.ms
+            self.protocolVersion = attempt.protocolVersion
+            self.agent = attempt.agent
+            self.error = attempt.error
+            self.outcome = attempt.outcome
+            self.probes = probes
+        }
+
+        init(ok: Bool, url: String, milliseconds: Double, protocolVersion: String? = nil, agent: [String: String]? = nil, error: String?) {
+            self.ok = ok
+            self.url = url
+            self.milliseconds = milliseconds
+            self.protocolVersion = protocolVersion
+            self.agent = agent
+            self.error = error
+        }
     }
 
     /// How long one probe may take before it counts as failed.
@@ -45,105 +68,21 @@ public struct HandshakeProbe: Sendable {
         return ordered.map { "ws://\($0.urlHost):\(service.port)\(path)" }
     }
 
-    /// Probes `service` at each candidate address until one answers.
+    /// Probes every address of `service` (``ProbeRunner``): the result is the best attempt, with all of them in
+    /// ``Result/probes``.
     public func probe(_ service: ResolvedService) async -> Result {
-        var last = Result(ok: false, url: "", milliseconds: 0, error: "the service has no address")
-        for url in HandshakeProbe.candidateURLs(for: service) {
-            last = await probe(url: url)
-            if last.ok { return last }
+        let report = await ProbeRunner(timeout: timeout, token: token, logger: logger).probe(service)
+        guard let best = report.best else {
+            return Result(ok: false, url: "", milliseconds: 0, error: "the service has no address")
         }
-        return last
+        return Result(best, probes: report.probes)
     }
 
-    /// Probes one URL.
+    /// Probes one URL: IPv4, a name, or an IPv6 address in brackets with its zone.
     public func probe(url: String) async -> Result {
-        let start = ContinuousClock.now
-        do {
-            try WebSocketURLSupport.check(url)
-        } catch {
-            return Result(ok: false, url: url, milliseconds: 0, error: error.description)
-        }
-        let logger = self.logger
-        let timeout = self.timeout
-        let configuration = HandshakeProbe.configuration(token: token)
-        do {
-            let answer = try await withThrowingTaskGroup(of: String?.self) { group in
-                group.addTask {
-                    let box = AnswerBox()
-                    try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in
-                        try await outbound.write(.text(HandshakeProbe.initializeRequest))
-                        for try await message in inbound.messages(maxSize: 1 << 20) {
-                            if case .text(let text) = message {
-                                box.value = text
-                                break
-                            }
-                        }
-                        try await outbound.close(.normalClosure, reason: "probe done")
-                    }
-                    return box.value
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw ProbeTimeout()
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? nil
-            }
-            let elapsed = HandshakeProbe.milliseconds(since: start)
-            guard let answer else {
-                return Result(ok: false, url: url, milliseconds: elapsed, error: "the connection closed before initialize was answered")
-            }
-            return HandshakeProbe.evaluate(answer: answer, url: url, milliseconds: elapsed)
-        } catch is ProbeTimeout {
-            return Result(ok: false, url: url, milliseconds: HandshakeProbe.milliseconds(since: start), error: "no answer within \(timeout)")
-        } catch {
-            return Result(ok: false, url: url, milliseconds: HandshakeProbe.milliseconds(since: start), error: "\(error)")
-        }
+        Result(await ProbeRunner(timeout: timeout, token: token, logger: logger).probe(url: url))
     }
 
     /// The seed-dialect `initialize` request a phone sends first.
     public static let initializeRequest = #"{"jsonrpc":"2.0","method":"initialize","id":"probe-1","params":{"protocol_version":"0.2.2","client_capabilities":{},"client_info":{"name":"oa-bridge-probe","title":"oa-bridge discover --probe","version":"0.1.0"}}}"#
-
-    static func evaluate(answer: String, url: String, milliseconds: Double) -> Result {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(answer.utf8))) as? [String: Any] else {
-            return Result(ok: false, url: url, milliseconds: milliseconds, error: "the answer is not a JSON object")
-        }
-        if let error = object["error"] as? [String: Any] {
-            let message = error["message"] as? String ?? "unknown error"
-            return Result(ok: false, url: url, milliseconds: milliseconds, error: "initialize failed: \(message)")
-        }
-        guard let result = object["result"] as? [String: Any] else {
-            return Result(ok: false, url: url, milliseconds: milliseconds, error: "the answer has neither result nor error")
-        }
-        let version = (result["protocol_version"] as? String) ?? (result["protocolVersion"]).map { "\($0)" }
-        let info = (result["agent_info"] ?? result["agentInfo"]) as? [String: Any]
-        let agent = info?.compactMapValues { $0 as? String }
-        return Result(ok: true, url: url, milliseconds: milliseconds, protocolVersion: version, agent: agent, error: nil)
-    }
-
-    static func configuration(token: String?) -> WebSocketClientConfiguration {
-        var configuration = WebSocketClientConfiguration()
-        if let token {
-            configuration.additionalHeaders[.authorization] = "Bearer \(token)"
-        }
-        return configuration
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
-        (ContinuousClock.now - start).inMilliseconds
-    }
-}
-
-/// Thrown inside the probe when its time is up.
-private struct ProbeTimeout: Error {}
-
-/// Carries the first text frame out of the WebSocket handler (which runs in another task).
-private final class AnswerBox: Sendable {
-    private let text = Mutex<String?>(nil)
-
-    /// The first text frame, once the handler has seen it.
-    var value: String? {
-        get { text.withLock { $0 } }
-        set { text.withLock { $0 = newValue } }
-    }
 }
