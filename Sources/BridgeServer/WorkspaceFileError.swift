@@ -54,7 +54,8 @@ enum WorkspaceFileError: Error, Equatable, Sendable {
                 "the path has \(count) components, more than the limit of \(limit)",
                 data: ["components": .int(Int64(count)), "limit": .int(Int64(limit))]).with(path: path, shortened: true)
         case .parentComponent(let path):
-            return .invalidParams("\(path): paths with .. are not allowed", data: ["path": .string(path)])
+            return .invalidParams(
+                "\(path) could lead outside the session's working directory: paths with .. are not allowed", data: ["path": .string(path)])
         case .outside(let path, let root, let why):
             return .invalidParams(
                 "\(path) is outside the session's working directory \(root) (\(why))",
