@@ -138,7 +138,8 @@ struct StdioAgentTests {
             try agent.send(.request(JSONRPCRequest(id: .int(7), method: "unwritable")))
             guard case .message(.response(let failed)) = await events.next() else { Issue.record("no error response"); return }
             #expect(failed.id == .int(7))
-            #expect(failed.error?.message.hasPrefix(ACPAgentError.writeFailed("").description) == true)
+            #expect(failed.error?.code == JSONRPCError.internalErrorCode)
+            #expect(failed.error?.message.contains(ACPAgentError.writeFailed("").description) == true)
             group.cancelAll()
         }
     }

@@ -30,7 +30,8 @@ struct StdioAgentBridgeTests {
                 client.prompt(seed: true, session: session, text: "read ../../../etc/passwd", id: "r2")
                 (done, updates) = try await client.collect(until: "r2")
                 #expect(chunkText(updates, seed: true).hasPrefix("error:"))
-                #expect(chunkText(updates, seed: true).contains("outside"))
+                // Refused before it is resolved ("paths with .. are not allowed") or after ("outside").
+                #expect(chunkText(updates, seed: true).contains("outside") || chunkText(updates, seed: true).contains("not allowed"))
 
                 client.prompt(seed: true, session: session, text: "read escape", id: "r3")
                 (done, updates) = try await client.collect(until: "r3")
