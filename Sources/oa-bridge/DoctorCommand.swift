@@ -41,7 +41,9 @@ struct DoctorCommand: AsyncParsableCommand {
         let logger = Logger(label: "oa-bridge.doctor")
         var options = Doctor.Options(backend: try backend.make(logger: logger), stateDirectory: StateDirectory.resolve(override: stateDir))
         options.port = port
-        let checks = await Doctor(options: options, logger: logger).run()
+        let tls = DoctorTLSRow.inspect(stateDirectory: StateDirectory.resolve(override: stateDir))
+        let checks = await Doctor(options: options, logger: logger).run() + [DoctorCheck(
+            name: tls.name, status: tls.level == .ok ? .ok : tls.level == .warn ? .warn : .fail, detail: tls.detail, fix: tls.fix)]
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
