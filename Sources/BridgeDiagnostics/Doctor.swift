@@ -120,19 +120,24 @@ public struct Doctor: Sendable {
                            detail: interfaces.map { "\($0.name) \($0.addresses.joined(separator: " "))" }.joined(separator: "; "))
     }
 
+    /// The bridge on this machine, asked without a token over loopback (`/api/health`, then `/api/status` for the
+    /// auth mode): a bridge that wants pairing is running, not "nothing answers".
     func bridgePort() async -> [DoctorCheck] {
-        let url = "ws://127.0.0.1:\(options.port)/"
-        let result = await HandshakeProbe(timeout: .seconds(2), logger: logger).probe(url: url)
-        if result.ok {
-            return [DoctorCheck(name: "port \(options.port)", status: .ok,
-                                detail: String(format: "the bridge answers initialize on %@ in %.0f ms", url, result.milliseconds))]
+        let name = "port \(options.port)"
+        let finding = await ProbeLocalBridge(port: options.port).check()
+        guard finding.running else {
+            return [DoctorCheck(name: name, status: .warn, detail: "nothing answers on \(finding.url): \(finding.error ?? "no answer")",
+                                fix: "start the bridge: 'oa-bridge serve' (or pass --port if it uses another port)")]
         }
-        let reason = result.error ?? "no answer"
-        if reason.contains("401") || reason.contains("403") {
-            return [DoctorCheck(name: "port \(options.port)", status: .ok, detail: "the bridge is listening and asks for a token")]
+        let answered = String(format: "the bridge answers on %@ in %.0f ms", finding.url, finding.ms)
+        switch finding.auth {
+        case .token?:
+            return [DoctorCheck(name: name, status: .ok, detail: "\(answered); auth: token (phones pair with the QR code from 'oa-bridge pair')")]
+        case .none?:
+            return [DoctorCheck(name: name, status: .ok, detail: "\(answered); auth: none (only loopback and --allow-network peers may connect)")]
+        case nil:
+            return [DoctorCheck(name: name, status: .ok, detail: "\(answered); its auth mode is unknown (/api/status did not say)")]
         }
-        return [DoctorCheck(name: "port \(options.port)", status: .warn, detail: "nothing answers on \(url): \(reason)",
-                            fix: "start the bridge: 'oa-bridge serve' (or pass --port if it uses another port)")]
     }
 
     func firewall() -> [DoctorCheck] {

@@ -27,9 +27,13 @@ struct DiscoverRecord: Encodable {
         var agent: [String: String]?
         var protocolVersion: String?
         var error: String?
+        /// The best outcome of the service's addresses (`answered`, `needs_pairing`, `refused`, …).
+        var outcome: ProbeOutcome?
+        /// Every address tried: `address`, `url`, `outcome`, `ms`, `error`.
+        var probes: [ProbeAttempt]?
 
         enum CodingKeys: String, CodingKey {
-            case ok, ms, url, agent, error
+            case ok, ms, url, agent, error, outcome, probes
             case protocolVersion = "protocol_version"
         }
     }
@@ -81,7 +85,7 @@ struct DiscoverRecord: Encodable {
         resolveMilliseconds = service.resolveSeconds.map { ($0 * 1_000_000).rounded() / 1_000 }
         probe = result.map {
             Probe(ok: $0.ok, ms: ($0.milliseconds * 1_000).rounded() / 1_000, url: $0.url, agent: $0.agent,
-                  protocolVersion: $0.protocolVersion, error: $0.error)
+                  protocolVersion: $0.protocolVersion, error: $0.error, outcome: $0.outcome, probes: $0.probes)
         }
     }
 }

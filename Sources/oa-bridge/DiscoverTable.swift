@@ -54,10 +54,18 @@ enum DiscoverTable {
     }
 
     static func probeText(_ probe: HandshakeProbe.Result) -> String {
+        let best: String
         if probe.ok {
             let agent = probe.agent?["title"] ?? probe.agent?["name"] ?? "agent"
-            return "ok \(String(format: "%.0f", probe.milliseconds)) ms (\(agent), protocol \(probe.protocolVersion ?? "?"))"
+            best = "ok \(String(format: "%.0f", probe.milliseconds)) ms (\(agent), protocol \(probe.protocolVersion ?? "?"))"
+        } else if probe.outcome == .needsPairing {
+            best = "needs pairing (the bridge answers; pair with the QR code from 'oa-bridge pair')"
+        } else {
+            best = "FAILED: \(probe.error ?? "unknown") (\(probe.url))"
         }
-        return "FAILED: \(probe.error ?? "unknown") (\(probe.url))"
+        // Per address, what worked: "127.0.0.1 answered 3 ms; fe80::2%eth0 refused 1 ms".
+        guard let probes = probe.probes, probes.count > 1 || probe.outcome == .needsPairing else { return best }
+        let each = probes.map { "\($0.address) \($0.outcome) \(String(format: "%.0f", $0.ms)) ms" }.joined(separator: "; ")
+        return "\(best) [\(each)]"
     }
 }
