@@ -11,6 +11,13 @@ struct DevicesCommand: AsyncParsableCommand {
         Works on the token store in the state directory, so it works whether or not the bridge \
         runs; a running bridge notices a revocation within a second and closes that device's \
         connections (close code 4003).
+
+        Examples:
+          oa-bridge devices
+          oa-bridge devices list --json --all
+          oa-bridge devices approve 3f2a
+          oa-bridge devices revoke 3f2a
+          oa-bridge devices revoke --all
         """,
         subcommands: [List.self, Approve.self, Revoke.self],
         defaultSubcommand: List.self

@@ -6,6 +6,16 @@ struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Show the effective configuration of 'serve' and where each value comes from.",
+        discussion: """
+        Settings of 'serve' come from the command line, the environment (OA_BRIDGE_<OPTION>), \
+        the config file (~/.config/oa-bridge/config.yaml) or the default, in that order; \
+        'config show' prints each with its source.
+
+        Examples:
+          oa-bridge config
+          oa-bridge config show --json
+          OA_BRIDGE_PORT=9100 oa-bridge config show --name Studio
+        """,
         subcommands: [ConfigShowCommand.self],
         defaultSubcommand: ConfigShowCommand.self
     )
@@ -21,6 +31,11 @@ struct ConfigShowCommand: AsyncParsableCommand {
         (OA_BRIDGE_PORT=9100), the config file (port: 9100 in ~/.config/oa-bridge/config.yaml, \
         or --config FILE / OA_BRIDGE_CONFIG), the default. Pass serve's options here to see \
         their effect.
+
+        Examples:
+          oa-bridge config show
+          oa-bridge config show --port 9100 --json
+          oa-bridge config show --config ./bridge.yaml
         """
     )
 
