@@ -129,7 +129,6 @@ let package = Package(
                 "BridgeACP",
                 "BridgeDiscovery",
                 "BridgePairing",
-                "BridgePairingWire",
                 "BridgePairingUI",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -156,7 +155,6 @@ let package = Package(
                 "BridgeRPC",
                 "BridgeDiscovery",
                 "BridgePairingWire",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -203,7 +201,7 @@ let package = Package(
                 "BridgeDiscovery",
                 "BridgePairing",
                 "BridgePairingUI",
-                "BridgePairingWire",
+                "BridgeRPC",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -218,7 +216,7 @@ let package = Package(
         .executableTarget(
             name: "bench",
             dependencies: [
-                "BridgeServer", "BridgeClient", "BridgeRPC",
+                "BridgeServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
