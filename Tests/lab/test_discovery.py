@@ -328,8 +328,9 @@ def test_discover_probe(bridge_bin, backend, desk, phone, timings):
     p = ok[0]["probe"]
     assert isinstance(p.get("ms"), (int, float)) and p["ms"] >= 0, p
     timings.record(f"probe_handshake[{backend}]", float(p["ms"]), total_discover_s=round(time.monotonic() - t0, 2))
-    assert isinstance(p.get("url"), str) and p["url"].startswith("ws://"), p
-    hostpart = re.match(r"ws://(\[[^\]]+\]|[^/:]+)", p["url"]).group(1).strip("[]").split("%")[0]
+    # ws://, or wss:// when the bridge says tls=1 in TXT (issue 11: the probe then checks TLS like a phone)
+    assert isinstance(p.get("url"), str) and re.match(r"wss?://", p["url"]), p
+    hostpart = re.match(r"wss?://(\[[^\]]+\]|[^/:]+)", p["url"]).group(1).strip("[]").split("%")[0]
     assert hostpart in (desk.ipv4, desk.ipv6, "desk.local") or hostpart.startswith("fe80:"), \
         f"probe went to {p['url']}, not to desk\n{ctx}"
     assert p.get("protocol_version") == PROTOCOL_VERSION, p
