@@ -68,10 +68,13 @@ struct WorkspaceFilesTests {
             try files.read(root + "/../etc/passwd", line: nil, limit: nil)
         }
         #expect(throws: WorkspaceFileError.self) { try files.read("/etc/passwd", line: nil, limit: nil) }
-        try FileManager.default.createSymbolicLink(atPath: root + "/out", withDestinationPath: "/etc")
+        // A directory of its own, not /etc: a broken build run as root must not write into the system.
+        let outside = try TestBridge.makeDirectory()
+        try "host".write(toFile: outside + "/hostname", atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: root + "/out", withDestinationPath: outside)
         #expect(throws: WorkspaceFileError.self) { try files.read(root + "/out/hostname", line: nil, limit: nil) }
         #expect(throws: WorkspaceFileError.self) { try files.write(root + "/out/evil.txt", content: "x") }
-        #expect(!FileManager.default.fileExists(atPath: "/etc/evil.txt"))
+        #expect(!FileManager.default.fileExists(atPath: outside + "/evil.txt"))
         try FileManager.default.createSymbolicLink(atPath: root + "/inside", withDestinationPath: root + "/a.txt")
         #expect(try files.read(root + "/inside", line: 1, limit: 1) == "one")
 
