@@ -25,14 +25,14 @@ public struct BridgeConnection: Sendable {
 
     /// Races `candidates` (Happy Eyeballs: best first, the next after ``BridgeSessionOptions/attemptDelay`` or as soon
     /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `token` is asked for each
-    /// attempt, so a refreshed token is used when one expired meanwhile.
+    /// attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
     /// - Throws: ``BridgeClientError`` (`noCandidates`, `noEndpointReachable`, or what `token` throws).
     public static func open(
         _ candidates: [BridgeEndpoint], options: BridgeSessionOptions,
         token: @escaping @Sendable () async throws -> String?, logger: Logger
     ) async throws -> BridgeConnection {
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
-        let (endpoint, opened, attempts) = try await race.race(candidates) { endpoint in
+        let (endpoint, opened, attempts) = try await race.race(candidates, attempt: { endpoint in
             let connection = try await BridgeRPCClient.connect(
                 to: endpoint.url, token: try await token(), timeout: options.connectTimeout,
                 pingInterval: options.pingInterval, logger: logger)
@@ -44,7 +44,10 @@ public struct BridgeConnection: Sendable {
                 connection.close()
                 throw error
             }
-        }
+        }, closeLoser: { loser in
+            // Two attempts can answer at once: the one that lost the race is closed, never left open.
+            loser.0.connection.close()
+        })
         return BridgeConnection(endpoint: endpoint, client: opened.0, initialize: opened.1, attempts: attempts)
     }
 }
