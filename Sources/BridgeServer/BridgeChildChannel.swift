@@ -30,7 +30,8 @@ struct BridgeChildChannel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let address = channel.remoteAddress?.ipAddress.map(NetworkPolicy.host(fromRemoteAddress:)) ?? "unknown"
         if let refusal = admission.admit(address) {
-            logger.notice("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
+            // Debug: a flood would otherwise write a line per refused connection.
+            logger.debug("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
             return channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
                 return Value(inner: nil, channel: channel)

@@ -7,8 +7,9 @@ import NIOCore
 ///
 /// It sits at the application side of the transport (after TLS, when there is TLS) and before the HTTP codec, so
 /// "an answer" is the first plaintext write. It then releases the connection's "waiting" place in
-/// ``ConnectionAdmission`` and leaves the pipeline; later requests on a kept-alive connection are bounded by
-/// Hummingbird's idle timeout (``BridgeServerConfiguration/httpIdleTimeout``), WebSockets by their own timers.
+/// ``ConnectionAdmission`` and only passes data on (removing itself from inside `write` lost the write's completion
+/// on an EmbeddedChannel, so it stays); later requests on a kept-alive connection are bounded by Hummingbird's idle
+/// timeout (``BridgeServerConfiguration/httpIdleTimeout``), WebSockets by their own timers.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = Any
     typealias InboundOut = Any
@@ -51,7 +52,6 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         release(answered: true)
-        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
     private func timedOut(context: ChannelHandlerContext) {
