@@ -63,6 +63,17 @@ public struct BridgeServerConfiguration: Sendable {
     public var allowedNetworks: [String] = []
     /// The most WebSocket connections at once; beyond it upgrades are refused with 503 (`too_many_connections`).
     public var maxConnections: Int = 1024
+    /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond
+    /// ``maxConnections`` plus this one more gets `503` (`server_busy`) and is closed.
+    public var maxHTTPConnections: Int = 256
+    /// Connections from one IP address that have not yet got their first answer (a request head still coming, or
+    /// nothing sent yet); one more gets `503` (`too_many_pending_connections`) and is closed.
+    public var maxPendingConnectionsPerAddress: Int = 128
+    /// How long a new connection has, from accept, to send a complete request (head and body) and so get its first
+    /// answer (an HTTP response or the WebSocket `101`); it is closed when the time is up.
+    public var requestHeadTimeout: Duration = .seconds(10)
+    /// How long a plain-HTTP (kept-alive, not WebSocket) connection may wait for its next request before it is closed.
+    public var httpIdleTimeout: Duration = .seconds(30)
     /// How many `session/update` notifications each session keeps for `_oa/session/resume`.
     public var replayBufferSize: Int = 1000
     /// How many bytes of `session/update` notifications (their JSON params) each session keeps for
@@ -86,17 +97,6 @@ public struct BridgeServerConfiguration: Sendable {
     public var clock: any BridgeClock = ContinuousClock()
 
     /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.
-    /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond
-    /// ``maxConnections`` plus this one more gets `503` (`server_busy`) and is closed.
-    public var maxHTTPConnections: Int = 256
-    /// Connections from one IP address that have not yet got their first answer (a request head still coming, or
-    /// nothing sent yet); one more gets `503` (`too_many_pending_connections`) and is closed.
-    public var maxPendingConnectionsPerAddress: Int = 128
-    /// How long a new connection has, from accept, to send a complete request (head and body) and so get its first
-    /// answer (an HTTP response or the WebSocket `101`); it is closed when the time is up.
-    public var requestHeadTimeout: Duration = .seconds(10)
-    /// How long a plain-HTTP (kept-alive, not WebSocket) connection may wait for its next request before it is closed.
-    public var httpIdleTimeout: Duration = .seconds(30)
     public var metricsRegistry: PrometheusCollectorRegistry? = nil
 
     /// Creates a configuration; every other setting starts at its default.
