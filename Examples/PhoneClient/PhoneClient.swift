@@ -32,7 +32,8 @@ struct PhoneClient {
         // 2. Pair when given a payload: its `http` URL takes the pairing token.
         let payload = payloadText == "-" ? nil : try PairingPayload.decode(payloadText)
         if let payload, let token = payload.token {
-            try await vault.pair(bridge: payload.http, pairingToken: token, deviceName: "PhoneClient example")
+            // Over https:// the exchange is held to the QR code's certificate pin, which the vault keeps.
+            try await vault.pair(bridge: payload.http, pairingToken: token, deviceName: "PhoneClient example", pin: payload.pin)
             print("paired with \(payload.name)")
         }
 
@@ -49,7 +50,7 @@ struct PhoneClient {
         // 3. Connect: race the candidates; the first to answer `initialize` wins. The session reconnects and
         //    resumes by itself if the link drops mid-answer, with tokens the vault refreshes.
         let session = try await BridgeClientSession.connect(
-            to: candidates, options: BridgeSessionOptions(clientName: "phone-client-example"),
+            to: candidates, options: BridgeSessionOptions(clientName: "phone-client-example", pin: try await vault.pin),
             token: BridgeClientSession.token(vault: vault), logger: logger)
         print("connected to \(session.first.endpoint.url)")
         defer { session.close() }

@@ -26,15 +26,18 @@ public struct BridgeConnection: Sendable {
     /// Races `candidates` (Happy Eyeballs: best first, the next after ``BridgeSessionOptions/attemptDelay`` or as soon
     /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `token` is asked for each
     /// attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
+    /// With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to that pin.
     /// - Throws: ``BridgeClientError`` (`noCandidates`, `noEndpointReachable`, or what `token` throws).
     public static func open(
         _ candidates: [BridgeEndpoint], options: BridgeSessionOptions,
         token: @escaping @Sendable () async throws -> String?, logger: Logger
     ) async throws -> BridgeConnection {
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
-        let (endpoint, opened, attempts) = try await race.race(candidates, attempt: { endpoint in
+        // The bridge serves TLS and plaintext on one port: a client that holds the pin always speaks TLS.
+        let reachable = options.pin == nil ? candidates : candidates.map(\.overTLS)
+        let (endpoint, opened, attempts) = try await race.race(reachable, attempt: { endpoint in
             let connection = try await BridgeRPCClient.connect(
-                to: endpoint.url, token: try await token(), timeout: options.connectTimeout,
+                to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
                 pingInterval: options.pingInterval, logger: logger)
             let client = BridgeAgentClient(connection: connection)
             do {

@@ -20,12 +20,15 @@ public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var port: Int
     /// The WebSocket path, starting with `/`.
     public var path: String
+    /// Whether the endpoint speaks TLS (`wss://`, `https://`).
+    public var secure: Bool
 
     /// The bridge's default port.
     public static let defaultPort = 9099
 
     /// Creates an endpoint.
-    public init(source: Source, host: String, port: Int = BridgeEndpoint.defaultPort, path: String = "/") {
+    public init(source: Source, host: String, port: Int = BridgeEndpoint.defaultPort, path: String = "/", secure: Bool = false) {
+        self.secure = secure
         self.source = source
         self.host = host
         self.port = port
@@ -33,20 +36,29 @@ public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The WebSocket URL.
-    public var url: String { "ws://\(host):\(port)\(path)" }
+    public var url: String { "\(secure ? "wss" : "ws")://\(host):\(port)\(path)" }
 
     /// The HTTP base URL of the same bridge (for `/api/...`).
-    public var httpBase: String { "http://\(host):\(port)" }
+    public var httpBase: String { "\(secure ? "https" : "http")://\(host):\(port)" }
+
+    /// The same endpoint over TLS (the bridge serves TLS and plaintext on one port).
+    public var overTLS: BridgeEndpoint {
+        var copy = self
+        copy.secure = true
+        return copy
+    }
 
     public var description: String { "\(url) (\(source.rawValue))" }
 
     /// Parses what a user types: `host`, `host:port`, `[v6]:port`, a bare IPv6 address, or a
-    /// `ws://` URL. The port defaults to 9099.
+    /// `ws://` / `wss://` URL (`http://` / `https://` too). The port defaults to 9099.
     public static func manual(_ text: String, source: Source = .manual) throws(BridgeClientError) -> BridgeEndpoint {
         var rest = text.trimmingCharacters(in: .whitespaces)
         var path = "/"
-        for scheme in ["ws://", "http://"] where rest.lowercased().hasPrefix(scheme) {
+        var secure = false
+        for scheme in ["ws://", "http://", "wss://", "https://"] where rest.lowercased().hasPrefix(scheme) {
             rest.removeFirst(scheme.count)
+            secure = scheme.hasPrefix("wss") || scheme.hasPrefix("https")
         }
         if let slash = rest.firstIndex(of: "/") {
             path = String(rest[slash...])
@@ -63,19 +75,19 @@ public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {
             } else if !after.isEmpty {
                 throw .invalidAddress(text, reason: "unexpected '\(after)' after the IPv6 address")
             }
-            return BridgeEndpoint(source: source, host: bracket(literal), port: port, path: path)
+            return BridgeEndpoint(source: source, host: bracket(literal), port: port, path: path, secure: secure)
         }
         let colons = rest.filter { $0 == ":" }.count
         if colons > 1 {
             // A bare IPv6 address without a port.
-            return BridgeEndpoint(source: source, host: bracket(rest), port: defaultPort, path: path)
+            return BridgeEndpoint(source: source, host: bracket(rest), port: defaultPort, path: path, secure: secure)
         }
         if colons == 1, let colon = rest.firstIndex(of: ":") {
             let host = String(rest[..<colon])
             guard !host.isEmpty else { throw .invalidAddress(text, reason: "the host is missing before ':'") }
-            return BridgeEndpoint(source: source, host: host, port: try parsePort(String(rest[rest.index(after: colon)...]), in: text), path: path)
+            return BridgeEndpoint(source: source, host: host, port: try parsePort(String(rest[rest.index(after: colon)...]), in: text), path: path, secure: secure)
         }
-        return BridgeEndpoint(source: source, host: rest, port: defaultPort, path: path)
+        return BridgeEndpoint(source: source, host: rest, port: defaultPort, path: path, secure: secure)
     }
 
     /// Every way to reach a discovered service, best first (IPv4, global IPv6, link-local IPv6).

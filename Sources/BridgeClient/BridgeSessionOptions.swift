@@ -1,3 +1,4 @@
+import BridgeTLS
 /// How a ``BridgeClientSession`` connects and stays connected.
 public struct BridgeSessionOptions: Sendable {
     /// The `clientInfo.name` sent in `initialize`.
@@ -12,13 +13,16 @@ public struct BridgeSessionOptions: Sendable {
     public var attemptDelay: Duration
     /// When to reconnect after a lost connection, and when to give up.
     public var reconnectPolicy: ReconnectPolicy
+    /// The bridge's certificate pin (from the QR code, `--pin`, or stored at pairing). When set, every candidate is
+    /// reached over `wss://` and a certificate with another key is refused; `nil` connects as each URL says.
+    public var pin: CertificatePin?
 
     /// Options with the defaults `oa-bridge connect` uses: 3 s per upgrade, 5 s for `initialize`, a ping every 5 s,
     /// 250 ms between attempts, up to 40 reconnect attempts.
     public init(
         clientName: String = "oa-bridge-connect", connectTimeout: Duration = .seconds(3), initializeTimeout: Duration = .seconds(5),
         pingInterval: Duration? = .seconds(5), attemptDelay: Duration = .milliseconds(250),
-        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(maximumAttempts: 40)
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(maximumAttempts: 40), pin: CertificatePin? = nil
     ) {
         self.clientName = clientName
         self.connectTimeout = connectTimeout
@@ -26,5 +30,6 @@ public struct BridgeSessionOptions: Sendable {
         self.pingInterval = pingInterval
         self.attemptDelay = attemptDelay
         self.reconnectPolicy = reconnectPolicy
+        self.pin = pin
     }
 }

@@ -1,12 +1,15 @@
 import BridgePairingWire
+import BridgeTLS
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import Logging
 
 /// A paired client's credentials: exchanges a pairing token, keeps the access and refresh
 /// tokens in a private file (mode 0600; the Keychain plays this part on iOS), and refreshes the
 /// access token before it expires. Concurrent callers of ``accessToken()`` share one refresh.
+///
+/// Over `https://` the exchange and every refresh are held to the bridge's certificate pin: the one from the QR
+/// code, or (trust on first use, when the QR code had none) the one the bridge presented at pairing. The pin is kept
+/// with the tokens, so a later desktop with another key is refused.
 public actor TokenVault {
     /// What is kept on disk.
     public struct Credentials: Sendable, Codable, Equatable {
@@ -14,10 +17,12 @@ public actor TokenVault {
         public var bridge: String
         /// The tokens and device id from the last exchange or refresh.
         public var tokens: TokenResponse
+        /// The bridge's certificate pin (`sha256/…`) for `https://` and `wss://`; `nil` for a plaintext-only bridge.
+        public var pin: String?
     }
 
     private let file: URL?
-    private let session: URLSession
+    private let connector: WebSocketConnector
     private var credentials: Credentials?
     private var refreshing: Task<Credentials, any Error>?
     /// Refresh when the access token has less than this left.
@@ -29,7 +34,7 @@ public actor TokenVault {
         self.file = file
         self.refreshMargin = refreshMargin
         self.now = now
-        self.session = URLSession(configuration: .ephemeral)
+        self.connector = WebSocketConnector(timeout: .seconds(10), logger: Logger(label: "oa-bridge.token-vault"))
         if let file, let data = try? Data(contentsOf: file) {
             self.credentials = try? PairingJSON.decoder.decode(Credentials.self, from: data)
         }
@@ -38,19 +43,32 @@ public actor TokenVault {
     /// The credentials held now, if any.
     public var current: Credentials? { credentials }
 
+    /// The bridge's certificate pin kept with the tokens, if any.
+    public var pin: CertificatePin? {
+        get throws(CertificatePinError) {
+            guard let text = credentials?.pin else { return nil }
+            return try CertificatePin(parsing: text)
+        }
+    }
+
     /// Exchanges a pairing token (from the QR payload) at `bridge` for access and refresh tokens.
+    /// - Parameter pin: the QR payload's `pin`; over `https://` the bridge must present it. Without one the
+    ///   certificate is trusted on first use and its pin kept.
     @discardableResult
-    public func pair(bridge: String, pairingToken: String, deviceName: String) async throws -> Credentials {
+    public func pair(bridge: String, pairingToken: String, deviceName: String, pin: String? = nil) async throws -> Credentials {
+        let expected = try pin.map { try CertificatePin(parsing: $0) }
         let body = try PairingJSON.encoder.encode(ExchangeRequest(pairingToken: pairingToken, deviceName: deviceName))
-        let (data, status) = try await post(bridge + "/api/auth/exchange", body: body)
-        switch status {
+        let answer = try await post(bridge + "/api/auth/exchange", body: body, pin: expected)
+        let data = Data(answer.body)
+        switch answer.status {
         case 200:
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
-            return try store(Credentials(bridge: bridge, tokens: tokens))
+            let kept = expected ?? answer.certificatePin
+            return try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description))
         case 202:
             throw BridgeClientError.unauthorized("the desktop has to approve this device first ('oa-bridge devices approve' on the desktop), then pair again")
         default:
-            throw BridgeClientError.unauthorized(TokenVault.message(data, status: status))
+            throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status))
         }
     }
 
@@ -72,10 +90,12 @@ public actor TokenVault {
         guard let credentials else { throw BridgeClientError.unauthorized("this client is not paired") }
         let task = Task { () throws -> Credentials in
             let body = try PairingJSON.encoder.encode(RefreshRequest(refreshToken: credentials.tokens.refreshToken))
-            let (data, status) = try await self.post(credentials.bridge + "/api/auth/refresh", body: body)
-            guard status == 200 else { throw BridgeClientError.unauthorized(TokenVault.message(data, status: status)) }
+            let pin = try credentials.pin.map { try CertificatePin(parsing: $0) }
+            let answer = try await self.post(credentials.bridge + "/api/auth/refresh", body: body, pin: pin)
+            let data = Data(answer.body)
+            guard answer.status == 200 else { throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status)) }
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
-            return try self.store(Credentials(bridge: credentials.bridge, tokens: tokens))
+            return try self.store(Credentials(bridge: credentials.bridge, tokens: tokens, pin: credentials.pin))
         }
         refreshing = task
         defer { refreshing = nil }
@@ -106,15 +126,11 @@ public actor TokenVault {
         return new
     }
 
-    private func post(_ url: String, body: Data) async throws -> (Data, Int) {
-        guard let target = URL(string: url) else { throw BridgeClientError.invalidAddress(url, reason: "not a URL") }
-        var request = URLRequest(url: target)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = body
-        request.timeoutInterval = 10
-        let (data, response) = try await session.data(for: request)
-        return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
+    /// POSTs JSON through the same connector as the WebSocket: IPv6 literals with zones, and over `https://` the
+    /// pin check (a mismatch throws ``WebSocketConnectorError/pinMismatch(expected:seen:)``).
+    private func post(_ url: String, body: Data, pin: CertificatePin?) async throws -> WebSocketConnector.Answer {
+        try await connector.request(
+            "POST", url: url, pin: pin, headers: ["Content-Type": "application/json"], body: Array(body))
     }
 
     static func message(_ data: Data, status: Int) -> String {

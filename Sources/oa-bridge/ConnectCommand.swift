@@ -3,6 +3,7 @@ import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import BridgeRPC
+import BridgeTLS
 import Foundation
 import Logging
 
@@ -59,6 +60,9 @@ struct ConnectCommand: AsyncParsableCommand {
     @Option(help: "Seconds between WebSocket pings; a link that stops answering is detected within twice that, then the client reconnects and resumes.")
     var keepalive: Int = 5
 
+    @Option(help: "The bridge's certificate pin (sha256/…, as 'oa-bridge pair' prints it): connect over wss:// and refuse any other key.")
+    var pin: String?
+
     @Option(help: "Seconds to look for the bridge over mDNS.")
     var browseTime: Double = 3
 
@@ -79,7 +83,8 @@ struct ConnectCommand: AsyncParsableCommand {
             ?? StateDirectory.resolve().appendingPathComponent("client/\(credentialsKey).json")
         let vault = TokenVault(file: credentialsFile)
         if let payload, let pairingToken = payload.token {
-            let paired = try await vault.pair(bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)")
+            let paired = try await vault.pair(
+                bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)", pin: payload.pin)
             FileHandle.standardError.write(Data("paired with \(payload.name) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
         }
         let finder = try BridgeCandidates(
@@ -92,7 +97,10 @@ struct ConnectCommand: AsyncParsableCommand {
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
             """)
         }
-        let options = BridgeSessionOptions(pingInterval: .seconds(keepalive))
+        // The pin from --pin, else the QR code's, else the one kept with the tokens: with one, only wss:// to that key.
+        let stored = try await vault.pin
+        let pin = try (pin ?? payload?.pin).map { try CertificatePin(parsing: $0) } ?? stored
+        let options = BridgeSessionOptions(pingInterval: .seconds(keepalive), pin: pin)
         let session = try await BridgeClientSession.connect(
             to: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault), logger: logger)
         defer { session.close() }
