@@ -2,7 +2,7 @@
 import Testing
 
 /// The announce / first-seen / stale logic both mDNS browsers share, without a daemon: times are passed in.
-@Suite("Browse aggregator")
+@Suite("Browse aggregator", .tags(.unit))
 struct BrowseAggregatorTests {
     let desk = ServiceInstance(name: "Desk", type: "_openagents._tcp")
     let laptop = ServiceInstance(name: "Laptop", type: "_openagents._tcp")

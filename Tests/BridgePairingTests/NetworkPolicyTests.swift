@@ -160,7 +160,7 @@ struct PairingSessionTests {
             let bad = await auth.checkUpgrade(path: "/?token=\(TokenSecret.generate(.access))", authorization: nil, origin: nil, host: host, remoteAddress: "10.0.0.9:\(port)")
             #expect(bad == .deny(status: 401, body: AuthErrorBody(.invalidToken(.access)), retryAfterSeconds: nil))
         }
-        let limited = await auth.checkUpgrade(path: "/", authorization: "Bearer \(session.accessToken.token)", origin: nil, host: host, remoteAddress: "10.0.0.9:4")
+        let limited = await auth.checkUpgrade(path: "/", authorization: "Bearer \(TokenSecret.generate(.access))", origin: nil, host: host, remoteAddress: "10.0.0.9:4")
         #expect(limited == .deny(status: 429, body: AuthErrorBody(.rateLimited(retryAfterSeconds: 60)), retryAfterSeconds: 60))
 
         // Without a peer address nothing is rate limited (no shared bucket), but tokens are still checked.

@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// The client-session API `oa-bridge connect` and Examples/PhoneClient share, against a real bridge on loopback.
-@Suite("Client session")
+@Suite("Client session", .tags(.loopback))
 struct BridgeClientSessionTests {
     /// A loopback port nothing listens on (bound, then closed).
     private static func closedPort() throws -> Int {

@@ -181,7 +181,9 @@ def test_doctor_on_a_healthy_desk_shows_the_tailnet_name(lab, desk, bridge_bin):
             assert name in checks and checks[name]["status"] == "ok", f"{name}: {checks.get(name)}\n{show(r)}"
         assert "'Desk'" in checks["our service visible"]["detail"] and "9099" in checks["our service visible"]["detail"], \
             checks["our service visible"]
-        assert "answers initialize" in checks["port 9099"]["detail"], checks["port 9099"]
+        # doctor asks its own bridge without a token (loopback /api/health, then /api/status for the auth mode).
+        assert "the bridge answers on" in checks["port 9099"]["detail"], checks["port 9099"]
+        assert "auth: " in checks["port 9099"]["detail"], checks["port 9099"]
         assert TAILNET_NAME in checks["Tailscale"]["detail"] and TAILNET_DESK in checks["Tailscale"]["detail"], \
             checks["Tailscale"]
         text = desk.run([bridge_bin, "doctor"], timeout=30, env=path)

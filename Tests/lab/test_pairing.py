@@ -16,11 +16,13 @@ def _request(host: labmod.Host, url: str, method: str = "GET", token: str | None
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    # https:// here is about auth, not the certificate: the pin check has its own tests (test_tls.py).
     code = (
-        "import urllib.request, urllib.error\n"
+        "import ssl, urllib.request, urllib.error\n"
+        "context = ssl._create_unverified_context()\n"
         f"req = urllib.request.Request('{url}', method='{method}', data=b'{{}}' if '{method}' == 'POST' else None,"
         f" headers={headers!r})\n"
-        "try:\n    r = urllib.request.urlopen(req, timeout=3); print(r.status); print(r.read().decode())\n"
+        "try:\n    r = urllib.request.urlopen(req, timeout=3, context=context); print(r.status); print(r.read().decode())\n"
         "except urllib.error.HTTPError as e:\n    print(e.code); print(e.read().decode())\n"
     )
     r = host.run(["python3", "-c", code], timeout=10)
@@ -60,13 +62,15 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         for path in ("/pair", "/api/pair/info", "/api/pair/qr"):
             assert _status(phone, f"http://{desk.ipv4}:9099{path}") == 403, path
         assert _status(phone, f"http://{desk.ipv4}:9099/api/pair/refresh", method="POST") == 403
-        # No token, a made-up token: no WebSocket, 401.
+        # No token: no WebSocket, 401. A token in clear from the LAN is refused before it is looked at (TLS by default).
         assert _ws_upgrade_status(phone, desk.ipv4) == 401
-        assert _ws_upgrade_status(phone, desk.ipv4, token="oa_s_made_up") == 401
+        assert _ws_upgrade_status(phone, desk.ipv4, token="oa_s_made_up") == 403
         # /api/status needs the Bearer header, and says why not; health does not.
         status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status")
         assert status == 401 and "error" in json.loads(body), body
         status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token="oa_s_made_up")
+        assert status == 403 and json.loads(body)["error"] == "tls_required" and "oa_s_made_up" not in body, body
+        status, body = _request(phone, f"https://{desk.ipv4}:9099/api/status", token="oa_s_made_up")
         assert status == 401 and "oa_s_made_up" not in body, body
         assert _status(phone, f"http://{desk.ipv4}:9099/api/health") == 200
 
@@ -76,7 +80,8 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         payload = json.loads(pair.stdout)
         assert payload["token"].startswith("oa_p_")
         assert payload["name"] == "Desk"
-        assert payload["ws"].startswith(f"ws://{desk.ipv4}:9099")
+        assert payload["ws"].startswith(f"wss://{desk.ipv4}:9099") and payload["http"].startswith("https://"), payload
+        assert payload["pin"].startswith("sha256/"), payload
 
         paired = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--prompt", "hello paired"], timeout=30)
         assert paired.returncode == 0, paired.stderr
@@ -94,8 +99,10 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         saved_files = glob.glob(str(phone.dir) + "/**/client/Desk.json", recursive=True)
         assert saved_files, "connect --pair saved no credentials"
         access = json.load(open(saved_files[0]))["tokens"]["access_token"]
-        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token=access)
+        status, body = _request(phone, f"https://{desk.ipv4}:9099/api/status", token=access)
         assert status == 200 and json.loads(body)["auth"] == "token", body
+        # The pin from the QR code is kept with the tokens, so later runs hold the desk to it.
+        assert json.load(open(saved_files[0]))["pin"] == payload["pin"]
 
         # Saved credentials carry the phone on the next run.
         saved = phone.run([bridge_bin, "connect", "Desk", "--prompt", "with saved tokens"], timeout=30)
@@ -111,10 +118,14 @@ def test_phone_pairs_prompts_and_is_revoked(lab, desk, phone, bridge_bin):
         refused = phone.run([bridge_bin, "connect", "Desk", "--prompt", "after revocation"], timeout=30)
         assert refused.returncode != 0
         assert "refused the token" in refused.stderr, refused.stderr
-        status, body = _request(phone, f"http://{desk.ipv4}:9099/api/status", token=access)
+        status, body = _request(phone, f"https://{desk.ipv4}:9099/api/status", token=access)
         assert status == 403 and "revoked" in body, body
     finally:
         serve.stop()
+        # The phone host outlives this test: later tests must not find this desk's tokens and pin.
+        import glob, os
+        for saved in glob.glob(str(phone.dir) + "/**/client/Desk.json", recursive=True):
+            os.unlink(saved)
         log = serve.stderr()
         assert "oa_p_" not in log and "oa_s_" not in log and "oa_r_" not in log, "a token reached the log"
 
@@ -135,7 +146,8 @@ def test_phone_client_example_discovers_pairs_and_prompts(lab, desk, phone, brid
         first = phone.run([str(snap), pair.stdout.strip(), "hello from the example"], timeout=60)
         assert first.returncode == 0, f"{first.stdout}\n{first.stderr}"
         assert "paired with Desk" in first.stdout, first.stdout
-        assert f"found 'Desk' at {desk.ipv4}" in first.stdout, first.stdout
+        # Over TLS, held to the pin from the QR payload (kept with the tokens for the second run).
+        assert "connected to wss://" in first.stdout, first.stdout
         assert "You said: hello from the example" in first.stdout and "[end_turn]" in first.stdout, first.stdout
         tokens = phone.dir / "phone-client-tokens.json"
         assert tokens.is_file() and (tokens.stat().st_mode & 0o777) == 0o600, "tokens not kept in a 0600 file"
