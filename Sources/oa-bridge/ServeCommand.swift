@@ -71,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxFrameSize = settings.maxFrameSize.value
         configuration.allowedNetworks = settings.allowNetwork.value
         configuration.maxConnections = settings.maxConnections.value
+        configuration.maxPendingConnectionsPerAddress = settings.maxPendingPerAddress.value
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         configuration.metricsRegistry = registry

@@ -127,6 +127,10 @@ def test_lan_traffic_is_encrypted_pinned_and_plaintext_secrets_are_refused(lab, 
 
         # The pin: curl with the right one passes, with a wrong one fails (exit 90), from another host.
         rc, status, body = _curl(phone, base_tls + "/api/health", pin=pin)
+        if rc == 28:
+            # Seen twice in whole-suite runs, never alone: say what the desk had on 9099, then try once more.
+            print("[tls] first pinned curl timed out; desk sockets:\n" + desk.run(["ss", "-tanp"], timeout=10).stdout)
+            rc, status, body = _curl(phone, base_tls + "/api/health", "-v", pin=pin)
         assert (rc, status) == (0, 200), (rc, status, body)
         rc, _, _ = _curl(phone, base_tls + "/api/health", pin="sha256/" + "A" * 43 + "=")
         assert rc == 90, rc

@@ -37,6 +37,9 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Most WebSocket connections at once; beyond it upgrades get 503 with a JSON reason. Default: 1024.")
     var maxConnections: Int?
 
+    @Option(help: "Most connections from one address still waiting for their first answer; beyond it new ones get 503. Default: 128.")
+    var maxPendingPerAddress: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Default: info.")
     var logLevel: Logger.Level?
 

@@ -22,6 +22,7 @@ struct ServeSettings: Sendable {
     var stateDir: Resolved<String?>
     var maxFrameSize: Resolved<Int>
     var maxConnections: Resolved<Int>
+    var maxPendingPerAddress: Resolved<Int>
     var logLevel: Resolved<Logger.Level>
     var logFormat: Resolved<LoggingSetup.Format>
     var auth: Resolved<AuthMode>
@@ -35,7 +36,7 @@ struct ServeSettings: Sendable {
     /// Every key a config file may hold (the long option names).
     static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
-        "max-frame-size", "max-connections", "log-level", "log-format", "auth", "require-approval", "allow-network",
+        "max-frame-size", "max-connections", "max-pending-per-address", "log-level", "log-format", "auth", "require-approval", "allow-network",
         "allow-plaintext",
     ]
 
@@ -67,6 +68,7 @@ struct ServeSettings: Sendable {
             stateDir: try resolver.pickOptional("state-dir", options.stateDir, parse: { $0 }, expected: "a directory"),
             maxFrameSize: try resolver.pick("max-frame-size", options.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: 1 << 20),
             maxConnections: try resolver.pick("max-connections", options.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
+            maxPendingPerAddress: try resolver.pick("max-pending-per-address", options.maxPendingPerAddress, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 128),
             logLevel: try resolver.pick("log-level", options.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),
             logFormat: try resolver.pick("log-format", options.logFormat, parse: LoggingSetup.Format.init(rawValue:), expected: "text or json", default: .text),
             auth: try resolver.pick("auth", options.auth, parse: AuthMode.init(rawValue:), expected: "token or none", default: .token),
@@ -96,6 +98,7 @@ struct ServeSettings: Sendable {
             row("state-dir", stateDir) { $0 ?? "(XDG state directory)" },
             row("max-frame-size", maxFrameSize) { String($0) },
             row("max-connections", maxConnections) { String($0) },
+            row("max-pending-per-address", maxPendingPerAddress) { String($0) },
             row("log-level", logLevel) { $0.rawValue },
             row("log-format", logFormat) { $0.rawValue },
             row("auth", auth) { $0.rawValue },
