@@ -2,6 +2,7 @@
 import CAvahi
 import Foundation
 import Logging
+import Synchronization
 
 /// Keeps one service registered with avahi-daemon through an entry group: registers when the
 /// client runs, renames on collision (`Desk` → `Desk #2`), re-registers after daemon restarts,
@@ -17,6 +18,8 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
     private let continuation: AsyncStream<AdvertiseEvent>.Continuation
     private let logger: Logger
     private var unmanagedSelf: Unmanaged<AvahiAdvertiser>?
+    /// Set by the first ``cancel()``, so a second one neither stops the connection nor releases `self` again.
+    private let cancelClaimed = Atomic<Bool>(false)
 
     init(registration: ServiceRegistration, connection: AvahiConnection, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
         self.registration = registration
@@ -50,6 +53,8 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
 
     /// Withdraws the service and ends the event stream. Must not be called on the Avahi thread.
     func cancel() {
+        // Idempotent: the announcer cancels on graceful shutdown and again when its run ends.
+        guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {
             if let group { avahi_entry_group_free(group) }
             group = nil

@@ -2,6 +2,7 @@
 import CAvahi
 import Foundation
 import Logging
+import Synchronization
 
 /// Browses one service type with avahi-daemon and resolves every instance it finds, keeping the
 /// resolvers running so TXT, port and address changes arrive as `updated` events.
@@ -43,6 +44,8 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     private let continuation: AsyncStream<BrowseEvent>.Continuation
     private let logger: Logger
     private var unmanagedSelf: Unmanaged<AvahiBrowser>?
+    /// Set by the first ``cancel()``.
+    private let cancelClaimed = Atomic<Bool>(false)
     private var browser: OpaquePointer?
     private var resolvers: [Sighting: Unmanaged<ResolverBox>] = [:]
     private var resolutions: [Sighting: Resolution] = [:]
@@ -74,6 +77,8 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
 
     /// Frees every Avahi object and ends the stream. Must not be called on the Avahi thread.
     func cancel() {
+        // Idempotent: a second cancel neither stops the connection nor releases `self` again.
+        guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {
             freeObjects()
         }

@@ -2,6 +2,7 @@
 import CAvahi
 import Foundation
 import Logging
+import Synchronization
 
 /// What an Avahi operation (advertiser or browser) is told about its daemon connection.
 ///
@@ -28,6 +29,8 @@ final class AvahiConnection: @unchecked Sendable {
     private var retryDelayMilliseconds: UInt32 = 250
     private var lostReported = false
     private var stopped = false
+    /// Set by the first ``stop(teardown:)``: a later call returns before touching the poll, which the first freed.
+    private let stopClaimed = Atomic<Bool>(false)
     private var unmanagedSelf: Unmanaged<AvahiConnection>?
     private var timers: [Unmanaged<AvahiTimer>] = []
     private let logger: Logger
@@ -62,6 +65,9 @@ final class AvahiConnection: @unchecked Sendable {
     /// Stops the thread, then lets `teardown` free the delegate's objects and frees the client.
     /// Must not be called from the event-loop thread.
     func stop(teardown: () -> Void) {
+        // A second stop (say graceful shutdown, then the end of the announcer's run) must not lock the freed poll:
+        // glibc aborts on the freed mutex ("Assertion `mutex->__data.__owner == 0' failed"), seen in the lab.
+        guard stopClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         avahi_threaded_poll_lock(poll)
         let alreadyStopped = stopped
         stopped = true
