@@ -86,12 +86,14 @@ struct StdioAgentBridgeTests {
         for line in sys.stdin:
             msg = json.loads(line)
             if msg.get("method") == "initialize":
-                time.sleep(1.0)
+                time.sleep(4.0)
                 print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}), flush=True)
         """
+        // The agent takes 4 s, well past the 1.5 s deadline; 1.5 s leaves a loaded 2-core machine room to read the
+        // client's initialize (at 300 ms a CI run closed the client before its initialize was seen).
         try await TestBridge.with(configure: {
             $0.agentCommand = ["python3", "-u", "-c", script]
-            $0.initializeTimeout = .milliseconds(300)
+            $0.initializeTimeout = .milliseconds(1_500)
         }) { port, _ in
             try await TestClient.with(port: port) { client in
                 client.send(HandshakeTests.seedInitialize)
