@@ -13,6 +13,9 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
     /// The prefix of the textual form.
     public static let prefix = "sha256/"
 
+    /// The length of the base64 of a 32-byte digest, padded.
+    static let encodedLength = 44
+
     /// The 32 bytes of the SHA-256 digest.
     public let digest: [UInt8]
 
@@ -67,7 +70,9 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.lowercased().hasPrefix(Self.prefix) else { throw .missingPrefix }
         var encoded = trimmed.dropFirst(Self.prefix.count)
-        if encoded.first == "/" { encoded = encoded.dropFirst() }
+        // curl's form has one more slash. A digest whose base64 itself starts with "/" (1 in 64) is 44 characters
+        // already, so the slash is dropped only when one character too many is there.
+        if encoded.first == "/", encoded.count == Self.encodedLength + 1 { encoded = encoded.dropFirst() }
         guard let bytes = Data(base64Encoded: String(encoded)) else { throw .notBase64 }
         try self.init(digest: Array(bytes))
     }

@@ -28,6 +28,18 @@ struct CertificatePinTests {
         #expect(try JSONDecoder().decode([CertificatePin].self, from: json) == [pin])
     }
 
+    @Test("A digest whose base64 starts with a slash parses in both forms (1 pin in 64; once failed a CI run)")
+    func leadingSlashDigest() throws {
+        // 0xFC… encodes as "/…" in standard base64.
+        let digest = [UInt8(0xFC)] + (1..<32).map { UInt8($0) }
+        let pin = try CertificatePin(digest: digest)
+        #expect(pin.base64.hasPrefix("/"))
+        #expect(try CertificatePin(parsing: pin.description) == pin)
+        #expect(try CertificatePin(parsing: pin.curlArgument) == pin)
+        let json = try JSONEncoder().encode([pin])
+        #expect(try JSONDecoder().decode([CertificatePin].self, from: json) == [pin])
+    }
+
     @Test("Bad pins are refused with the reason")
     func refusesBadText() {
         #expect(throws: CertificatePinError.missingPrefix) { try CertificatePin(parsing: "md5/AAAA") }
