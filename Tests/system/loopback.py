@@ -1,11 +1,18 @@
-"""What the system tests share: a free loopback port, and waiting for `oa-bridge serve` to answer on it."""
+"""What the system tests share: the binary, a free loopback port, waiting for `oa-bridge serve` to answer on it, and
+a `serve` process on loopback that a test starts and stops."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent.parent
+BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 
 
 def free_port() -> int:
@@ -15,8 +22,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_healthy(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0) -> None:
-    """Waits until GET /api/health answers on 127.0.0.1:port; fails early, with its stderr, if `proc` exits."""
+def wait_healthy(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0,
+                 log: Path | None = None) -> None:
+    """Waits until GET /api/health answers on 127.0.0.1:port; fails early, with its stderr (or the tail of `log`),
+    if `proc` exits."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
@@ -26,7 +35,40 @@ def wait_healthy(port: int, proc: subprocess.Popen | None = None, timeout: float
         except OSError:
             pass
         if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr else ""
+            err = log.read_text(errors="replace") if log is not None else (proc.stderr.read() if proc.stderr else "")
             raise AssertionError(f"serve exited ({proc.returncode}) before answering: {str(err)[-2000:]}")
         time.sleep(0.05)
     raise AssertionError(f"serve did not answer /api/health on port {port} within {timeout:.0f} s")
+
+
+class Serve:
+    """`oa-bridge serve` on a free 127.0.0.1 port with discovery off and a fresh state directory under `base`.
+
+    Its stderr goes to `base/serve.log`, a file and not a pipe: nobody drains a pipe while the test runs, and a full
+    one would block the bridge's logging. `extra` arguments follow the defaults and so override them."""
+
+    def __init__(self, *extra: str, prefix: str = "oa-serve-", working_directory: Path | None = None) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        self.state = self.base / "state"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}/"
+        self.log_path = self.base / "serve.log"
+        arguments = [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
+                     "--state-dir", str(self.state)]
+        if working_directory is not None:
+            arguments += ["--working-directory", str(working_directory)]
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([*arguments, *extra], stdout=subprocess.DEVNULL, stderr=log, text=True)
+        wait_healthy(self.port, self.proc, log=self.log_path)
+
+    def stop(self, grace: float = 10.0) -> str:
+        """SIGTERM, then SIGKILL after `grace` seconds; returns what serve logged."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.log_path.read_text(errors="replace")

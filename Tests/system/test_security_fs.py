@@ -19,12 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import BIN, Serve
 
 websockets = pytest.importorskip("websockets")
 
-REPO = Path(__file__).resolve().parent.parent.parent
-BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 AGENT = Path(__file__).resolve().parent / "agents" / "hostile_fs_agent.py"
 RACE_ITERATIONS = int(os.environ.get("OA_FS_RACE_ITERATIONS", "2000"))
 RACE_SECONDS = float(os.environ.get("OA_FS_RACE_SECONDS", "60"))
@@ -33,32 +31,18 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolV
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 
-class Bridge:
-    """`oa-bridge serve` on 127.0.0.1 with the hostile agent, working in `<base>/workspace`; `<base>/outside` is beside it."""
+class Bridge(Serve):
+    """`serve --auth none` with the hostile agent, working in `<dir>/workspace`; `<dir>/outside` is beside it."""
 
     def __init__(self):
-        self.base = Path(tempfile.mkdtemp(prefix="oa-security-fs-")).resolve()
-        self.workspace = self.base / "workspace"
-        self.outside = self.base / "outside"
+        root = Path(tempfile.mkdtemp(prefix="oa-security-fs-")).resolve()
+        self.workspace = root / "workspace"
+        self.outside = root / "outside"
         self.workspace.mkdir()
         self.outside.mkdir()
         (self.outside / "secret.txt").write_text("OUTSIDE secret")
-        self.log = open(self.base / "serve.log", "w")
-        self.port = free_port()
-        self.url = f"ws://127.0.0.1:{self.port}/"
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--auth", "none", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", str(self.base / "state"), "--working-directory", str(self.workspace),
-             "--agent", f"{sys.executable} {AGENT}"],
-            # A file, not a pipe: every refusal is logged, and an undrained pipe would block the bridge's logging.
-            stdout=subprocess.DEVNULL, stderr=self.log, text=True)
-        wait_healthy(self.port, self.proc)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.log.close()
+        super().__init__("--auth", "none", "--agent", f"{sys.executable} {AGENT}",
+                         prefix="oa-security-fs-serve-", working_directory=self.workspace)
 
     def outside_entries(self) -> list[str]:
         return sorted(os.listdir(self.outside))
@@ -99,7 +83,7 @@ async def run_script(ws, session: str, script: dict, timeout: float) -> dict:
 
 def script_result(bridge: Bridge, script: dict, timeout: float = 60) -> dict:
     async def scenario():
-        async with websockets.connect(bridge.url, max_size=2**24) as ws:
+        async with websockets.connect(bridge.ws_url, max_size=2**24) as ws:
             session = await open_session(ws)
             return await run_script(ws, session, script, timeout)
     return asyncio.run(scenario())
@@ -146,8 +130,8 @@ def test_a_20000_level_write_neither_stalls_other_clients_nor_delays_sigterm(bri
     deep = "/".join(["d"] * 20_000) + "/f.txt"
 
     async def scenario():
-        async with websockets.connect(bridge.url, max_size=2**24) as attacker, \
-                websockets.connect(bridge.url, max_size=2**24) as witness:
+        async with websockets.connect(bridge.ws_url, max_size=2**24) as attacker, \
+                websockets.connect(bridge.ws_url, max_size=2**24) as witness:
             session = await open_session(attacker)
             await witness.send(json.dumps(INIT))
             assert "result" in json.loads(await asyncio.wait_for(witness.recv(), 15))

@@ -9,21 +9,16 @@ Distinct loopback source addresses (127.0.0.2, 127.0.0.3, ...) stand in for dist
 from __future__ import annotations
 
 import json
-import os
 import resource
 import selectors
 import socket
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import BIN, Serve
 
-REPO = Path(__file__).resolve().parent.parent.parent
-BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 # The bridge's defaults (BridgeServerConfiguration): requestHeadTimeout 10 s, 128 waiting connections per address.
@@ -33,23 +28,9 @@ PENDING_PER_ADDRESS = 128
 SLACK = 10.0
 
 
-class Bridge:
+class Bridge(Serve):
     def __init__(self, *extra: str):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", tempfile.mkdtemp(prefix="oa-sec-http-"), "--log-level", "error", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        wait_healthy(self.port, self.proc)
-
-    def stop(self) -> str:
-        self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate(timeout=5)
-        return err or ""
+        super().__init__("--log-level", "error", *extra, prefix="oa-sec-http-")
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import tempfile
 import time
@@ -27,12 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import BIN, Serve
 
 websockets = pytest.importorskip("websockets")
 
-REPO = Path(__file__).resolve().parent.parent.parent
-BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
@@ -52,42 +49,25 @@ def http(method: str, url: str, body: dict | None = None, token: str | None = No
         return error.code, json.loads(error.read() or b"{}")
 
 
-class Bridge:
+class Bridge(Serve):
     """`oa-bridge serve` with auth on, on a free loopback port, for one test."""
 
     def __init__(self) -> None:
-        self.state = Path(tempfile.mkdtemp(prefix="oa-tokens-"))
         self.work = Path(tempfile.mkdtemp(prefix="oa-tokens-work-"))
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.ws = f"ws://127.0.0.1:{self.port}/"
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", str(self.state), "--working-directory", str(self.work), "--log-level", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_healthy(self.port, self.proc)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        super().__init__("--log-level", "warning", prefix="oa-tokens-", working_directory=self.work)
 
     def pair(self, name: str = "phone") -> dict:
-        status, info = http("POST", self.base + "/api/pair/refresh", {})
+        status, info = http("POST", self.base_url + "/api/pair/refresh", {})
         assert status == 200, info
-        status, tokens = http("POST", self.base + "/api/auth/exchange", {"pairing_token": info["token"], "device_name": name})
+        status, tokens = http("POST", self.base_url + "/api/auth/exchange", {"pairing_token": info["token"], "device_name": name})
         assert status == 200, tokens
         return tokens
 
     def refresh(self, refresh_token: str) -> tuple[int, dict]:
-        return http("POST", self.base + "/api/auth/refresh", {"refresh_token": refresh_token})
+        return http("POST", self.base_url + "/api/auth/refresh", {"refresh_token": refresh_token})
 
     def connect(self, token: str):
-        return websockets.connect(self.ws, additional_headers={"Authorization": f"Bearer {token}"},
+        return websockets.connect(self.ws_url, additional_headers={"Authorization": f"Bearer {token}"},
                                   max_size=2**26, open_timeout=10)
 
     def rss_kib(self) -> int:
@@ -160,7 +140,7 @@ def test_thief_socket_closes_when_the_owner_refresh_reveals_reuse(bridge):
             assert took < 1.0, f"closed only after {took:.2f} s"
         # The thief's tokens are dead too.
         assert bridge.refresh(stolen["refresh_token"])[0] == 403
-        assert http("GET", bridge.base + "/api/status", token=stolen["access_token"])[0] == 403
+        assert http("GET", bridge.base_url + "/api/status", token=stolen["access_token"])[0] == 403
 
     asyncio.run(run())
 
@@ -326,8 +306,8 @@ def test_replay_keeps_at_most_8_mib_per_session(bridge):
 def test_me_and_logout(bridge):
     phone = bridge.pair("Pixel 8")
     other = bridge.pair("tablet")
-    assert http("GET", bridge.base + "/api/me")[0] == 401
-    status, me = http("GET", bridge.base + "/api/me", token=phone["access_token"])
+    assert http("GET", bridge.base_url + "/api/me")[0] == 401
+    status, me = http("GET", bridge.base_url + "/api/me", token=phone["access_token"])
     assert status == 200, me
     assert me["device_id"] == phone["device_id"] and me["name"] == "Pixel 8"
     assert set(me) == {"device_id", "name", "paired_at", "last_seen_at", "access_token_expires_at"}
@@ -340,7 +320,7 @@ def test_me_and_logout(bridge):
             await ws.send('{"jsonrpc":"2.0","id":"me","method":"_oa/me"}')
             answer, _ = await answer_to(ws, "me")
             assert answer["result"]["deviceId"] == phone["device_id"], answer
-            status, body = http("POST", bridge.base + "/api/logout", token=phone["access_token"])
+            status, body = http("POST", bridge.base_url + "/api/logout", token=phone["access_token"])
             assert status == 200 and body["device_id"] == phone["device_id"], body
             code, took = await closed_within(ws, 3.0)
             assert code == 4003 and took < 1.0, (code, took)
@@ -349,5 +329,5 @@ def test_me_and_logout(bridge):
             assert (await answer_to(bystander, "still"))[0]["result"]["deviceId"] == other["device_id"]
 
     asyncio.run(run())
-    assert http("GET", bridge.base + "/api/me", token=phone["access_token"])[0] == 403
+    assert http("GET", bridge.base_url + "/api/me", token=phone["access_token"])[0] == 403
     assert bridge.refresh(phone["refresh_token"])[0] == 403
