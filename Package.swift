@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "BridgePairing", targets: ["BridgePairing"]),
         .library(name: "BridgePairingUI", targets: ["BridgePairingUI"]),
         .library(name: "BridgeServer", targets: ["BridgeServer"]),
+        .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
         .library(name: "BridgeClient", targets: ["BridgeClient"]),
         .library(name: "BridgeDiagnostics", targets: ["BridgeDiagnostics"]),
         .library(name: "BridgeTLS", targets: ["BridgeTLS"]),
@@ -166,6 +167,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        /// The settings of `serve`: the YAML config file, `OA_BRIDGE_*` variables, flags and defaults merged with
+        /// their sources; the log format and handler.
+        .target(
+            name: "BridgeConfig",
+            dependencies: [
+                "BridgeServer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         /// `oa-bridge doctor`'s checks: what must hold on the desktop for a phone to find and reach it.
         .target(
             name: "BridgeDiagnostics",
@@ -195,6 +208,7 @@ let package = Package(
             name: "oa-bridge",
             dependencies: [
                 "BridgeServer",
+                "BridgeConfig",
                 "BridgeTLS",
                 "BridgeClient",
                 "BridgeDiagnostics",
@@ -206,7 +220,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Yams", package: "Yams"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -269,6 +282,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "BridgeTLSTests", dependencies: ["BridgeTLS"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BridgeConfigTests",
+            dependencies: ["BridgeConfig", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "OABridgeCLITests",
             dependencies: ["oa-bridge"],

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgeClient
 import BridgeDiscovery
+import BridgeServer
 import BridgePairing
 import BridgeRPC
 import BridgeTLS

@@ -1,3 +1,4 @@
+import BridgeConfig
 import BridgePairing
 import Foundation
 import Logging

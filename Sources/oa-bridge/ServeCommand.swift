@@ -1,4 +1,5 @@
 import ArgumentParser
+import BridgeConfig
 import BridgeDiscovery
 import BridgePairing
 import BridgePairingUI
@@ -48,7 +49,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = try ServeSettings.resolve(options)
+        let settings = try ServeSettings.resolve(options.flags)
         LoggingSetup.bootstrap(level: settings.logLevel.value, format: settings.logFormat.value)
         let logger = Logger(label: "oa-bridge.serve")
         let stateDirectory = StateDirectory.resolve(override: settings.stateDir.value)
@@ -84,6 +85,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.authorizeUpgrade = auth.authenticator?.upgradeAuthorizer()
         let identity = try ServeIdentity.load(stateDirectory: stateDirectory, tailnet: tailnet, logger: logger)
         configuration.tlsIdentity = identity
+        configuration.tailscaleCertificates = TailnetLookup.certificates(for: tailnet)  // issue 11 item 6 (tls)
         configuration.allowPlaintext = settings.allowPlaintext.value
         if settings.allowPlaintext.value {
             logger.warning("PLAINTEXT ALLOWED (--allow-plaintext): pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token")
@@ -134,32 +136,13 @@ extension ServeCommand {
     }
 }
 
-/// The `--discovery` choice for `serve`.
-enum DiscoveryChoice: String, ExpressibleByArgument, CaseIterable, Sendable {
-    case avahi
-    case dnssd
-    case off
-
-    static var platformDefault: DiscoveryChoice {
-        BackendKind.platformDefault == .avahi ? .avahi : .dnssd
-    }
-
+extension DiscoveryChoice {
+    /// The backend that advertises, or `nil` for `off`.
     func makeBackend(logger: Logger) throws -> (any DiscoveryBackend)? {
         switch self {
         case .avahi: return try BackendKind.avahi.make(logger: logger)
         case .dnssd: return try BackendKind.dnssd.make(logger: logger)
         case .off: return nil
         }
-    }
-}
-
-/// This machine's host name, for the default service name.
-enum HostName {
-    static var current: String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count) == 0 else { return "oa-bridge" }
-        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let short = name.split(separator: ".").first.map(String.init) ?? name
-        return short.isEmpty ? "oa-bridge" : short
     }
 }

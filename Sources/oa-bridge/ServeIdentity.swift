@@ -1,4 +1,5 @@
 import BridgeDiscovery
+import BridgeServer
 import BridgePairing
 import BridgeTLS
 import Foundation

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BridgeConfig
 import Foundation
 
 /// `oa-bridge config`: the effective configuration and where each value comes from.
@@ -45,7 +46,7 @@ struct ConfigShowCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let settings = try ServeSettings.resolve(options)
+        let settings = try ServeSettings.resolve(options.flags)
         if json {
             var object: [String: [String: String]] = [:]
             for row in settings.rows { object[row.key] = ["value": row.value, "source": row.source] }

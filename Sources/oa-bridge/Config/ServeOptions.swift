@@ -1,8 +1,9 @@
 import ArgumentParser
+import BridgeConfig
 import Logging
 
 /// The options of `oa-bridge serve`. Each is optional here: a value not given on the command line
-/// comes from `OA_BRIDGE_<NAME>`, then the config file, then the default (see ``ServeSettings``).
+/// comes from `OA_BRIDGE_<NAME>`, then the config file, then the default (`ServeSettings` in BridgeConfig).
 struct ServeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Config file (YAML).", valueName: "path"))
     var config: String?
@@ -44,7 +45,7 @@ struct ServeOptions: ParsableArguments {
     var logLevel: Logger.Level?
 
     @Option(help: "Log format: text or json (one JSON object per line, for journald or log shippers). Default: text.")
-    var logFormat: LoggingSetup.Format?
+    var logFormat: BridgeLogging.Format?
 
     @Option(help: "Authentication: token (phones pair with the QR code) or none (loopback and --allow-network only). Default: token.")
     var auth: AuthMode?
@@ -57,12 +58,35 @@ struct ServeOptions: ParsableArguments {
 
     @Flag(inversion: .prefixedNo, help: "Also accept pairing, tokens and WebSocket connections in clear (ws://, http://) from other machines, for clients that cannot do TLS yet. Anyone on the network can then read tokens and prompts. Default: off (TLS required from other machines; loopback is always allowed).")
     var allowPlaintext: Bool?
+
+    /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
+    var flags: ServeFlags {
+        var flags = ServeFlags()
+        flags.config = config
+        flags.name = name
+        flags.host = host
+        flags.port = port
+        flags.agent = agent
+        flags.agentCwd = agentCwd
+        flags.workingDirectory = workingDirectory
+        flags.discovery = discovery
+        flags.stateDir = stateDir
+        flags.maxFrameSize = maxFrameSize
+        flags.maxConnections = maxConnections
+        flags.maxPendingPerAddress = maxPendingPerAddress
+        flags.logLevel = logLevel
+        flags.logFormat = logFormat
+        flags.auth = auth
+        flags.requireApproval = requireApproval
+        flags.allowNetwork = allowNetwork
+        flags.allowPlaintext = allowPlaintext
+        return flags
+    }
 }
 
-/// `--auth`: whether phones need a token.
-enum AuthMode: String, ExpressibleByArgument, CaseIterable, Sendable {
-    case token
-    case none
-}
+extension AuthMode: ExpressibleByArgument {}
+extension DiscoveryChoice: ExpressibleByArgument {}
+extension BridgeLogging.Format: ExpressibleByArgument {}
 
-extension LoggingSetup.Format: ExpressibleByArgument {}
+/// The name the commands bootstrap logging by.
+typealias LoggingSetup = BridgeLogging
