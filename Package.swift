@@ -123,6 +123,22 @@ let package = Package(
             dependencies: ["BridgePairing", "BridgePairingWire", "CQREncode", "CPNG"],
             swiftSettings: swiftSettings
         ),
+        /// The phone web app at /app (issue 13): HTML, CSS and ES modules embedded in the binary, and its routes.
+        .target(
+            name: "BridgeWebApp",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            resources: [
+                .embedInCode("App/index.html"), .embedInCode("App/app.css"), .embedInCode("App/main.js"),
+                .embedInCode("App/auth.js"), .embedInCode("App/rpc.js"), .embedInCode("App/view.js"),
+                .embedInCode("App/markdown.js"), .embedInCode("App/manifest.webmanifest"), .embedInCode("App/icon.svg"),
+                .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "BridgeServer",
             dependencies: [
@@ -131,6 +147,7 @@ let package = Package(
                 "BridgeDiscovery",
                 "BridgePairing",
                 "BridgePairingUI",
+                "BridgeWebApp",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -301,6 +318,7 @@ let package = Package(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgeWebApp",
                 "BridgePairingUI",
                 "BridgeClient",
                 "BridgeRPC",

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The text contains the pairing token inside the QR code, so print it to the terminal only, never to a log.
 public enum PairingBanner {
-    /// The QR code (Unicode half blocks, explicit colours unless `ansiColors` is false), then the pairing page URL,
+    /// The QR code of the web app URL (Unicode half blocks, explicit colours unless `ansiColors` is false), then the pairing page URL,
     /// the address the phone will use, and the code's expiry; with auth off (`payload.token == nil`) a loud warning.
     /// - Parameters:
     ///   - port: the port the bridge listens on, for the `http://127.0.0.1:<port>/pair` line.
@@ -15,7 +15,7 @@ public enum PairingBanner {
     ) throws(QRCodeError) -> String {
         var lines: [String] = []
         lines.append(try payload.qrCode().terminalString(quietZone: 2, ansiColors: ansiColors))
-        lines.append("Scan with the oa-bridge app to pair with \(payload.name) (\(payload.http)).")
+        lines.append("Scan with the oa-bridge app or the phone's camera (it opens the web app) to pair with \(payload.name) (\(payload.http)).")
         lines.append("Or open http://127.0.0.1:\(port)/pair in a browser on this desktop.")
         if let pin = payload.pin {
             lines.append("TLS pin: \(pin) (the QR code carries it; a phone pairing by hand compares it with this).")

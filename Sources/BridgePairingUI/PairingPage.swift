@@ -1,16 +1,22 @@
 import BridgePairing
 import Foundation
 
-/// The HTML of `GET /pair`: the QR code, the manual details, and the devices waiting for approval.
+/// The HTML of `GET /pair`: the QR code (the web app URL), the manual details, the devices waiting for approval and
+/// the paired devices.
 ///
 /// The page is self-contained (inline SVG, inline CSS and a few lines of script); its buttons call
-/// `POST /api/pair/refresh` and `POST /api/pair/approve` with JSON bodies, then reload.
+/// `POST /api/pair/refresh`, `POST /api/pair/approve`, `/api/pair/deny` and `/api/pair/revoke` with JSON bodies, then
+/// reload.
 public enum PairingPage {
-    /// Renders the page for `payload` (its QR code inline as SVG), the pairing code's expiry and pending devices.
-    public static func html(payload: PairingPayload, expiresAt: Date?, pending: [DeviceRecord]) throws(QRCodeError) -> String {
+    /// Renders the page for `payload` (its QR code inline as SVG), the pairing code's expiry, pending devices and, when
+    /// given, the paired devices (`devices`: every record; pending and revoked ones are left out of that list).
+    public static func html(
+        payload: PairingPayload, expiresAt: Date?, pending: [DeviceRecord], devices: [DeviceRecord] = []
+    ) throws(QRCodeError) -> String {
         let svg = try payload.qrCode().svgString(quietZone: 4, pixelsPerModule: 6)
         let formatter = ISO8601DateFormatter()
         var details = """
+            <dt>Phone web app</dt><dd><code id="app-url">\(escape(payload.appURL))</code></dd>
             <dt>Name</dt><dd>\(escape(payload.name))</dd>
             <dt>HTTP</dt><dd><code>\(escape(payload.http))</code></dd>
             <dt>WebSocket</dt><dd><code>\(escape(payload.ws))</code></dd>
@@ -37,6 +43,19 @@ public enum PairingPage {
                     + "<button data-deny=\"\(escape(device.id))\">Deny</button></li>"
             }.joined() + "</ul>"
         }
+        let paired = devices.filter { $0.approved && !$0.isRevoked }
+        let pairedHTML: String
+        if paired.isEmpty {
+            pairedHTML = "<p id=\"no-devices\">No phone is paired.</p>"
+        } else {
+            pairedHTML = "<ul id=\"devices\">" + paired.map { device in
+                let seen = device.lastSeenAt.map { " last seen <time>\(formatter.string(from: $0))</time>" } ?? " never seen"
+                let from = device.lastAddress.map { " from \(escape($0))" } ?? ""
+                return "<li><strong>\(escape(device.name))</strong> <code>\(escape(String(device.id.prefix(8))))</code>"
+                    + " paired <time>\(formatter.string(from: device.createdAt))</time>,\(seen)\(from) "
+                    + "<button data-revoke=\"\(escape(device.id))\" aria-label=\"Revoke \(escape(device.name))\">Revoke</button></li>"
+            }.joined() + "</ul>"
+        }
         return """
             <!doctype html>
             <html lang="en">
@@ -54,7 +73,7 @@ public enum PairingPage {
             </head>
             <body>
             <h1>Pair a phone with \(escape(payload.name))</h1>
-            <p>Scan this code with the oa-bridge app. It works once; a new code appears after each pairing.</p>
+            <p>Scan this code with the phone's camera: it opens the web app, which pairs by itself (the oa-bridge app reads it too). It works once; a new code appears after each pairing.</p>
             <div id="qr">\(svg)</div>
             <p><button id="new-code">New code</button></p>
             <h2>Connection details</h2>
@@ -63,6 +82,8 @@ public enum PairingPage {
             </dl>
             <h2>Waiting for approval</h2>
             \(pendingHTML)
+            <h2>Paired devices</h2>
+            \(pairedHTML)
             <script>
             async function post(path, body) {
               const response = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}) });
@@ -72,6 +93,7 @@ public enum PairingPage {
             document.getElementById("new-code").onclick = () => post("/api/pair/refresh");
             for (const b of document.querySelectorAll("[data-approve]")) b.onclick = () => post("/api/pair/approve", { device_id: b.dataset.approve });
             for (const b of document.querySelectorAll("[data-deny]")) b.onclick = () => post("/api/pair/deny", { device_id: b.dataset.deny });
+            for (const b of document.querySelectorAll("[data-revoke]")) b.onclick = () => post("/api/pair/revoke", { device_id: b.dataset.revoke });
             </script>
             </body>
             </html>

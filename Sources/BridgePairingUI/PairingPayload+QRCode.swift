@@ -1,8 +1,9 @@
 import BridgePairingWire
 
 extension PairingPayload {
-    /// The QR code of ``jsonString()`` at error-correction level M.
+    /// The QR code of ``appURL`` (the web app URL with the payload in its fragment) at error-correction level M: a
+    /// phone's camera opens it in the browser, and native apps read the payload out of it.
     public func qrCode() throws(QRCodeError) -> QRCode {
-        try QRCode(text: jsonString(), errorCorrection: .medium)
+        try QRCode(text: appURL, errorCorrection: .medium)
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 
-/// What the QR code carries: where to reach the desktop and the pairing token.
+/// The pairing payload: where to reach the desktop and the pairing token. The QR code holds it as the web app URL
+/// (``appURL``: `https://<lan-ip>:9099/app#<base64url of this JSON>`); `/api/pair/info` and `oa-bridge pair --json` give
+/// the JSON itself, and ``init(scannedText:)`` reads either.
 ///
 /// `{"ws":"ws://<lan-ip>:9099/","http":"http://<lan-ip>:9099","session":"<uuid>","name":"<service name>",
 /// "token":"oa_p_…","fallbacks":["<tailscale name>",…]}`; `token` is absent when auth is off (`--auth none`).
@@ -48,7 +50,7 @@ public struct PairingPayload: Sendable, Equatable, Codable {
             session: session, name: name, token: token, fallbacks: fallbacks, pin: pin)
     }
 
-    /// Compact JSON with sorted keys and unescaped slashes: the exact text put in the QR code.
+    /// Compact JSON with sorted keys and unescaped slashes: the payload the QR code's URL carries in its fragment.
     public func jsonString() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -57,8 +59,4 @@ public struct PairingPayload: Sendable, Equatable, Codable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// Parses a payload read from a QR code.
-    public static func decode(_ text: String) throws -> PairingPayload {
-        try JSONDecoder().decode(PairingPayload.self, from: Data(text.utf8))
-    }
 }

@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeWebApp
 import Foundation
 import Hummingbird
 import Logging
@@ -6,7 +7,7 @@ import Logging
 /// The bridge's plain-HTTP routes, with authentication attached to routes rather than to path strings:
 ///
 /// - open: `GET /api/health`, the pairing routes (``PairingRoutes``: `/pair`, `/api/pair/*` loopback only,
-///   `/api/auth/*`), `GET /metrics` (loopback only);
+///   `/api/auth/*`), `GET /metrics` (loopback only), the phone web app (`/app`, ``WebAppRoutes``);
 /// - protected: every route registered on ``protectedAPI`` (`/api/status`, and any later `/api/…` route) requires a
 ///   token (``BearerAuthMiddleware``) when auth is on;
 /// - with `--auth none`, the `/api` group is behind the ``NetworkGate`` instead.
@@ -39,6 +40,8 @@ struct BridgeHTTPRouter {
         if let registry = configuration.metricsRegistry {
             MetricsRoute.register(on: router, registry: registry)
         }
+        // The phone web app (open: it holds no secret; it pairs and authenticates itself).
+        WebAppRoutes.register(on: router)
         openAPI.get("health") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

@@ -83,9 +83,10 @@ extension Authenticator {
 /// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
 /// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.
 /// - Loopback only (403 otherwise; also refuses non-loopback `Host` headers and foreign `Origin`s):
-///   `GET /pair` (HTML), `GET /api/pair/info` (the exact QR payload JSON), `GET /api/pair/qr` (PNG, `?scale=1...16`),
-///   `POST /api/pair/refresh` (new pairing code, old revoked; returns the payload), `POST /api/pair/approve` and
-///   `POST /api/pair/deny` `{"device_id"}`.
+///   `GET /pair` (HTML), `GET /api/pair/info` (the QR payload's JSON fields plus `url`, the text of the QR code),
+///   `GET /api/pair/qr` (PNG of `url`, `?scale=1...16`), `POST /api/pair/refresh` (new pairing code, old revoked;
+///   returns the info), `GET /api/pair/devices` (`?all=1` includes revoked ones), `POST /api/pair/approve`,
+///   `POST /api/pair/deny` and `POST /api/pair/revoke` `{"device_id"}`.
 public enum PairingRoutes {
     /// Adds the routes to `router`. Pass `authenticator: nil` with `--auth none`: the `/api/auth/*` routes are then
     /// not added, and the pairing page shows a payload without token.
@@ -117,7 +118,8 @@ public enum PairingRoutes {
             if let refusal = localRefusal(request, context) { return refusal }
             let payload = try await pairing.payload()
             let pending = try await pairing.store?.pendingDevices() ?? []
-            let html = try PairingPage.html(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending)
+            let devices = try await pairing.store?.listDevices(includeRevoked: false) ?? []
+            let html = try PairingPage.html(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending, devices: devices)
             var headers = privateHeaders()
             headers[.contentType] = "text/html; charset=utf-8"
             headers[.contentSecurityPolicy] =
@@ -148,7 +150,13 @@ public enum PairingRoutes {
             logger.notice("pairing code replaced from the pairing page")
             return payloadResponse(payload)
         }
-        for (path, approve) in [("/api/pair/approve", true), ("/api/pair/deny", false)] {
+        router.get("/api/pair/devices") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            guard let store = pairing.store else { return json(.ok, [DeviceRecord]()) }
+            return json(.ok, try await store.listDevices(includeRevoked: request.uri.queryParameters.get("all") == "1"))
+        }
+        // deny (a pending device) and revoke (a paired one) are the same act on the store: the device and its tokens go.
+        for (path, approve) in [("/api/pair/approve", true), ("/api/pair/deny", false), ("/api/pair/revoke", false)] {
             router.post(RouterPath(path)) { request, context -> Response in
                 if let refusal = localRefusal(request, context) { return refusal }
                 guard let store = pairing.store else {
@@ -203,11 +211,13 @@ public enum PairingRoutes {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    /// The payload's exact QR text as the body, so `/api/pair/info` equals what `/api/pair/qr` decodes to.
+    /// The payload's JSON fields plus `url`, the exact text of the QR code (``PairingInfo``), so `/api/pair/info`'s
+    /// `url` equals what `/api/pair/qr` decodes to.
     static func payloadResponse(_ payload: PairingPayload) -> Response {
         var headers = privateHeaders()
         headers[.contentType] = "application/json"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: payload.jsonString())))
+        let body = PairingInfo(payload: payload).jsonString()
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
     static func failure(_ error: PairingError) -> Response {

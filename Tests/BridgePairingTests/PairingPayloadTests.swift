@@ -25,6 +25,60 @@ struct PairingPayloadTests {
         #expect(object?.keys.sorted() == ["fallbacks", "http", "name", "session", "ws"])
     }
 
+    @Test("the QR code's URL: <http>/app#<base64url JSON>, read back by init(scannedText:) as are the JSON and white space")
+    func appURL() throws {
+        let payload = PairingPayload(
+            host: "192.168.1.20", session: "s-1", name: "desk ü", token: "oa_p_" + String(repeating: "x", count: 43),
+            fallbacks: ["desk.tail1234.ts.net"], pin: "sha256/" + String(repeating: "+/", count: 22) + "=")
+        let url = payload.appURL
+        #expect(url.hasPrefix("https://192.168.1.20:9099/app#"))
+        let fragment = String(url.dropFirst("https://192.168.1.20:9099/app#".count))
+        // base64url without padding: nothing a URL would need to escape.
+        #expect(fragment.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        var standard = fragment.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        #expect(Data(base64Encoded: standard).map { String(decoding: $0, as: UTF8.self) } == payload.jsonString())
+
+        #expect(try PairingPayload(scannedText: url) == payload)
+        #expect(try PairingPayload(scannedText: "  \(url)\n") == payload)
+        #expect(try PairingPayload(scannedText: payload.jsonString()) == payload)
+        #expect(try PairingPayload.decode(url) == payload)
+        let padded = url + String(repeating: "=", count: (4 - fragment.count % 4) % 4)
+        #expect(try PairingPayload(scannedText: padded) == payload)  // padded base64url too
+        let plain = PairingPayload(host: "10.0.0.2", session: "s", name: "n", token: nil)
+        #expect(plain.appURL.hasPrefix("http://10.0.0.2:9099/app#"))
+        #expect(try PairingPayload(scannedText: plain.appURL) == plain)
+    }
+
+    @Test("text that is not a pairing code is refused by type, and the message never repeats it")
+    func scannedTextErrors() {
+        let secret = "oa_p_SECRETSECRET"
+        #expect(throws: PairingPayloadError.unrecognized) { try PairingPayload(scannedText: "hello \(secret)") }
+        #expect(throws: PairingPayloadError.missingFragment) { try PairingPayload(scannedText: "https://desk:9099/app") }
+        #expect(throws: PairingPayloadError.missingFragment) { try PairingPayload(scannedText: "https://desk:9099/app#") }
+        #expect(throws: PairingPayloadError.invalidFragment) { try PairingPayload(scannedText: "https://desk:9099/app#\(secret)!") }
+        let notPayload = "https://desk:9099/app#" + Data(#"{"token":"\#(secret)"}"#.utf8).base64EncodedString()
+        do {
+            _ = try PairingPayload(scannedText: notPayload)
+            Issue.record("a JSON object without the payload's fields was accepted")
+        } catch {
+            guard case .invalidJSON = error else { Issue.record("unexpected \(error)"); return }
+            #expect(!error.description.contains(secret))
+        }
+        #expect(throws: PairingPayloadError.self) { try PairingPayload(scannedText: "{\"ws\": \(secret)") }
+    }
+
+    @Test("/api/pair/info's body: the payload's fields and url, decodable as either")
+    func info() throws {
+        let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: "oa_p_t", pin: "sha256/abc=")
+        let text = PairingInfo(payload: payload).jsonString()
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(object?.keys.sorted() == ["fallbacks", "http", "name", "pin", "session", "token", "url", "ws"])
+        #expect(object?["url"] as? String == payload.appURL)
+        #expect(try PairingPayload.decode(text) == payload)
+        #expect(try JSONDecoder().decode(PairingInfo.self, from: Data(text.utf8)) == PairingInfo(payload: payload))
+    }
+
     @Test("IPv6 hosts are bracketed in URLs")
     func ipv6() {
         let payload = PairingPayload(host: "fd00::5", session: "s", name: "n", token: nil)

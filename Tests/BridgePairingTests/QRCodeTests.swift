@@ -119,7 +119,9 @@ struct QRCodeTests {
         .enabled(if: ZXingDecoder.shared != nil, ZXingDecoder.unavailableReason))
     func realDecoder() throws {
         let decoder = try #require(ZXingDecoder.shared)
-        let json = Self.payload.jsonString()
+        // The QR code holds the web app URL, the payload in its fragment.
+        let json = Self.payload.appURL
+        #expect(json.hasPrefix("http://192.168.1.20:9099/app#"))
         let code = try Self.payload.qrCode()
         #expect(try decoder.decode(png: code.pngData()) == json)
         #expect(try decoder.decode(png: code.pngData(scale: 3, quietZone: 4)) == json)
@@ -134,7 +136,8 @@ struct QRCodeTests {
         #expect(try decoder.decode(png: fromTerminal.pngData(scale: 4, quietZone: 2)) == json)
 
         let withoutToken = PairingPayload(host: "10.1.2.3", session: "s", name: "n", token: nil)
-        #expect(try decoder.decode(png: withoutToken.qrCode().pngData()) == withoutToken.jsonString())
+        #expect(try decoder.decode(png: withoutToken.qrCode().pngData()) == withoutToken.appURL)
+        #expect(try PairingPayload(scannedText: decoder.decode(png: code.pngData())) == Self.payload)
     }
 
     // MARK: - Helpers

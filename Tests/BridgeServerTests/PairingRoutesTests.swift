@@ -1,6 +1,7 @@
 import BridgePairing
 import BridgePairingUI
 @testable import BridgeServer
+import BridgeWebApp
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -94,9 +95,14 @@ struct PairingRoutesTests {
             #expect(Array(qr.body.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
             let expected = try PairingPayload.decode(info.text).qrCode().pngData(scale: 4, quietZone: 4)
             #expect(qr.body == expected)
+            // /api/pair/info keeps the JSON for native apps and adds url, the QR code's text.
+            let described = try JSONDecoder().decode(PairingInfo.self, from: Data(info.body))
+            #expect(described.url == described.payload.appURL && described.url.hasPrefix("http://192.0.2.2:9099/app#"))
+            #expect(try PairingPayload(scannedText: described.url) == PairingPayload.decode(info.text))
 
             let page = try await PairingHTTP.request(port: port, "GET", "/pair")
             #expect(page.status == 200)
+            #expect(page.text.contains(">\(PairingPage.escape(described.url))</code>"))
             #expect(page.text.contains("<svg") && page.text.contains("Pair a phone with desk"))
             #expect(page.headers["cache-control"] == "no-store")
             #expect(page.headers["x-frame-options"] == "DENY" && page.headers["x-content-type-options"] == "nosniff")
@@ -117,6 +123,35 @@ struct PairingRoutesTests {
         }
     }
 
+    @Test("the phone web app: /app and its files with a strict CSP, nosniff and no-referrer; unknown files 404; under 150 KB")
+    func webApp() async throws {
+        try await Self.withRoutes { port, _ in
+            for (path, type) in [
+                ("/app", "text/html; charset=utf-8"), ("/app/", "text/html; charset=utf-8"),
+                ("/app/main.js", "text/javascript; charset=utf-8"), ("/app/app.css", "text/css; charset=utf-8"),
+                ("/app/manifest.webmanifest", "application/manifest+json"), ("/app/icon192.png", "image/png"),
+            ] {
+                let answer = try await PairingHTTP.request(port: port, "GET", path)
+                #expect(answer.status == 200, "\(path)")
+                #expect(answer.headers["content-type"] == type, "\(path)")
+                let csp = answer.headers["content-security-policy"] ?? ""
+                #expect(csp.contains("script-src 'self';") && csp.contains("style-src 'self';") && csp.contains("connect-src 'self';"))
+                #expect(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"))
+                #expect(answer.headers["x-content-type-options"] == "nosniff")
+                #expect(answer.headers["referrer-policy"] == "no-referrer")
+            }
+            let page = try await PairingHTTP.request(port: port, "GET", "/app")
+            // No inline script or style: every script and style sheet is a file of the app.
+            #expect(page.text.contains(#"<script type="module" src="/app/main.js"></script>"#))
+            #expect(!page.text.contains("<style") && !page.text.contains("style=") && !page.text.contains("onclick"))
+            let missing = try await PairingHTTP.request(port: port, "GET", "/app/nothing.js")
+            #expect(missing.status == 404 && missing.headers["x-content-type-options"] == "nosniff")
+            #expect(try await PairingHTTP.request(port: port, "GET", "/app/../api/status").status == 401)
+            #expect(WebAppAssets.totalBytes < 150_000)
+            #expect(WebAppAssets.all.count == 11)
+        }
+    }
+
     @Test("approval mode: 202 until approved from the loopback page API, then tokens")
     func approval() async throws {
         try await Self.withRoutes(requireApproval: true) { port, store in
@@ -133,11 +168,26 @@ struct PairingRoutesTests {
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)","device_id":"\#(pending.deviceID)"}"#)
             #expect(second.status == 200)
             #expect(try await store.listDevices().first?.approved == true)
+
+            // The page lists the paired device with a revoke button; revoking it from the loopback API ends it.
+            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("data-revoke=\"\(pending.deviceID)\""))
+            let listed = try await PairingHTTP.request(port: port, "GET", "/api/pair/devices")
+            let devices = try PairingJSON.decoder.decode([DeviceRecord].self, from: Data(listed.body))
+            #expect(devices.map(\.id) == [pending.deviceID])
+            let foreign = try await PairingHTTP.request(
+                port: port, "POST", "/api/pair/revoke", json: #"{"device_id":"\#(pending.deviceID)"}"#, headers: ["Origin": "https://evil.example"])
+            #expect(foreign.status == 403)
+            let revoke = try await PairingHTTP.request(port: port, "POST", "/api/pair/revoke", json: #"{"device_id":"\#(pending.deviceID)"}"#)
+            #expect(revoke.status == 200)
+            #expect(try await store.listDevices().first?.isRevoked == true)
+            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("No phone is paired."))
+            let all = try await PairingHTTP.request(port: port, "GET", "/api/pair/devices?all=1")
+            #expect(try PairingJSON.decoder.decode([DeviceRecord].self, from: Data(all.body)).count == 1)
         }
     }
 
     @Test(
-        "the /pair page renders in headless Chromium and its QR code decodes to /api/pair/info",
+        "the /pair page renders in headless Chromium and its QR code decodes to /api/pair/info's url",
         .enabled(if: PairingPageRenderer.shared != nil, PairingPageRenderer.unavailableReason),
         .timeLimit(.minutes(1)))
     func pageInChromium() async throws {
@@ -145,7 +195,8 @@ struct PairingRoutesTests {
         try await Self.withRoutes { port, _ in
             let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
             let screenshot = try await renderer.screenshot(url: "http://127.0.0.1:\(port)/pair")
-            #expect(try renderer.decodeQR(png: screenshot) == info.text)
+            let url = try JSONDecoder().decode(PairingInfo.self, from: Data(info.body)).url
+            #expect(try renderer.decodeQR(png: screenshot) == url)
         }
     }
 

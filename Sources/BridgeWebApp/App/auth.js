@@ -1,0 +1,145 @@
+// Pairing and tokens. The tokens live in localStorage of this origin; the pairing payload arrives in the URL
+// fragment, which the browser never sends to the server. Refreshes are serialised across tabs with the Web Locks
+// API, so a rotated refresh token is never presented twice (that would revoke the whole token family).
+
+const KEY = "oa-bridge.auth";
+/** Refresh this long before the access token expires. */
+export const REFRESH_MARGIN_MS = 120_000;
+
+/** A refusal from the bridge's auth API: `status` (401/403/…) and its `code` (`device_revoked`, …). */
+export class AuthError extends Error {
+  constructor(status, code, message) {
+    super(message || code || "HTTP " + status);
+    this.status = status;
+    this.code = code;
+  }
+  /** Whether this device must pair again (revoked, expired refresh token, reused refresh token, unknown token). */
+  get unpaired() {
+    return this.status === 401 || this.status === 403;
+  }
+}
+
+/** The stored state: `{tokens?, pending?, name, wsPath}`, or null. */
+export function load() {
+  try {
+    return JSON.parse(localStorage.getItem(KEY) || "null");
+  } catch {
+    return null;
+  }
+}
+
+export function save(state) {
+  localStorage.setItem(KEY, JSON.stringify(state));
+}
+
+/** Forgets the pairing: tokens, pending approval and every stored conversation. */
+export function forget() {
+  const keys = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const key = localStorage.key(i);
+    if (key && key.startsWith("oa-bridge.")) keys.push(key);
+  }
+  for (const key of keys) localStorage.removeItem(key);
+}
+
+/** Decodes the pairing payload from a URL fragment (`#<base64url JSON>`); null when absent or unreadable. */
+export function payloadFromFragment(hash) {
+  const text = (hash || "").replace(/^#/, "");
+  if (!text) return null;
+  try {
+    const standard = text.replace(/-/g, "+").replace(/_/g, "/");
+    const binary = atob(standard + "===".slice((standard.length + 3) % 4));
+    const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+    const payload = JSON.parse(new TextDecoder().decode(bytes));
+    return payload && typeof payload === "object" ? payload : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A name for this device from the browser: the phone model when the browser tells it, else the platform. */
+export async function deviceName() {
+  let model = "";
+  try {
+    if (navigator.userAgentData && navigator.userAgentData.getHighEntropyValues) {
+      const values = await navigator.userAgentData.getHighEntropyValues(["model", "platform"]);
+      model = values.model || values.platform || "";
+    }
+  } catch {
+    model = "";
+  }
+  const ua = navigator.userAgent || "";
+  if (!model) {
+    const android = /Android [^;)]*;\s*([^;)]+?)(?:\s+Build\/[^;)]*)?\)/.exec(ua);
+    if (android && android[1] !== "K") model = android[1];
+    else if (/iPhone/.test(ua)) model = "iPhone";
+    else if (/iPad/.test(ua)) model = "iPad";
+    else if (/Android/.test(ua)) model = "Android phone";
+    else if (/Mac OS X/.test(ua)) model = "Mac";
+    else if (/Windows/.test(ua)) model = "Windows";
+    else if (/Linux/.test(ua)) model = "Linux";
+  }
+  const browser = /Firefox\//.test(ua) ? "Firefox" : /Edg\//.test(ua) ? "Edge" : /Chrome\//.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : "browser";
+  return ((model ? model + " " : "") + "(" + browser + ")").slice(0, 64);
+}
+
+async function post(path, body, token) {
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = "Bearer " + token;
+  const response = await fetch(path, {
+    method: "POST", headers, body: JSON.stringify(body), cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+  });
+  let json = null;
+  try {
+    json = await response.json();
+  } catch {
+    json = null;
+  }
+  return { status: response.status, json: json || {} };
+}
+
+function tokensFrom(json) {
+  const now = Date.now();
+  // The lifetime comes from expires_in (seconds), so a phone whose clock is off still refreshes in time.
+  const lifetime = Number(json.expires_in) > 0 ? Number(json.expires_in) * 1000 : Date.parse(json.access_token_expires_at) - now;
+  return {
+    access: json.access_token,
+    accessExp: now + lifetime,
+    refresh: json.refresh_token,
+    refreshExp: Date.parse(json.refresh_token_expires_at) || now + 30 * 86400_000,
+    deviceId: json.device_id,
+  };
+}
+
+/** Exchanges the pairing token: `{tokens}` when paired, `{pending: deviceId}` while the desktop has not approved. */
+export async function exchange(pairingToken, name, deviceId) {
+  const body = { pairing_token: pairingToken, device_name: name };
+  if (deviceId) body.device_id = deviceId;
+  const { status, json } = await post("/api/auth/exchange", body);
+  if (status === 200) return { tokens: tokensFrom(json) };
+  if (status === 202) return { pending: json.device_id };
+  throw new AuthError(status, json.error, json.message);
+}
+
+/** Makes sure the stored access token is fresh, refreshing it (once across all tabs) when it is about to expire or
+ * when `stale` (an access token the bridge refused) is still the stored one. Returns the current tokens. */
+export async function fresh(stale) {
+  const run = async () => {
+    const state = load();
+    if (!state || !state.tokens) throw new AuthError(401, "not_paired", "not paired");
+    const tokens = state.tokens;
+    const due = tokens.accessExp - Date.now() < REFRESH_MARGIN_MS;
+    if (!due && tokens.access !== stale) return tokens;
+    const { status, json } = await post("/api/auth/refresh", { refresh_token: tokens.refresh });
+    if (status === 200) {
+      const next = tokensFrom(json);
+      const latest = load() || state;
+      latest.tokens = next;
+      save(latest);
+      return next;
+    }
+    throw new AuthError(status, json.error, json.message);
+  };
+  if (navigator.locks && navigator.locks.request) return navigator.locks.request("oa-bridge-refresh", run);
+  return run();
+}

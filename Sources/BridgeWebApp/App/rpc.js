@@ -1,0 +1,190 @@
+// JSON-RPC 2.0 over the bridge's WebSocket (same origin), with reconnection: backoff 0.5 s doubling to 15 s with
+// jitter, at once when the browser comes back online or the page becomes visible.
+
+/** Thrown to callers whose request was in flight when the connection dropped. */
+export class ConnectionLost extends Error {}
+
+/** A JSON-RPC error answer: `code`, `message`, `data`. */
+export class RPCError extends Error {
+  constructor(error) {
+    super(error && error.message ? error.message : "error");
+    this.code = error ? error.code : 0;
+    this.data = error ? error.data : undefined;
+  }
+}
+
+export class Connection {
+  /**
+   * @param {object} hooks
+   *   token(): the access token to connect with (may refresh first), or null without auth;
+   *   opened(conn): after the socket opens (send initialize and resume there); throw to drop the connection;
+   *   request(msg), notification(msg): what the bridge sends;
+   *   state(name, detail): "connecting" | "connected" | "reconnecting" | "offline" | "stopped";
+   *   closed(code, reason, wasOpen): return "stop" to stop reconnecting.
+   */
+  constructor(path, hooks) {
+    this.path = path || "/";
+    this.hooks = hooks;
+    this.socket = null;
+    this.pending = new Map();
+    this.nextId = 1;
+    this.attempt = 0;
+    this.timer = 0;
+    this.stopped = false;
+    this.ready = false;
+    addEventListener("online", () => this.now());
+    addEventListener("offline", () => {
+      // A phone that lost its network: drop the socket at once rather than wait for a dead TCP connection.
+      if (this.socket) this.socket.close();
+      this.setState("offline");
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.check();
+    });
+  }
+
+  setState(name, detail) {
+    this.hooks.state(name, detail);
+  }
+
+  /** Connects now (cancelling a scheduled retry). */
+  now() {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = 0;
+    if (!this.socket) this.open();
+  }
+
+  async open() {
+    if (this.stopped || this.socket) return;
+    if (navigator.onLine === false) {
+      this.setState("offline");
+      return;
+    }
+    this.setState(this.attempt ? "reconnecting" : "connecting");
+    let token = null;
+    try {
+      token = await this.hooks.token();
+    } catch (error) {
+      if (this.hooks.closed(0, error, false) !== "stop") this.retry();
+      return;
+    }
+    if (this.stopped || this.socket) return;
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const query = token ? "?token=" + encodeURIComponent(token) : "";
+    const socket = new WebSocket(scheme + "//" + location.host + this.path + query);
+    this.socket = socket;
+    let wasOpen = false;
+    socket.onopen = async () => {
+      wasOpen = true;
+      try {
+        await this.hooks.opened(this);
+        this.attempt = 0;
+        this.ready = true;
+        this.setState("connected");
+      } catch (error) {
+        if (!(error instanceof ConnectionLost)) console.warn("oa-bridge: after connecting:", error && error.message);
+        socket.close(4000, "client setup failed");
+      }
+    };
+    socket.onmessage = (event) => this.receive(event.data);
+    socket.onclose = (event) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      this.ready = false;
+      for (const { reject } of this.pending.values()) reject(new ConnectionLost("connection lost"));
+      this.pending.clear();
+      if (this.stopped) return;
+      const verdict = this.hooks.closed(event.code, event.reason, wasOpen);
+      if (verdict === "stop") return;
+      if (verdict === "now") { this.attempt = 0; this.open(); return; }
+      if (navigator.onLine === false) { this.setState("offline"); return; }
+      this.retry();
+    };
+  }
+
+  retry() {
+    if (this.stopped || this.timer) return;
+    const base = Math.min(15_000, 500 * 2 ** Math.min(this.attempt, 5));
+    const delay = Math.round(base / 2 + Math.random() * base / 2);
+    this.attempt++;
+    this.setState("reconnecting", delay);
+    this.timer = setTimeout(() => { this.timer = 0; this.open(); }, delay);
+  }
+
+  /** After the phone wakes: an idle socket may be dead without the browser knowing. Ask something small. */
+  async check() {
+    if (!this.socket) { this.now(); return; }
+    if (!this.ready) return;
+    const socket = this.socket;
+    const answered = await Promise.race([
+      this.call("_oa/me", {}).then(() => true, (e) => !(e instanceof ConnectionLost)),
+      new Promise((resolve) => setTimeout(() => resolve(false), 4000)),
+    ]);
+    if (!answered && this.socket === socket) socket.close();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.socket) this.socket.close(1000, "bye");
+    this.setState("stopped");
+  }
+
+  /** Closes the socket; it reconnects by the usual rules. */
+  drop() {
+    if (this.socket) this.socket.close(1000, "reconnect");
+  }
+
+  send(message) {
+    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) throw new ConnectionLost("not connected");
+    this.socket.send(JSON.stringify(message));
+  }
+
+  call(method, params) {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      try {
+        this.send({ jsonrpc: "2.0", id, method, params });
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      this.pending.set(id, { resolve, reject });
+    });
+  }
+
+  notify(method, params) {
+    this.send({ jsonrpc: "2.0", method, params });
+  }
+
+  respond(id, result) {
+    try {
+      this.send({ jsonrpc: "2.0", id, result });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  receive(data) {
+    let message;
+    try {
+      message = JSON.parse(data);
+    } catch {
+      return;
+    }
+    for (const one of Array.isArray(message) ? message : [message]) {
+      if (!one || typeof one !== "object") continue;
+      if (typeof one.method === "string") {
+        if (one.id !== undefined && one.id !== null) this.hooks.request(one);
+        else this.hooks.notification(one);
+      } else if (one.id !== undefined && this.pending.has(one.id)) {
+        const { resolve, reject } = this.pending.get(one.id);
+        this.pending.delete(one.id);
+        if (one.error) reject(new RPCError(one.error));
+        else resolve(one.result);
+      }
+    }
+  }
+}
