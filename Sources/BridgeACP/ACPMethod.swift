@@ -14,6 +14,26 @@ public enum ACPMethod {
     public static let sessionCancel = "session/cancel"
     /// Client -> agent: switch the session mode.
     public static let sessionSetMode = "session/set_mode"
+    /// Client -> agent: switch the session's model (unstable in the schema).
+    public static let sessionSetModel = "session/set_model"
+    /// Client -> agent: set one of the session's config options; the result carries every `configOptions`.
+    public static let sessionSetConfigOption = "session/set_config_option"
+    /// Client -> agent: reattach to a session without the history being replayed.
+    public static let sessionResume = "session/resume"
+    /// Client -> agent: a new session starting from an existing one's history.
+    public static let sessionFork = "session/fork"
+    /// Client -> agent: end a session and free its resources.
+    public static let sessionClose = "session/close"
+    /// Client -> agent: delete a stored session.
+    public static let sessionDelete = "session/delete"
+    /// Client -> agent: list stored sessions.
+    public static let sessionList = "session/list"
+    /// Either way, notification: the request `requestId` is no longer wanted (answered with error -32800).
+    public static let cancelRequest = "$/cancel_request"
+    /// Agent -> client: ask the user for structured input.
+    public static let elicitationCreate = "elicitation/create"
+    /// JSON-RPC error code of a request cancelled with `$/cancel_request` (ACP's "request cancelled").
+    public static let requestCancelledCode = -32800
     /// Agent -> client notification: streamed session progress.
     public static let sessionUpdate = "session/update"
     /// Agent -> client: ask the user to allow a tool call.

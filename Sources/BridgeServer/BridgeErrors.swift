@@ -49,6 +49,13 @@ enum BridgeErrors {
             data: ["oldestSeq": .int(oldest), "requestedAfter": .int(requestedAfter), "lastSeq": .int(latest)])
     }
 
+    /// -32603 to the agent: no client answered its request within `limit`.
+    static func unanswered(_ method: String, after limit: Duration) -> JSONRPCError {
+        JSONRPCError.internalError(
+            "no client answered \(method) within \(limit.words) (none attached, or none answered)",
+            data: ["method": .string(method), "timeoutSeconds": .int(limit.components.seconds)])
+    }
+
     static func unknownSession(_ session: String) -> JSONRPCError {
         JSONRPCError(code: resourceNotFoundCode, message: "Unknown session \(session)", data: ["sessionId": .string(session)])
     }

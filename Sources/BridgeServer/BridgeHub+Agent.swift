@@ -117,6 +117,8 @@ extension BridgeHub {
             case .bridge(let continuation, _): continuation.resume(returning: response)
             case .client(let clientRoute): complete(clientRoute, outcome: response.outcome)
             }
+        case .message(.notification(let notification)) where notification.method == ACPMethod.cancelRequest:
+            agentCancelledRequest(notification.params, generation: eventGeneration)
         case .message(.notification(let notification)):
             relay(notification)
         case .message(.request(let request)):
@@ -127,13 +129,15 @@ extension BridgeHub {
     }
 
     /// Sends a notification to the clients attached to its session (or to every client if it names none).
-    private func relay(_ notification: JSONRPCNotification) {
+    func relay(_ notification: JSONRPCNotification) {
         guard let session = notification.params?["sessionId"]?.stringValue else {
             notify(connections.keys, method: notification.method, params: notification.params)  // initialized ones only
             return
         }
+        if sessions[session] == nil, keepEarly(notification, session: session) { return }
         var notification = notification
         if notification.method == ACPMethod.sessionUpdate {
+            if let update = notification.params?["update"] { keepState(of: session, update: update) }
             notification = sequenced(notification, session: session)
         }
         let members = sessions[session]?.members ?? []
@@ -159,7 +163,9 @@ extension BridgeHub {
             break
         }
         guard let session = request.params?["sessionId"]?.stringValue, let record = sessions[session] else {
-            let ask = PendingAsk(agentRequestID: request.id, method: request.method, sessionID: request.params?["sessionId"]?.stringValue ?? "", targets: [], generation: current)
+            let ask = PendingAsk(
+                agentRequestID: request.id, method: request.method, sessionID: request.params?["sessionId"]?.stringValue ?? "",
+                targets: [], generation: current, askedAt: configuration.clock.now)
             answerUnaskable(ask, reason: "no such session")
             return
         }
@@ -168,7 +174,8 @@ extension BridgeHub {
         // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
         asks[askID] = PendingAsk(
             agentRequestID: request.id, method: request.method, sessionID: session, params: request.params,
-            targets: record.members, generation: current, orphanedSince: record.members.isEmpty ? configuration.clock.now : nil)
+            targets: record.members, generation: current, orphanedSince: record.members.isEmpty ? configuration.clock.now : nil,
+            askedAt: configuration.clock.now)
         for member in record.members {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))
@@ -185,7 +192,7 @@ extension BridgeHub {
         answerAgent(ask.agentRequestID, outcome, generation: ask.generation)
     }
 
-    private func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) {
+    func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) {
         guard let liveAgent, liveAgent.generation == current else { return }
         try? liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
     }
@@ -246,6 +253,7 @@ extension BridgeHub {
             }
         }
         asks = asks.filter { $0.value.generation != current }
+        earlyUpdates.removeAll()
         sessions.removeAll()
         for id in connections.keys { connections[id]?.sessions.removeAll() }
         notify(Array(connections.keys), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])

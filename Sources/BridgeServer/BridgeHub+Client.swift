@@ -61,6 +61,10 @@ extension BridgeHub {
             return
         }
         let params = notification.params.map(dialect.toAgent)
+        if notification.method == ACPMethod.cancelRequest {
+            clientCancelledRequest(params, from: id)
+            return
+        }
         if notification.method == ACPMethod.sessionCancel {
             if let error = cancel(params, from: id) {
                 connections[id]?.logger.notice("session/cancel refused", metadata: ["error": "\(error.message)"])
@@ -93,8 +97,15 @@ extension BridgeHub {
             }
         case ACPMethod.sessionNew:
             await newSession(request, params: params, from: id, batch: batch)
-        case ACPMethod.sessionLoad:
-            await loadSession(request, params: params, from: id, batch: batch)
+        case ACPMethod.sessionLoad, ACPMethod.sessionResume:
+            await reattach(request, params: params, from: id, batch: batch)
+        case ACPMethod.sessionFork:
+            await fork(request, params: params, from: id, batch: batch)
+        case ACPMethod.sessionClose, ACPMethod.sessionDelete:
+            // From any client, attached or not: the agent decides; its answer drops the bridge's record.
+            await forward(request, params: params, from: id, batch: batch, sessionID: params?["sessionId"]?.stringValue)
+        case ACPMethod.sessionList:
+            await forward(request, params: params, from: id, batch: batch)
         case BridgeMethod.sessionResume:
             resume(request, params: params, from: id, batch: batch)
         case BridgeMethod.me:
@@ -109,7 +120,10 @@ extension BridgeHub {
             }
             if request.method == ACPMethod.sessionPrompt, let session = params?["sessionId"]?.stringValue {
                 sessions[session]?.finishedWhileAway = nil
+                echoPrompt(params, session: session, from: id)
                 await forward(request, params: params, from: id, batch: batch, sessionID: session)
+            } else if let session = params?["sessionId"]?.stringValue, let requested = BridgeHub.choice(request.method, params) {
+                await forward(request, params: params, from: id, batch: batch, sessionID: session, requested: requested)
             } else {
                 await forward(request, params: params, from: id, batch: batch)
             }
@@ -172,7 +186,7 @@ extension BridgeHub {
 
     /// The files a new or loaded session works in: its `cwd` (which must lie inside the bridge's working
     /// directory), or the bridge's working directory when none is given. Fills `cwd` and `mcpServers` in.
-    private func sessionFiles(_ params: inout JSONValue?) throws(JSONRPCError) -> WorkspaceFiles {
+    func sessionFiles(_ params: inout JSONValue?) throws(JSONRPCError) -> WorkspaceFiles {
         var members = params?.objectValue ?? [:]
         let files: WorkspaceFiles
         if let cwd = members["cwd"] {
@@ -205,50 +219,6 @@ extension BridgeHub {
         await forward(request, params: params, from: id, batch: batch, files: files)
     }
 
-    private func loadSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
-        guard let session = params?["sessionId"]?.stringValue else {
-            fail(id, request: request.id, JSONRPCError.invalidParams("session/load needs a sessionId"), batch: batch)
-            return
-        }
-        if let error = sessionLimitError(id, joining: session) {
-            fail(id, request: request.id, error, batch: batch)
-            return
-        }
-        if let live = sessions[session] {
-            // A session this bridge is running: attach to it, no replay.
-            attach(id, to: session)
-            var result: [String: JSONValue] = [:]
-            if let modes = live.modes { result["modes"] = modes }
-            let dialect = connections[id]?.dialect
-            deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
-            return
-        }
-        let handle: AgentHandle
-        switch await ensureAgent() {
-        case .success(let running): handle = running
-        case .failure(let error):
-            fail(id, request: request.id, error, batch: batch)
-            return
-        }
-        guard handle.initializeResult["agentCapabilities"]?["loadSession"] == .bool(true) else {
-            fail(id, request: request.id, JSONRPCError.methodNotFound(
-                ACPMethod.sessionLoad, detail: "the agent cannot load sessions, and no live session \(session) exists"), batch: batch)
-            return
-        }
-        var params = params
-        let files: WorkspaceFiles
-        do {
-            files = try sessionFiles(&params)
-        } catch {
-            fail(id, request: request.id, error, batch: batch)
-            return
-        }
-        // Attach first: the agent replays the history as session/update before it answers.
-        sessions[session] = sessions[session] ?? SessionRecord(files: files)
-        attach(id, to: session)
-        await forward(request, params: params, from: id, batch: batch, files: files, sessionID: session)
-    }
-
     func attach(_ id: ConnectionID, to session: String) {
         guard connections[id] != nil else { return }
         sessions[session]?.members.insert(id)
@@ -275,13 +245,20 @@ extension BridgeHub {
         return cancelTurn(session, params: params, agent: handle)
     }
 
-    /// Answers the session's pending permission requests `cancelled` (telling the clients asked) and sends
-    /// `session/cancel` to the agent. Returns the error to report, if any.
+    /// Settles every pending request of the agent for the session: permissions are answered `cancelled` (the clients
+    /// asked get `_oa/request_answered`), anything else error -32800 (the clients asked get `$/cancel_request`). Then
+    /// sends `session/cancel` to the agent. Returns the error to report, if any.
     func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) -> JSONRPCError? {
-        for (askID, ask) in asks where ask.sessionID == session && ask.method == ACPMethod.requestPermission {
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
             asks[askID] = nil
-            for target in ask.targets { notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"]) }
-            answerUnaskable(ask, reason: "the prompt was cancelled")
+            if ask.method == ACPMethod.requestPermission {
+                notify(ask.targets, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"])
+                answerUnaskable(ask, reason: "the prompt was cancelled")
+            } else {
+                notify(ask.targets, method: ACPMethod.cancelRequest, params: ["requestId": .int(askID)])
+                answerAgent(ask.agentRequestID, .failure(JSONRPCError(
+                    code: ACPMethod.requestCancelledCode, message: "Request cancelled: the prompt was cancelled (session/cancel)")), generation: ask.generation)
+            }
         }
         do {
             try handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
@@ -296,7 +273,7 @@ extension BridgeHub {
     /// Sends a client request to the agent under a fresh id, remembering where the answer goes.
     func forward(
         _ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?,
-        files: WorkspaceFiles? = nil, sessionID: String? = nil
+        files: WorkspaceFiles? = nil, sessionID: String? = nil, requested: JSONValue? = nil
     ) async {
         guard let client = connections[id] else { return }
         guard client.pending < configuration.maxPendingRequests else {
@@ -310,7 +287,10 @@ extension BridgeHub {
         case .success(let running): handle = running
         case .failure(let error):
             connections[id]?.pending -= 1
-            if let sessionID, request.method == ACPMethod.sessionLoad { detach(id, from: sessionID) }
+            if let sessionID, request.method == ACPMethod.sessionLoad || request.method == ACPMethod.sessionResume {
+                detach(id, from: sessionID)
+                if sessions[sessionID]?.members.isEmpty == true { sessions[sessionID] = nil }
+            }
             fail(id, request: request.id, error, batch: batch)
             return
         }
@@ -320,7 +300,7 @@ extension BridgeHub {
         nextAgentRequestID += 1
         routes[agentID] = .client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: batch,
-            files: files, sessionID: sessionID, generation: handle.generation, started: .now))
+            files: files, sessionID: sessionID, generation: handle.generation, requested: requested, started: .now))
         do {
             try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
         } catch {
@@ -347,16 +327,24 @@ extension BridgeHub {
         }
         connections[route.connection]?.pending = max(client.pending - 1, 0)
         switch (route.method, outcome) {
-        case (ACPMethod.sessionNew, .success(let result)):
+        case (ACPMethod.sessionNew, .success(let result)), (ACPMethod.sessionFork, .success(let result)):
             if let session = result["sessionId"]?.stringValue, let files = route.files {
-                sessions[session] = SessionRecord(files: files, members: [], modes: result["modes"])
-                attach(route.connection, to: session)
+                registerSession(session, files: files, result: result, requester: route.connection)
             }
-        case (ACPMethod.sessionLoad, .failure):
+        case (ACPMethod.sessionNew, .failure), (ACPMethod.sessionFork, .failure):
+            if !sessionBeingCreated() { earlyUpdates.removeAll() }
+        case (ACPMethod.sessionLoad, .success(let result)), (ACPMethod.sessionResume, .success(let result)):
+            if let session = route.sessionID { keepState(of: session, from: result) }
+        case (ACPMethod.sessionLoad, .failure), (ACPMethod.sessionResume, .failure):
             if let session = route.sessionID {
                 detach(route.connection, from: session)
                 if sessions[session]?.members.isEmpty == true { sessions[session] = nil }
             }
+        case (ACPMethod.sessionClose, .success), (ACPMethod.sessionDelete, .success):
+            if let session = route.sessionID { dropSession(session, by: route.method, requester: route.connection) }
+        case (ACPMethod.sessionSetMode, .success(let result)), (ACPMethod.sessionSetModel, .success(let result)),
+             (ACPMethod.sessionSetConfigOption, .success(let result)):
+            keepChoice(route, result: result)
         default:
             break
         }
@@ -370,18 +358,29 @@ extension BridgeHub {
 
     // MARK: answers to agent requests
 
-    /// A client answered a request the agent sent through the bridge: the first answer wins.
+    /// A client answered a request the agent sent through the bridge: the first success wins. An error waits while
+    /// another client asked may still answer; once every client asked has failed, the agent gets the last error.
     private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) {
-        guard case .int(let askID) = response.id, let ask = asks[askID], ask.targets.contains(id) else {
+        guard case .int(let askID) = response.id, var ask = asks[askID], ask.targets.contains(id) else {
             connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])
             return
         }
-        asks[askID] = nil
         let dialect = connections[id]?.dialect
         let outcome: Result<JSONValue, JSONRPCError> = switch response.outcome {
         case .success(let value): .success(dialect?.toAgent(value) ?? value)
         case .failure(let error): .failure(dialect?.toAgent(error) ?? error)
         }
+        if case .failure(let error) = outcome {
+            ask.targets.remove(id)
+            ask.failed.insert(id)
+            ask.lastError = error
+            if !ask.targets.isEmpty {
+                asks[askID] = ask
+                connections[id]?.logger.debug("a client failed the agent's request; others may still answer", metadata: ["method": "\(ask.method)"])
+                return
+            }
+        }
+        asks[askID] = nil
         for other in ask.targets where other != id {
             notify(other, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID)])
         }

@@ -16,7 +16,7 @@ extension BridgeHub {
         guard client.sessions.count + client.pending >= limit else { return nil }
         let joining = routes.values.reduce(into: 0) { count, route in
             guard case .client(let pending) = route, pending.connection == id,
-                  pending.method == ACPMethod.sessionNew || pending.method == ACPMethod.sessionLoad
+                  [ACPMethod.sessionNew, ACPMethod.sessionLoad, ACPMethod.sessionResume, ACPMethod.sessionFork].contains(pending.method)
             else { return }
             // session/load attaches before it is forwarded: already counted in `sessions`.
             if let loading = pending.sessionID, client.sessions.contains(loading) { return }

@@ -105,9 +105,9 @@ extension BridgeHub {
 
     /// Sends the agent's unanswered requests of `session` (e.g. `session/request_permission`) to a client that was
     /// not asked yet, under their original ids.
-    private func askAgain(_ session: String, to id: ConnectionID) {
+    func askAgain(_ session: String, to id: ConnectionID) {
         guard let dialect = connections[id]?.dialect else { return }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) {
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) && !ask.failed.contains(id) {
             asks[askID]?.targets.insert(id)
             asks[askID]?.orphanedSince = nil
             let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: ask.params.map(dialect.toClient))
@@ -120,7 +120,8 @@ extension BridgeHub {
     /// prompt whose phone never comes back does not wait forever.
     nonisolated func sweepOrphanedAsks() async {
         let timeout = configuration.orphanedRequestTimeout
-        let interval = min(timeout / 4, .seconds(1))
+        let shortest = min(timeout, configuration.clientRequestTimeout, configuration.permissionRequestTimeout)
+        let interval = min(shortest / 4, .seconds(1))
         while !Task.isCancelled {
             try? await configuration.clock.sleep(for: max(interval, .milliseconds(10)))
             await expireOrphanedAsks(olderThan: timeout)
@@ -130,6 +131,18 @@ extension BridgeHub {
     private func expireOrphanedAsks(olderThan timeout: Duration) async {
         let now = configuration.clock.now
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
+            let limit = ask.method == ACPMethod.requestPermission ? configuration.permissionRequestTimeout : configuration.clientRequestTimeout
+            if now - ask.askedAt >= limit {
+                asks[askID] = nil
+                logger.notice("no client answered the agent's request in time", metadata: [
+                    "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(limit.words)",
+                ])
+                for target in ask.targets {
+                    notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID), "outcome": "timeout"])
+                }
+                answerAgent(ask.agentRequestID, .failure(BridgeErrors.unanswered(ask.method, after: limit)), generation: ask.generation)
+                continue
+            }
             guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
             asks[askID] = nil
             logger.notice("nobody came back to answer the agent's request", metadata: [

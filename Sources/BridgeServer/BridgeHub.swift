@@ -29,6 +29,8 @@ actor BridgeHub {
     var routes: [Int64: Route] = [:]
     var sessions: [String: SessionRecord] = [:]
     var asks: [Int64: PendingAsk] = [:]
+    /// Notifications the agent sent for sessions it has not answered `session/new` / `session/fork` for yet.
+    var earlyUpdates: [String: [JSONRPCNotification]] = [:]
     var nextAskID: Int64 = 1
     var batches: [UInt64: BatchRecord] = [:]
     var nextBatchID: UInt64 = 1
@@ -128,7 +130,11 @@ actor BridgeHub {
             ask.targets.remove(id)
             // A live session keeps its question for the next client that resumes it.
             if ask.targets.isEmpty { ask.orphanedSince = configuration.clock.now }
-            if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
+            if ask.targets.isEmpty, let error = ask.lastError {
+                // Everyone else who was asked failed: the agent gets their error now.
+                asks[askID] = nil
+                answerAgent(ask.agentRequestID, .failure(error), generation: ask.generation)
+            } else if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
                 asks[askID] = nil
                 answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
             } else {

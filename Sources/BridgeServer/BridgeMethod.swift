@@ -2,6 +2,9 @@
 public enum BridgeMethod {
     /// Request: re-attach to a session after a reconnect and get the updates missed since `lastSeq`.
     public static let sessionResume = "_oa/session/resume"
+    /// Notification: a session this client was attached to was closed or deleted by another client (`sessionId`,
+    /// `method`: `session/close` or `session/delete`); the client is no longer attached.
+    public static let sessionClosed = "_oa/session_closed"
     /// Notification: a prompt ended while the client that sent it was gone (`sessionId`, `stopReason`).
     public static let promptFinished = "_oa/prompt_finished"
     /// Error code of `_oa/session/resume` when the replay buffer no longer reaches back to `lastSeq + 1`.

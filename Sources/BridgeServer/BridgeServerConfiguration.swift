@@ -87,6 +87,12 @@ public struct BridgeServerConfiguration: Sendable {
     /// How long a request of the agent (e.g. a permission) waits when no client is attached to its session (the phone
     /// is reconnecting, see `_oa/session/resume`) before it is answered as nobody can (a permission: `cancelled`).
     public var orphanedRequestTimeout: Duration = .seconds(300)
+    /// How long the agent's `session/request_permission` may wait for a phone's answer (attached or not) before the
+    /// agent gets a JSON-RPC error (-32603): long, a person decides.
+    public var permissionRequestTimeout: Duration = .seconds(1800)
+    /// How long any other request of the agent forwarded to phones (`elicitation/create`, extension methods…) may
+    /// wait for an answer before the agent gets a JSON-RPC error (-32603).
+    public var clientRequestTimeout: Duration = .seconds(120)
     /// How long one `fs/read_text_file` or `fs/write_text_file` of the agent may take (it runs on a thread pool, off
     /// the hub); past it the agent is answered with an error (-32603) and the call is abandoned.
     public var fileRequestTimeout: Duration = .seconds(10)

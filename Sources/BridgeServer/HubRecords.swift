@@ -29,8 +29,14 @@ struct SessionRecord {
     var files: WorkspaceFiles
     /// Connections that get its updates.
     var members: Set<ConnectionID> = []
-    /// The `modes` from `session/new`, returned when another client attaches.
+    /// The session's modes (`availableModes`, `currentModeId`), kept current from the answers of `session/new`,
+    /// `session/load`, `session/resume`, `session/fork` and `session/set_mode` and from `current_mode_update`;
+    /// returned to a client that attaches.
     var modes: JSONValue?
+    /// The session's models (`availableModels`, `currentModelId`), kept current like ``modes`` (and `session/set_model`).
+    var models: JSONValue? = nil
+    /// The session's config options, kept current from the answers and `config_option_update`.
+    var configOptions: JSONValue? = nil
     /// The sequence number the next `session/update` gets (`_meta.seq`).
     var nextSeq: Int64 = 1
     /// The latest updates, oldest first, for `_oa/session/resume` (official spelling, `_meta.seq` set).
@@ -73,6 +79,8 @@ struct ClientRoute {
     var files: WorkspaceFiles?
     var sessionID: String?
     let generation: Int
+    /// For `session/set_mode` / `session/set_model`: the mode or model asked for, kept as current once the agent agrees.
+    var requested: JSONValue? = nil
     /// When the request came in, for the relay-latency metric.
     var started: ContinuousClock.Instant = .now
 }
@@ -90,6 +98,12 @@ struct PendingAsk {
     let generation: Int
     /// Since when nobody who could answer is connected; `nil` while someone is.
     var orphanedSince: ContinuousClock.Instant? = nil
+    /// When the bridge received it (on the configuration's clock), for the answer deadline.
+    var askedAt: ContinuousClock.Instant
+    /// Clients that answered with an error (the first success of another still wins).
+    var failed: Set<ConnectionID> = []
+    /// The error of the last client that failed, official spelling: what the agent gets when nobody succeeds.
+    var lastError: JSONRPCError? = nil
 }
 
 /// Answers collected for a batch until all are in.

@@ -1,0 +1,270 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// The session lifecycle beyond `session/new`, from whichever connection: `session/load` and `session/resume` attach
+/// the caller (a live session directly, with replay; another one through the agent), `session/fork` registers the new
+/// session, `session/close` and `session/delete` drop the bridge's record. Also the present state (modes, models,
+/// config options) kept current for clients that attach, and updates the agent sends before it answers.
+extension BridgeHub {
+    /// The most updates kept for one session the agent has not answered `session/new` / `session/fork` for yet.
+    static let maxEarlyUpdates = 1000
+
+    /// The `lastSeq` a client passes in `_meta` of `session/load` / `session/resume` (either spelling: `_meta` is
+    /// free-form and never converted).
+    static func lastSeq(_ params: JSONValue?) -> Int64? {
+        guard let meta = params?["_meta"] else { return nil }
+        guard let seq = meta["lastSeq"]?.intValue ?? meta["last_seq"]?.intValue, seq >= 0 else { return nil }
+        return seq
+    }
+
+    /// `session/load` and `session/resume`: a session this bridge runs is attached to at once (see
+    /// ``attachLive(_:session:params:from:batch:)``); another one is registered, the caller attached, and the request
+    /// forwarded (the agent replays a loaded session's history as `session/update` before it answers).
+    func reattach(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+        guard let session = params?["sessionId"]?.stringValue else {
+            fail(id, request: request.id, JSONRPCError.invalidParams("\(request.method) needs a sessionId"), batch: batch)
+            return
+        }
+        if let error = sessionLimitError(id, joining: session) {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        if sessions[session] != nil {
+            attachLive(request, session: session, params: params, from: id, batch: batch)
+            return
+        }
+        let handle: AgentHandle
+        switch await ensureAgent() {
+        case .success(let running): handle = running
+        case .failure(let error):
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        // The agent may have started meanwhile, and another client loaded the session.
+        if sessions[session] != nil {
+            attachLive(request, session: session, params: params, from: id, batch: batch)
+            return
+        }
+        if request.method == ACPMethod.sessionLoad, handle.initializeResult["agentCapabilities"]?["loadSession"] != .bool(true) {
+            fail(id, request: request.id, JSONRPCError.methodNotFound(
+                ACPMethod.sessionLoad, detail: "the agent cannot load sessions, and no live session \(session) exists"), batch: batch)
+            return
+        }
+        var params = params
+        let files: WorkspaceFiles
+        do {
+            files = try sessionFiles(&params)
+        } catch {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        // Attach first: the agent replays the history as session/update before it answers.
+        sessions[session] = SessionRecord(files: files)
+        attach(id, to: session)
+        await forward(request, params: params, from: id, batch: batch, files: files, sessionID: session)
+    }
+
+    /// Attaches a client to a session this bridge runs, without asking the agent: replays the buffered updates after
+    /// `_meta.lastSeq` (`session/load` without one: every buffered update, the history the bridge holds), asks again
+    /// what the agent waits on, and answers with the present modes, models and config options, plus
+    /// `_meta: {lastSeq, replayed, promptRunning}`.
+    private func attachLive(_ request: JSONRPCRequest, session: String, params: JSONValue?, from id: ConnectionID, batch: UInt64?) {
+        attach(id, to: session)
+        guard let record = sessions[session] else { return }
+        let after: Int64? = request.method == ACPMethod.sessionLoad ? (BridgeHub.lastSeq(params) ?? 0) : BridgeHub.lastSeq(params)
+        var replayed: Int64 = 0
+        if let after {
+            for update in record.replay where update.seq > after {
+                notify(id, method: ACPMethod.sessionUpdate, params: update.params)
+                replayed += 1
+            }
+        }
+        askAgain(session, to: id)
+        var result = presentState(of: record)
+        result["_meta"] = [
+            "lastSeq": .int(record.nextSeq - 1), "replayed": .int(replayed), "promptRunning": .bool(promptRunning(session)),
+        ]
+        connections[id]?.logger.info("attached to a live session", metadata: [
+            "session": "\(session)", "method": "\(request.method)", "replayed": "\(replayed)",
+        ])
+        let dialect = connections[id]?.dialect
+        deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
+    }
+
+    /// `session/fork`: the new session's files come from `cwd` as for `session/new`; the answer registers it.
+    func fork(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+        if let error = sessionLimitError(id) {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        var params = params
+        let files: WorkspaceFiles
+        do {
+            files = try sessionFiles(&params)
+        } catch {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        await forward(request, params: params, from: id, batch: batch, files: files)
+    }
+
+    /// The modes, models and config options a client attaching to the session gets (official spelling).
+    func presentState(of record: SessionRecord) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        if let modes = record.modes { result["modes"] = modes }
+        if let models = record.models { result["models"] = models }
+        if let options = record.configOptions { result["configOptions"] = options }
+        return result
+    }
+
+    /// Keeps the modes, models and config options an agent's answer carries (`session/new`, `load`, `resume`, `fork`,
+    /// `set_config_option`).
+    func keepState(of session: String, from result: JSONValue) {
+        guard let index = sessions.index(forKey: session) else { return }
+        if let modes = result["modes"], modes != .null { sessions.values[index].modes = modes }
+        if let models = result["models"], models != .null { sessions.values[index].models = models }
+        if let options = result["configOptions"], options != .null { sessions.values[index].configOptions = options }
+    }
+
+    /// Keeps what a `session/update` changes: `current_mode_update` and `config_option_update`.
+    func keepState(of session: String, update: JSONValue) {
+        guard let index = sessions.index(forKey: session) else { return }
+        switch update["sessionUpdate"]?.stringValue {
+        case "current_mode_update":
+            if let mode = update["currentModeId"] {
+                sessions.values[index].modes = BridgeHub.setting("currentModeId", to: mode, in: sessions.values[index].modes)
+            }
+        case "config_option_update":
+            if let options = update["configOptions"] { sessions.values[index].configOptions = options }
+        default:
+            break
+        }
+    }
+
+    /// What a `session/set_mode`, `set_model` or `set_config_option` asks for (kept as current once the agent agrees);
+    /// `nil` for other methods.
+    static func choice(_ method: String, _ params: JSONValue?) -> JSONValue? {
+        switch method {
+        case ACPMethod.sessionSetMode: params?["modeId"]
+        case ACPMethod.sessionSetModel: params?["modelId"]
+        case ACPMethod.sessionSetConfigOption: params?["configId"] ?? .null
+        default: nil
+        }
+    }
+
+    /// After a successful `session/set_mode` or `session/set_model`: the mode or model asked for is current.
+    func keepChoice(_ route: ClientRoute, result: JSONValue) {
+        guard let session = route.sessionID, let index = sessions.index(forKey: session), let requested = route.requested else { return }
+        switch route.method {
+        case ACPMethod.sessionSetMode:
+            sessions.values[index].modes = BridgeHub.setting("currentModeId", to: requested, in: sessions.values[index].modes)
+        case ACPMethod.sessionSetModel:
+            sessions.values[index].models = BridgeHub.setting("currentModelId", to: requested, in: sessions.values[index].models)
+        case ACPMethod.sessionSetConfigOption:
+            keepState(of: session, from: result)
+        default:
+            break
+        }
+    }
+
+    /// `state` (an object, or nothing yet) with `key` set to `value`.
+    private static func setting(_ key: String, to value: JSONValue, in state: JSONValue?) -> JSONValue {
+        var members = state?.objectValue ?? [:]
+        members[key] = value
+        return .object(members)
+    }
+
+    /// A new session (`session/new` or `session/fork` answered): registered, its requester attached, and the updates
+    /// the agent sent for it before answering delivered (before the answer, as the agent sent them).
+    func registerSession(_ session: String, files: WorkspaceFiles, result: JSONValue, requester: ConnectionID) {
+        sessions[session] = SessionRecord(files: files, members: [])
+        keepState(of: session, from: result)
+        attach(requester, to: session)
+        if let early = earlyUpdates.removeValue(forKey: session) {
+            logger.debug("delivering updates sent before the session was answered", metadata: ["session": "\(session)", "updates": "\(early.count)"])
+            for notification in early { relay(notification) }
+        }
+        if !sessionBeingCreated() { earlyUpdates.removeAll() }
+    }
+
+    /// Whether a `session/new` or `session/fork` waits for the agent's answer.
+    func sessionBeingCreated() -> Bool {
+        routes.values.contains { route in
+            guard case .client(let client) = route else { return false }
+            return client.method == ACPMethod.sessionNew || client.method == ACPMethod.sessionFork
+        }
+    }
+
+    /// A notification for a session the bridge does not know yet: kept while a `session/new` or `session/fork` is
+    /// waiting for its answer (the agent may announce commands or modes first). Returns whether it was kept.
+    func keepEarly(_ notification: JSONRPCNotification, session: String) -> Bool {
+        guard sessionBeingCreated() else { return false }
+        var kept = earlyUpdates[session] ?? []
+        guard kept.count < BridgeHub.maxEarlyUpdates else {
+            logger.warning("too many updates before the session was answered; dropping", metadata: ["session": "\(session)"])
+            return true
+        }
+        kept.append(notification)
+        earlyUpdates[session] = kept
+        return true
+    }
+
+    /// `session/close` or `session/delete` answered: the bridge forgets the session. Its other attached clients are told
+    /// with `_oa/session_closed`; the agent's requests still waiting on it get an error.
+    func dropSession(_ session: String, by method: String, requester: ConnectionID) {
+        guard let record = sessions.removeValue(forKey: session) else { return }
+        for member in record.members { connections[member]?.sessions.remove(session) }
+        notify(record.members.filter { $0 != requester }, method: BridgeMethod.sessionClosed,
+               params: ["sessionId": .string(session), "method": .string(method)])
+        for (askID, ask) in asks where ask.sessionID == session {
+            asks[askID] = nil
+            answerAgent(ask.agentRequestID, .failure(JSONRPCError.internalError("session \(session) was closed (\(method))")), generation: ask.generation)
+        }
+        logger.info("session dropped", metadata: ["session": "\(session)", "method": "\(method)", "attached": "\(record.members.count)"])
+    }
+
+    /// Shows a client's prompt to the session's other attached clients as `user_message_chunk` updates (not
+    /// sequenced nor buffered: each client keeps an unbroken `_meta.seq`).
+    func echoPrompt(_ params: JSONValue?, session: String, from id: ConnectionID) {
+        guard let others = sessions[session]?.members.filter({ $0 != id }), !others.isEmpty,
+              case .array(let blocks)? = params?["prompt"] else { return }
+        for block in blocks {
+            notify(others, method: ACPMethod.sessionUpdate, params: [
+                "sessionId": .string(session), "update": ["sessionUpdate": "user_message_chunk", "content": block],
+            ])
+        }
+    }
+
+    // MARK: $/cancel_request
+
+    /// A client's `$/cancel_request`: its own request id is mapped to the one the agent knows, then passed on.
+    func clientCancelledRequest(_ params: JSONValue?, from id: ConnectionID) {
+        guard let requested = params?["requestId"].flatMap(JSONRPCID.init) else {
+            connections[id]?.logger.notice("$/cancel_request without a requestId")
+            return
+        }
+        let match = routes.first { entry in
+            guard case .client(let route) = entry.value else { return false }
+            return route.connection == id && route.clientID == requested
+        }
+        guard let (agentID, route) = match, case .running(let handle) = agentState, handle.generation == route.generation else {
+            connections[id]?.logger.debug("$/cancel_request for nothing pending", metadata: ["id": "\(requested)"])
+            return
+        }
+        var forwarded = params?.objectValue ?? [:]
+        forwarded["requestId"] = .int(agentID)
+        try? handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.cancelRequest, params: .object(forwarded))))
+    }
+
+    /// The agent's `$/cancel_request`: the clients asked get it under their own id, and the request is settled with
+    /// error -32800 (a late answer of a client is ignored).
+    func agentCancelledRequest(_ params: JSONValue?, generation current: Int) {
+        guard let requested = params?["requestId"].flatMap(JSONRPCID.init) else { return }
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.agentRequestID == requested && ask.generation == current {
+            asks[askID] = nil
+            notify(ask.targets, method: ACPMethod.cancelRequest, params: ["requestId": .int(askID)])
+            answerAgent(ask.agentRequestID, .failure(JSONRPCError(code: ACPMethod.requestCancelledCode, message: "Request cancelled")), generation: current)
+        }
+    }
+}

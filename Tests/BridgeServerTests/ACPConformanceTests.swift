@@ -1,0 +1,295 @@
+import BridgeRPC
+import BridgeServer
+import Foundation
+import Testing
+
+/// The scripted agent written with the official ACP Python SDK (`Tests/system/agents/acp_script_agent.py`).
+enum ScriptAgent {
+    static let path: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("system/agents/acp_script_agent.py").path
+
+    /// A bridge running the scripted agent (with `configure` applied after).
+    static func bridge<T: Sendable>(
+        logs: LogRecorder? = nil,
+        configure: @escaping (inout BridgeServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (_ port: Int, _ configuration: BridgeServerConfiguration) async throws -> T
+    ) async throws -> T {
+        let python = try #require(ACPPython.path)
+        return try await TestBridge.with(logs: logs, configure: {
+            $0.agentCommand = [python, ScriptAgent.path]
+            configure(&$0)
+        }, body)
+    }
+}
+
+extension TestClient {
+    /// Sends a request (params in whatever spelling the test chose) and waits for its answer; returns it and the
+    /// frames before it.
+    func call(_ method: String, id: JSONValue, _ params: JSONValue) async throws -> (JSONValue, [JSONValue]) {
+        send(JSONValue.object(["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]))
+        return try await collect(until: id)
+    }
+
+    /// Answers a request of the agent with a result.
+    func answer(_ request: JSONValue, result: JSONValue) {
+        send(JSONValue.object(["jsonrpc": "2.0", "id": request["id"] ?? .null, "result": result]))
+    }
+
+    /// Answers a request of the agent with an error.
+    func answer(_ request: JSONValue, errorCode: Int64) {
+        send(JSONValue.object(["jsonrpc": "2.0", "id": request["id"] ?? .null, "error": ["code": .int(errorCode), "message": "no"]]))
+    }
+}
+
+/// Every ACP v1 method a real agent uses, relayed faithfully (issue 12), against an agent written with the official
+/// Python SDK, from both dialects and with two phones at once.
+@Suite("ACP conformance through the bridge (scripted Python SDK agent)", .timeLimit(.minutes(1)),
+       .enabled(if: ACPPython.path != nil, "needs a Python with agent-client-protocol (set OA_BRIDGE_ACP_PYTHON or create .venv)"),
+       .tags(.loopback, .externalTool))
+struct ACPConformanceTests {
+    // MARK: session lifecycle (item 1)
+
+    @Test("session/resume from a second phone on another connection attaches it, replays what it missed after _meta.lastSeq, and routes later updates")
+    func resumeFromSecondPhone() async throws {
+        try await ScriptAgent.bridge { port, configuration in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initialize(seed: true)
+                    try await bob.initialize(seed: false)
+                    let session = try await alice.newSession(seed: true)
+                    alice.prompt(seed: true, session: session, text: "first words")
+                    let (_, first) = try await alice.collect(until: "prompt")
+                    #expect(chunkText(first, seed: true) == "heard: first words")
+
+                    let (resumed, replayed) = try await bob.call("session/resume", id: "r", [
+                        "sessionId": .string(session), "cwd": .string(configuration.workingDirectory), "mcpServers": [],
+                        "_meta": ["lastSeq": 1],
+                    ])
+                    let result = try #require(resumed["result"], "resume refused: \(resumed)")
+                    #expect(result["modes"]?["currentModeId"] == "ask")
+                    #expect(result["_meta"]?["replayed"] == .int(Int64(replayed.count)))
+                    #expect(chunkText(replayed, seed: false) == "heard: first words", "the update after seq 1 is replayed")
+                    #expect(!replayed.contains { $0["params"]?["update"]?["sessionUpdate"] == "available_commands_update" }, "seq 1 is not")
+
+                    alice.prompt(seed: true, session: session, text: "second", id: "p2")
+                    _ = try await alice.collect(until: "p2")
+                    let (chunk, _) = try await bob.next { $0["params"]?["update"]?["sessionUpdate"] == "agent_message_chunk" }
+                    #expect(chunk["params"]?["update"]?["content"]?["text"] == "heard: second")
+                }
+            }
+        }
+    }
+
+    @Test("session/load of a live session from a second (seed) phone replays the history the bridge holds, then answers with the present modes")
+    func loadLiveFromSecondPhone() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initialize(seed: false)
+                    try await bob.initialize(seed: true)
+                    let session = try await alice.newSession(seed: false)
+                    alice.prompt(seed: false, session: session, text: "history")
+                    _ = try await alice.collect(until: "prompt")
+                    let (loaded, replayed) = try await bob.call("session/load", id: "l", ["session_id": .string(session), "mcp_servers": []])
+                    #expect(loaded["result"]?["modes"]?["current_mode_id"] == "ask", "\(loaded)")
+                    #expect(chunkText(replayed, seed: true) == "heard: history")
+                    #expect(replayed.first?["params"]?["update"]?["session_update"] == "available_commands_update")
+                }
+            }
+        }
+    }
+
+    @Test("session/resume of a session the bridge does not run is forwarded to the agent and attaches the phone")
+    func resumeStored() async throws {
+        try await ScriptAgent.bridge { port, configuration in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let (resumed, _) = try await phone.call("session/resume", id: "r", [
+                    "sessionId": "stored-1", "cwd": .string(configuration.workingDirectory), "mcpServers": [],
+                ])
+                #expect(resumed["result"]?["modes"]?["currentModeId"] == "code", "\(resumed)")
+                phone.prompt(seed: false, session: "stored-1", text: "back again")
+                let (done, updates) = try await phone.collect(until: "prompt")
+                #expect(done["result"]?["stopReason"] == "end_turn")
+                #expect(chunkText(updates, seed: false) == "heard: back again")
+            }
+        }
+    }
+
+    @Test("session/fork registers the new session: its early update arrives before the answer, and its prompts are routed")
+    func fork() async throws {
+        try await ScriptAgent.bridge { port, configuration in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let session = try await phone.newSession(seed: true)
+                let (forked, before) = try await phone.call("session/fork", id: "f", [
+                    "session_id": .string(session), "cwd": .string(configuration.workingDirectory), "mcp_servers": [],
+                ])
+                let newID = try #require(forked["result"]?["session_id"]?.stringValue, "fork failed: \(forked)")
+                #expect(before.contains { $0["params"]?["session_id"] == .string(newID) && $0["params"]?["update"]?["session_update"] == "available_commands_update" })
+                phone.prompt(seed: true, session: newID, text: "in the fork")
+                let (done, updates) = try await phone.collect(until: "prompt")
+                #expect(done["result"]?["stop_reason"] == "end_turn", "\(done)")
+                #expect(chunkText(updates, seed: true) == "heard: in the fork")
+            }
+        }
+    }
+
+    @Test("session/close from a phone not attached closes it: the bridge forgets it and the attached phone is told")
+    func closeFromAnotherPhone() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initialize(seed: true)
+                    try await bob.initialize(seed: false)
+                    let session = try await alice.newSession(seed: true)
+                    let (closed, _) = try await bob.call("session/close", id: "c", ["sessionId": .string(session)])
+                    #expect(closed["result"] == [:], "\(closed)")
+                    let (told, _) = try await alice.next { $0["method"] == "_oa/session_closed" }
+                    #expect(told["params"]?["session_id"] == .string(session))
+                    alice.prompt(seed: true, session: session, text: "still there?")
+                    let (refused, _) = try await alice.collect(until: "prompt")
+                    #expect(refused["error"]?["code"] == -32002, "the bridge no longer knows the session: \(refused)")
+                }
+            }
+        }
+    }
+
+    @Test("session/delete of a stored session the bridge never ran reaches the agent")
+    func deleteStored() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let (deleted, _) = try await phone.call("session/delete", id: "d", ["session_id": "stored-1"])
+                #expect(deleted["result"] == [:], "\(deleted)")
+                let (log, _) = try await phone.call("_test/log", id: "log", [:])
+                #expect(log["result"]?["deleted"] == ["stored-1"])
+            }
+        }
+    }
+
+    // MARK: no request hangs (item 3), $/cancel_request (item 4)
+
+    @Test("the first success wins: one phone's error does not beat another phone's answer")
+    func firstSuccessWins() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initialize(seed: false)
+                    try await bob.initialize(seed: true)
+                    let session = try await alice.newSession(seed: false)
+                    _ = try await bob.call("session/load", id: "l", ["session_id": .string(session)])
+                    alice.prompt(seed: false, session: session, text: "ask")
+                    let (askAlice, _) = try await alice.next { $0["method"] == "_test/ask" }
+                    let (askBob, _) = try await bob.next { $0["method"] == "_test/ask" }
+                    alice.answer(askAlice, errorCode: -32603)
+                    #expect(try await bob.receivesNothing(for: .milliseconds(200)), "bob may still answer")
+                    bob.answer(askBob, result: ["ok": true])
+                    let (done, updates) = try await alice.collect(until: "prompt")
+                    #expect(done["result"]?["stopReason"] == "end_turn")
+                    #expect(chunkText(updates, seed: false) == #"ask {"ok": true}"#)
+                }
+            }
+        }
+    }
+
+    @Test("a request nobody answers gets a JSON-RPC error after clientRequestTimeout; a permission waits the longer permissionRequestTimeout")
+    func unansweredRequests() async throws {
+        let clock = ManualClock()
+        let logs = LogRecorder()
+        try await ScriptAgent.bridge(logs: logs, configure: {
+            $0.clock = clock
+            $0.clientRequestTimeout = .seconds(30)
+            $0.permissionRequestTimeout = .seconds(600)
+        }) { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let session = try await phone.newSession(seed: false)
+                phone.prompt(seed: false, session: session, text: "ask")
+                _ = try await phone.next { $0["method"] == "_test/ask" }
+                try #require(await clock.waitForSleepers(2))
+                clock.advance(by: .seconds(30))
+                let (told, _) = try await phone.next { $0["method"] == "_oa/request_answered" }
+                #expect(told["params"]?["outcome"] == "timeout")
+                let (done, updates) = try await phone.collect(until: "prompt")
+                #expect(done["result"]?["stopReason"] == "end_turn")
+                #expect(chunkText(updates, seed: false) == "ask error: -32603")
+
+                phone.prompt(seed: false, session: session, text: "permission", id: "p2")
+                _ = try await phone.next { $0["method"] == "session/request_permission" }
+                try #require(await clock.waitForSleepers(2))
+                clock.advance(by: .seconds(30))
+                try #require(await clock.waitForSleepers(2))
+                #expect(try await phone.receivesNothing(for: .milliseconds(300)), "a permission is not cut off at the short timeout")
+                clock.advance(by: .seconds(570))
+                let (done2, updates2) = try await phone.collect(until: "p2")
+                #expect(done2["result"]?["stopReason"] == "end_turn")
+                #expect(chunkText(updates2, seed: false) == "permission error: -32603")
+            }
+        }
+    }
+
+    @Test("session/cancel settles every pending request of the session, not only permissions")
+    func cancelSettlesEverything() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let session = try await phone.newSession(seed: true)
+                phone.prompt(seed: true, session: session, text: "elicit")
+                let (ask, _) = try await phone.next { $0["method"] == "elicitation/create" }
+                phone.send(JSONValue.object(["jsonrpc": "2.0", "method": "session/cancel", "params": ["session_id": .string(session)]]))
+                let (cancelled, _) = try await phone.next { $0["method"] == "$/cancel_request" }
+                #expect(cancelled["params"]?["request_id"] == ask["id"])
+                let (done, updates) = try await phone.collect(until: "prompt")
+                #expect(done["result"]?["stop_reason"] == "end_turn")
+                #expect(chunkText(updates, seed: true) == "elicit error: -32800")
+            }
+        }
+    }
+
+    @Test("the agent's $/cancel_request reaches each phone under the id that phone was asked with, and the agent gets -32800")
+    func agentCancelRequest() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initialize(seed: false)
+                    try await bob.initialize(seed: true)
+                    let session = try await alice.newSession(seed: false)
+                    _ = try await bob.call("session/load", id: "l", ["session_id": .string(session)])
+                    alice.prompt(seed: false, session: session, text: "cancel-ask")
+                    let (askAlice, _) = try await alice.next { $0["method"] == "_test/ask" }
+                    let (askBob, _) = try await bob.next { $0["method"] == "_test/ask" }
+                    let (toAlice, _) = try await alice.next { $0["method"] == "$/cancel_request" }
+                    let (toBob, _) = try await bob.next { $0["method"] == "$/cancel_request" }
+                    #expect(toAlice["params"]?["requestId"] == askAlice["id"])
+                    #expect(toBob["params"]?["request_id"] == askBob["id"])
+                    let (done, updates) = try await alice.collect(until: "prompt")
+                    #expect(done["result"]?["stopReason"] == "end_turn")
+                    #expect(chunkText(updates, seed: false) == "cancel-ask error: -32800")
+                }
+            }
+        }
+    }
+
+    @Test("a phone's $/cancel_request reaches the agent with the id the agent knows, not the phone's")
+    func phoneCancelRequest() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let session = try await phone.newSession(seed: true)
+                phone.prompt(seed: true, session: session, text: "wait", id: "phone-7")
+                try await Task.sleep(for: .milliseconds(200))
+                phone.send(JSONValue.object(["jsonrpc": "2.0", "method": "$/cancel_request", "params": ["request_id": "phone-7"]]))
+                phone.send(JSONValue.object(["jsonrpc": "2.0", "method": "session/cancel", "params": ["session_id": .string(session)]]))
+                let (done, _) = try await phone.collect(until: "phone-7")
+                #expect(done["result"]?["stop_reason"] == "cancelled")
+                let (log, _) = try await phone.call("_test/log", id: "log", [:])
+                // Extension results are free-form: either spelling, depending on item 8.
+                let first = log["result"]?["cancel_request"]?.arrayValue?.first
+                let requested = try #require(first?["requestId"] ?? first?["request_id"], "\(log)")
+                #expect(requested != "phone-7")
+                #expect(requested.intValue != nil, "the agent's own (integer) id: \(requested)")
+            }
+        }
+    }
+}
