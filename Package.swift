@@ -298,7 +298,18 @@ let package = Package(
             dependencies: ["BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "BridgeTLSTests", dependencies: ["BridgeTLS"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BridgeTLSTests",
+            dependencies: [
+                "BridgeTLS", "BridgeServer", "BridgeDiscovery",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "BridgeConfigTests",
             dependencies: ["BridgeConfig", .product(name: "Logging", package: "swift-log")],

@@ -79,9 +79,10 @@ extension HTTPServerBuilder {
             idleTimeout: TimeAmount(configuration.httpIdleTimeout))
         let requestHeadTimeout = configuration.requestHeadTimeout
         let identity = configuration.tlsIdentity
+        let tailscale = configuration.tailscaleCertificates
         return .init { responder in
             // Issue 11: TLS and plaintext on the one port, told apart by the first byte (``TLSSniffingChannel``).
-            let tls = try identity.map { identity throws(TLSSetupError) in try TLSServerContext(identity: identity) }
+            let tls = try identity.map { identity throws(TLSSetupError) in try TLSServerContext(identity: identity, tailscale: tailscale) }
             return TLSSniffingChannel(
                 base: BridgeChildChannel(
                     inner: HTTP1WebSocketUpgradeChannel(

@@ -118,6 +118,13 @@ public struct BridgeServer: Service {
                 }
                 return .app
             }
+            if let certificates = configuration.tailscaleCertificates {
+                // Issue 11: the MagicDNS name's certificate, fetched from tailscaled and renewed until cancelled.
+                group.addTask {
+                    await certificates.run(logger: logger)
+                    return .tailscaleCertificates
+                }
+            }
             group.addTask {
                 // Graceful shutdown (SIGTERM/SIGINT in a ServiceGroup): the HTTP server stops accepting and waits
                 // for the WebSockets to close; the hub closes them with 1001.
@@ -140,7 +147,7 @@ public struct BridgeServer: Service {
 
     /// The tasks ``run()`` runs side by side.
     private enum Part: Sendable {
-        case agent, app, shutdownWatch
+        case agent, app, shutdownWatch, tailscaleCertificates
     }
 
     /// Turns a bind failure into an error that names the port and says what to do, by the system error's number

@@ -51,6 +51,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// The bridge's TLS identity: with one, the port speaks TLS (`wss://`, `https://`) and plaintext side by side,
     /// told apart by the first byte; `nil` serves plaintext only (tests).
     public var tlsIdentity: BridgeIdentity? = nil
+    /// The tailnet's HTTPS certificate for the MagicDNS name, served (beside ``tlsIdentity``) to TLS clients that ask
+    /// for that name by SNI, fetched from tailscaled and renewed while the server runs; `nil`: the identity only.
+    public var tailscaleCertificates: TailscaleCertificates? = nil
     /// `--allow-plaintext`: accept tokens, pairing and WebSocket upgrades in clear from other machines too (see
     /// ``PlaintextPolicy``). Off by default: from a non-loopback peer such requests need TLS.
     public var allowPlaintext: Bool = false

@@ -4,12 +4,16 @@ import NIOSSL
 
 /// The server side of the bridge's TLS: its identity loaded into a BoringSSL context (TLS 1.2 minimum, 1.3 preferred,
 /// ALPN `http/1.1`), made once per server and shared by every connection.
+///
+/// With `tailscale`, a client whose ClientHello names the MagicDNS name (SNI) gets the tailnet's certificate
+/// instead (``TailscaleCertificates``); everyone else gets the identity.
 struct TLSServerContext: Sendable {
     /// The context every TLS connection's `NIOSSLServerHandler` uses.
     let sslContext: NIOSSLContext
 
-    /// Loads `identity`'s certificate and key. Throws ``TLSSetupError``.
-    init(identity: BridgeIdentity) throws(TLSSetupError) {
+    /// Loads `identity`'s certificate and key, and chooses `tailscale`'s certificate by SNI when given.
+    /// Throws ``TLSSetupError``.
+    init(identity: BridgeIdentity, tailscale: TailscaleCertificates? = nil) throws(TLSSetupError) {
         do {
             let certificate = try NIOSSLCertificate(bytes: identity.certificateDER, format: .der)
             let key = try NIOSSLPrivateKey(bytes: Array(identity.privateKeyPEM.utf8), format: .pem)
@@ -18,6 +22,12 @@ struct TLSServerContext: Sendable {
             configuration.minimumTLSVersion = .tlsv12
             configuration.maximumTLSVersion = .tlsv13
             configuration.applicationProtocols = ["http/1.1"]
+            if let tailscale {
+                // Called once per ClientHello, on the connection's event loop; the choice is a lock and a compare.
+                configuration.sslContextCallback = { values, promise in
+                    promise.succeed(tailscale.override(forServerName: values.serverHostname))
+                }
+            }
             self.sslContext = try NIOSSLContext(configuration: configuration)
         } catch {
             // The error names BoringSSL's reason; the key itself never appears in it.

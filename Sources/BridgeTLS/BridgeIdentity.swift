@@ -106,3 +106,14 @@ public struct BridgeIdentity: Sendable {
         return try BridgeIdentity(key: key, certificate: certificate, origin: .created)
     }
 }
+
+extension BridgeIdentity: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The pin, names and expiry, never the key: a value that holds the identity (a configuration, a service) can be
+    /// printed or logged (ServiceLifecycle logs its services at debug) without the private key in the output.
+    public var description: String {
+        "BridgeIdentity(pin: \(pin), dnsNames: \(dnsNames), notValidAfter: \(notValidAfter), origin: \(origin))"
+    }
+
+    /// Same as ``description``: the private key is never part of it.
+    public var debugDescription: String { description }
+}

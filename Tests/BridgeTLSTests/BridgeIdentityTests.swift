@@ -110,3 +110,20 @@ struct BridgeIdentityTests {
         return (attributes[.posixPermissions] as? Int) ?? -1
     }
 }
+
+/// A value holding the identity is printed by ServiceLifecycle's debug log (`sl-service=…`): the key must not be in it.
+@Suite(.tags(.unit))
+struct BridgeIdentityPrintingTests {
+    struct Holder { let identity: BridgeIdentity; let port: Int }
+
+    @Test func printingTheIdentityOrAValueHoldingItNeverShowsTheKey() throws {
+        let directory = try TemporaryDirectory()
+        let identity = try BridgeIdentity.loadOrCreate(in: directory.url, names: BridgeIdentityNames(hostName: "desk"))
+        let body = identity.privateKeyPEM.split(separator: "\n").dropFirst().first.map(String.init) ?? "?"
+        for text in [String(describing: identity), String(reflecting: identity), "\(identity)",
+                     String(describing: Holder(identity: identity, port: 1)), String(describing: [identity])] {
+            #expect(!text.contains("PRIVATE KEY") && !text.contains(body), "\(text.prefix(200))")
+            #expect(text.contains(identity.pin.description))
+        }
+    }
+}

@@ -38,13 +38,13 @@ SEED_INIT = {"jsonrpc": "2.0", "method": "initialize", "id": "1",
 class Bridge:
     """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given)."""
 
-    def __init__(self, state: str | None = None, extra: list[str] | None = None):
+    def __init__(self, state: str | None = None, extra: list[str] | None = None, env: dict | None = None):
         self.port = free_port()
         self.state = state or tempfile.mkdtemp(prefix="oa-tls-")
         self.proc = subprocess.Popen(
             [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
              "--state-dir", self.state, "--working-directory", self.state, "--log-level", "info", *(extra or [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
         wait_healthy(self.port, self.proc)
 
     def stop(self) -> str:
@@ -337,3 +337,136 @@ def test_hostile_tls_input_is_refused_or_closed_and_a_witness_keeps_prompting():
     finally:
         log = bridge.stop()
     assert "Fatal error" not in log
+
+
+# The tailnet's HTTPS certificate chosen by SNI (issue 11 item 6). tailscaled cannot be installed here: a stand-in
+# LocalAPI on a unix socket answers /localapi/v0/status and /localapi/v0/cert/<name>?type=pair with a certificate
+# from a test CA made by openssl; serve is pointed at it with OA_BRIDGE_TAILSCALED_SOCKET.
+
+TAILNET_NAME = "desk.tail-test.ts.net"
+
+
+def make_test_ca(directory: Path, name: str) -> tuple[Path, bytes]:
+    """A test CA and a leaf for `name` (P-256, as tailscaled's are); returns (CA file, the LocalAPI's pair answer)."""
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True, timeout=30)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "30", "-subj", "/CN=oa-bridge test CA")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf.key",
+            "-out", "leaf.csr", "-subj", f"/CN={name}")
+    (directory / "leaf.ext").write_text(f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "leaf.pem",
+            "-days", "20", "-extfile", "leaf.ext")
+    # tailscaled's ?type=pair: the private key, then the chain (leaf first).
+    pair = (directory / "leaf.key").read_bytes() + (directory / "leaf.pem").read_bytes() + (directory / "ca.pem").read_bytes()
+    return directory / "ca.pem", pair
+
+
+class StandInLocalAPI:
+    """A stand-in for tailscaled's LocalAPI on a unix socket: status and the certificate pair; records the paths asked."""
+
+    def __init__(self, directory: Path, name: str, pair: bytes | None):
+        import http.server
+        import socketserver
+        self.path = str(directory / "tailscaled.sock")
+        self.requests: list[str] = []
+        status = {"BackendState": "Running", "Self": {"DNSName": name + ".", "TailscaleIPs": ["100.64.0.9"]}}
+        requests = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                requests.append(self.path)
+                if self.path == "/localapi/v0/status":
+                    body, kind, code = json.dumps(status).encode(), "application/json", 200
+                elif self.path == f"/localapi/v0/cert/{name}?type=pair":
+                    # None: what tailscaled says when the tailnet has HTTPS certificates off.
+                    body, kind, code = (pair, "text/plain", 200) if pair is not None else (
+                        b"your Tailscale account does not support getting TLS certs", "text/plain", 500)
+                else:
+                    body, kind, code = b"not found", "text/plain", 404
+                self.send_response(code)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):  # the unix peer has no address to print
+                pass
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        self.server = Server(self.path, Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def curl_tailnet(port: int, name: str, *args: str) -> subprocess.CompletedProcess:
+    """curl to https://name:port/api/health with name resolved to 127.0.0.1 (so SNI carries `name`)."""
+    return subprocess.run(["curl", "-sS", "--max-time", "5", "--resolve", f"{name}:{port}:127.0.0.1", *args,
+                           f"https://{name}:{port}/api/health"], capture_output=True, text=True, timeout=15)
+
+
+def test_the_tailnet_certificate_is_chosen_by_sni_and_the_pinned_identity_stays_for_everyone_else():
+    directory = Path(tempfile.mkdtemp(prefix="oa-tailnet-"))
+    ca, pair = make_test_ca(directory, TAILNET_NAME)
+    localapi = StandInLocalAPI(directory, TAILNET_NAME, pair)
+    bridge = Bridge(env={"OA_BRIDGE_TAILSCALED_SOCKET": localapi.path})
+    try:
+        pin = bridge.pair_info()["pin"]
+        # A client on the tailnet asks for the MagicDNS name: the CA-issued certificate, verified by curl without a
+        # pin and without -k (the fetch runs beside start-up: give it a few seconds).
+        deadline = time.monotonic() + 15
+        while True:
+            verified = curl_tailnet(bridge.port, TAILNET_NAME, "--cacert", str(ca))
+            if verified.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert verified.returncode == 0 and json.loads(verified.stdout) == {"status": "ok"}, (verified.returncode, verified.stderr)
+        assert f"/localapi/v0/cert/{TAILNET_NAME}?type=pair" in localapi.requests, localapi.requests
+        # openssl agrees: the chain verifies against the test CA for that name.
+        shown = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{bridge.port}", "-servername", TAILNET_NAME,
+                                "-CAfile", str(ca), "-verify_hostname", TAILNET_NAME, "-verify_return_error"],
+                               input="", capture_output=True, text=True, timeout=15)
+        assert "Verify return code: 0 (ok)" in shown.stdout, shown.stdout[-2000:]
+        # No SNI (an address, Python's ssl with server_hostname=None): the self-signed identity, the pin unchanged.
+        assert peer_pin("127.0.0.1", bridge.port)[0] == pin
+        # Another name: the identity too. The test CA does not vouch for it (curl exit 60), the pin does.
+        other = curl_tailnet(bridge.port, "other.tail-test.ts.net", "--cacert", str(ca))
+        assert other.returncode == 60, (other.returncode, other.stderr)
+        pinned = curl_tailnet(bridge.port, "other.tail-test.ts.net", "-k", "--pinnedpubkey", "sha256//" + pin.removeprefix("sha256/"))
+        assert pinned.returncode == 0, pinned.stderr
+        # The tailnet name with the identity's pin fails: what a tailnet client gets is really the other key.
+        wrong = curl_tailnet(bridge.port, TAILNET_NAME, "-k", "--pinnedpubkey", "sha256//" + pin.removeprefix("sha256/"))
+        assert wrong.returncode == 90, (wrong.returncode, wrong.stderr)
+        # Plaintext on the same port is untouched.
+        with urllib.request.urlopen(f"http://127.0.0.1:{bridge.port}/api/health", timeout=5) as response:
+            assert json.load(response) == {"status": "ok"}
+    finally:
+        log = bridge.stop()
+        localapi.close()
+    assert f"serving the Tailscale HTTPS certificate to clients that ask for {TAILNET_NAME}" in log, log[-3000:]
+    assert "PRIVATE KEY" not in log
+
+
+def test_without_tailnet_certificates_the_tailnet_name_gets_the_identity():
+    """tailscaled answers status but refuses certificates (HTTPS off): serve starts, says why, serves its identity."""
+    directory = Path(tempfile.mkdtemp(prefix="oa-tailnet-"))
+    localapi = StandInLocalAPI(directory, TAILNET_NAME, None)
+    bridge = Bridge(env={"OA_BRIDGE_TAILSCALED_SOCKET": localapi.path})
+    try:
+        pin = bridge.pair_info()["pin"]
+        deadline = time.monotonic() + 10
+        while not any(p.startswith("/localapi/v0/cert/") for p in localapi.requests) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert any(p.startswith("/localapi/v0/cert/") for p in localapi.requests), localapi.requests
+        pinned = curl_tailnet(bridge.port, TAILNET_NAME, "-k", "--pinnedpubkey", "sha256//" + pin.removeprefix("sha256/"))
+        assert pinned.returncode == 0, pinned.stderr
+    finally:
+        log = bridge.stop()
+        localapi.close()
+    assert "no Tailscale HTTPS certificate for " + TAILNET_NAME in log, log[-3000:]
