@@ -234,3 +234,57 @@ def test_allow_plaintext_accepts_the_lan_in_clear(lab, desk, phone, bridge_bin):
         assert result["exit"] == 0 and marker in result["answer"], result
     finally:
         serve.stop()
+
+
+def _metric(desk: labmod.Host, name: str) -> float:
+    """A counter of the bridge on the desk (/metrics answers on loopback), 0 when it was never incremented."""
+    r = desk.run(["curl", "-sS", "--max-time", "5", "http://127.0.0.1:9099/metrics"], timeout=10)
+    assert r.returncode == 0, r.stderr
+    values = [float(line.split()[-1]) for line in r.stdout.splitlines() if line.startswith(name)]
+    return sum(values)
+
+
+def test_a_phone_that_pinned_bridge_a_refuses_bridge_b_on_the_same_address(lab, desk, phone, bridge_bin):
+    """Item 8: the phone pairs with bridge A (pin kept with its tokens); A stops and bridge B, another identity (its
+    own state directory), answers on A's address and name. connect refuses B with the identity-changed error, says how
+    to pair again, and sends B no token (B's log has no upgrade at all, its refusal counter stays 0)."""
+    state_a, state_b = desk.dir / "tls-bridge-a", desk.dir / "tls-bridge-b"
+    credentials = phone.dir / "tls-pinned-a.json"
+    serve_b = None
+    serve_a, payload = _serve(desk, bridge_bin, "--state-dir", str(state_a))
+    try:
+        pin_a = payload["pin"]
+        paired = phone.run([bridge_bin, "connect", f"{desk.ipv4}:9099", "--pair", json.dumps(payload), "--credentials",
+                            str(credentials), "--prompt", "hello A", "--browse-time", "0.5"], timeout=60)
+        assert paired.returncode == 0, paired.stderr
+        assert "You said: hello A" in paired.stdout, paired.stdout
+        assert json.loads(credentials.read_text())["pin"] == pin_a
+        # The saved credentials alone carry the phone to A again (the pin is what is checked below, not the token).
+        again = phone.run([bridge_bin, "connect", f"{desk.ipv4}:9099", "--credentials", str(credentials), "--prompt",
+                           "A again", "--browse-time", "0.5"], timeout=60)
+        assert again.returncode == 0 and "You said: A again" in again.stdout, again.stderr
+        serve_a.stop()
+        serve_a = None
+
+        serve_b, payload_b = _serve(desk, bridge_bin, "--state-dir", str(state_b))
+        assert payload_b["pin"] != pin_a, "bridge B must have another identity"
+        refused = phone.run([bridge_bin, "connect", f"{desk.ipv4}:9099", "--credentials", str(credentials), "--prompt",
+                             "must not arrive", "--browse-time", "0.5"], timeout=60)
+        assert refused.returncode == 1, (refused.returncode, refused.stdout, refused.stderr)
+        assert "identity changed" in refused.stderr and "pair again" in refused.stderr, refused.stderr
+        assert payload_b["pin"] in refused.stderr and pin_a in refused.stderr, refused.stderr
+        assert "must not arrive" not in refused.stdout
+        # No token reached B: it saw no WebSocket upgrade (none refused, none accepted) and nothing was paired there.
+        assert _metric(desk, "oa_bridge_upgrade_refusals_total") == 0
+        assert _metric(desk, "oa_bridge_connections_total") == 0
+        log_b = serve_b.stderr()
+        assert "WebSocket upgrade refused" not in log_b, log_b[-3000:]
+        # The stored pin is still A's: refusing B did not replace it (no silent trust on first use).
+        assert json.loads(credentials.read_text())["pin"] == pin_a
+    finally:
+        if serve_a is not None:
+            serve_a.stop()
+        if serve_b is not None:
+            serve_b.stop()
+        # The phone host outlives this test: later tests must not find A's tokens and pin.
+        credentials.unlink(missing_ok=True)
