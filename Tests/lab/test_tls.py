@@ -288,3 +288,31 @@ def test_a_phone_that_pinned_bridge_a_refuses_bridge_b_on_the_same_address(lab, 
             serve_b.stop()
         # The phone host outlives this test: later tests must not find A's tokens and pin.
         credentials.unlink(missing_ok=True)
+
+
+def test_connect_through_mdns_with_tls_is_quick(lab, desk, phone, bridge_bin):
+    """Item 9: from the phone host, `connect NAME` finds the desk over mDNS and opens wss:// held to the stored pin
+    (browse, TCP, TLS handshake, initialize), timed by connect itself. Prints the figures (BENCHMARKS.md takes them
+    from `scripts/bench --sections tlslab` on a release build); asserts only a generous bound, this being a debug
+    build on a shared machine."""
+    credentials = phone.dir / "tls-mdns-timing.json"
+    serve, payload = _serve(desk, bridge_bin, "--state-dir", str(desk.dir / "tls-mdns-timing"))
+    try:
+        paired = phone.run([bridge_bin, "connect", "--pair", json.dumps(payload), "--credentials", str(credentials),
+                            "--prompt", "x"], timeout=60)
+        assert paired.returncode == 0, paired.stderr
+        times, urls = [], []
+        for _ in range(3):
+            r = phone.run([bridge_bin, "connect", "Desk", "--credentials", str(credentials), "--prompt", "x"], timeout=60)
+            assert r.returncode == 0, r.stderr
+            line = next(l for l in r.stderr.splitlines() if l.startswith("connected to "))
+            # "connected to wss://198.18.0.2:9099/ via mdns in 27 ms (Demo Agent)"
+            words = line.split()
+            urls.append((words[2], words[4]))
+            times.append(float(line.split(" in ", 1)[1].split()[0]))
+        print(f"[tls] connect Desk through mDNS over wss:// (browse, TCP, TLS, initialize): {times} ms via {urls}")
+        assert all(url.startswith(f"wss://{desk.ipv4}:9099") and source == "mdns" for url, source in urls), urls
+        assert min(times) < 1000, times
+    finally:
+        serve.stop()
+        credentials.unlink(missing_ok=True)
