@@ -60,15 +60,18 @@ export function payloadFromFragment(hash) {
 /** A name for this device from the browser: the phone model when the browser tells it, else the platform. */
 export async function deviceName() {
   let model = "";
+  let platform = "";
   try {
     if (navigator.userAgentData && navigator.userAgentData.getHighEntropyValues) {
       const values = await navigator.userAgentData.getHighEntropyValues(["model", "platform"]);
-      model = values.model || values.platform || "";
+      model = values.model || "";
+      platform = values.platform || "";
     }
   } catch {
     model = "";
   }
   const ua = navigator.userAgent || "";
+  if (!model && platform && !/Android/.test(ua)) model = platform;
   if (!model) {
     const android = /Android [^;)]*;\s*([^;)]+?)(?:\s+Build\/[^;)]*)?\)/.exec(ua);
     if (android && android[1] !== "K") model = android[1];

@@ -60,6 +60,7 @@ function setReady(value) {
   ui.message.disabled = !value;
   updateButtons();
   if (value && !document.documentElement.dataset.readyMs) {
+    performance.mark("oa-ready");
     document.documentElement.dataset.readyMs = String(Math.round(performance.now()));
   }
   document.documentElement.dataset.ready = value ? "true" : "false";
@@ -166,6 +167,7 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId) {
       continue;
     }
     if (result.tokens) {
+      performance.mark("oa-paired");
       auth.save({ tokens: result.tokens, name: bridgeName, wsPath });
       removeFragment();
       return startChat();
@@ -273,6 +275,7 @@ function startChat() {
 }
 
 async function onOpened(connection) {
+  performance.mark("oa-open");
   const init = await connection.call("initialize", {
     protocolVersion: 1,
     clientCapabilities: {},
@@ -285,6 +288,7 @@ async function onOpened(connection) {
   };
   const images = agent.capabilities.promptCapabilities && agent.capabilities.promptCapabilities.image === true;
   ui.attach.hidden = !images;
+  performance.mark("oa-initialized");
   await attach(connection);
   setReady(true);
 }
