@@ -190,6 +190,8 @@ let package = Package(
             name: "BridgeConfig",
             dependencies: [
                 "BridgeServer",
+                "BridgeDiscovery",
+                "BridgePairing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -312,7 +314,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeConfigTests",
-            dependencies: ["BridgeConfig", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BridgeConfig", "BridgeServer", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -329,6 +331,7 @@ let package = Package(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgeDiscovery",
                 "BridgeWebApp",
                 "BridgePairingUI",
                 "BridgeClient",

@@ -108,6 +108,10 @@ public enum ConfigError: Error, CustomStringConvertible, Equatable {
     case unknownKey(String, String, [String])
     /// A value that does not parse, with where it came from and what is expected.
     case badValue(key: String, value: String, source: String, expected: String)
+    /// The agent command line cannot be split into words (why).
+    case agentCommand(String)
+    /// A choice this platform does not have (what to use instead).
+    case unsupported(String)
 
     /// The message for the user.
     public var description: String {
@@ -122,6 +126,10 @@ public enum ConfigError: Error, CustomStringConvertible, Equatable {
             return "config file \(path): unknown key '\(key)'; known keys: \(known.joined(separator: ", "))"
         case .badValue(let key, let value, let source, let expected):
             return "\(key) = '\(value)' (from \(source)) is not valid: expected \(expected)"
+        case .agentCommand(let message):
+            return "invalid --agent command: \(message)"
+        case .unsupported(let message):
+            return message
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BridgePairing
+import BridgeServer
 import BridgeTLS
 import Foundation
 
@@ -35,7 +36,7 @@ struct IdentityCommand: ParsableCommand {
 
         func run() throws {
             let directory = StateDirectory.resolve(override: stateDir)
-            let identity = try BridgeIdentity.loadOrCreate(in: directory, names: ServeIdentity.names(tailnet: nil))
+            let identity = try BridgeIdentity.loadOrCreate(in: directory, names: BridgeService.identityNames(tailnet: nil))
             if pinOnly {
                 print(identity.pin)
                 return
@@ -64,7 +65,7 @@ struct IdentityCommand: ParsableCommand {
         func run() throws {
             let directory = StateDirectory.resolve(override: stateDir)
             let before = try BridgeIdentity.storedPin(in: directory)
-            let identity = try BridgeIdentity.rotate(in: directory, names: ServeIdentity.names(tailnet: nil))
+            let identity = try BridgeIdentity.rotate(in: directory, names: BridgeService.identityNames(tailnet: nil))
             if let before { print("old pin:  \(before)") }
             print("new pin:  \(identity.pin)")
             print("Restart 'oa-bridge serve', then pair every phone again ('oa-bridge pair' shows the new QR code).")

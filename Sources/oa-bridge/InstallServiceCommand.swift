@@ -1,4 +1,5 @@
 import ArgumentParser
+import BridgeConfig
 import Foundation
 
 /// `oa-bridge install-service`: run the bridge as a systemd user service on a headless box.
@@ -30,7 +31,7 @@ struct InstallServiceCommand: ParsableCommand {
     var serveArguments: [String] = []
 
     func run() throws {
-        let unit = InstallServiceCommand.unit(executable: InstallServiceCommand.executablePath(), serveArguments: serveArguments)
+        let unit = SystemdUnit.render(executable: InstallServiceCommand.executablePath(), serveArguments: serveArguments)
         if print {
             Swift.print(unit, terminator: "")
             return
@@ -50,40 +51,6 @@ struct InstallServiceCommand: ParsableCommand {
         }
         Swift.print("enabled and started \(unitName).service; logs: journalctl --user -u \(unitName) -f")
         Swift.print("headless: 'sudo loginctl enable-linger \(ProcessInfo.processInfo.environment["USER"] ?? "$USER")' keeps it running without a login")
-    }
-
-    /// The unit file text.
-    static func unit(executable: String, serveArguments: [String]) -> String {
-        let arguments = (["serve"] + serveArguments).map(InstallServiceCommand.quote).joined(separator: " ")
-        return """
-        [Unit]
-        Description=oa-bridge: lets a phone find and drive this desktop's agent
-        After=network-online.target avahi-daemon.service
-        Wants=network-online.target
-
-        [Service]
-        Type=exec
-        ExecStart=\(quote(executable)) \(arguments)
-        Restart=on-failure
-        RestartSec=2
-        # SIGTERM withdraws the mDNS advertisement and closes connections with 1001.
-        KillSignal=SIGTERM
-        TimeoutStopSec=20
-        WorkingDirectory=%h
-        NoNewPrivileges=yes
-
-        [Install]
-        WantedBy=default.target
-
-        """
-    }
-
-    /// systemd's quoting: wrap in double quotes when needed, escaping `"` and `\\`.
-    static func quote(_ word: String) -> String {
-        guard word.isEmpty || word.contains(where: { " \t\"\\'$%".contains($0) }) else { return word }
-        let escaped = word.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "%", with: "%%").replacingOccurrences(of: "$", with: "$$")
-        return "\"\(escaped)\""
     }
 
     static func executablePath() -> String {

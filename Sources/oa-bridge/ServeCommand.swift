@@ -1,6 +1,5 @@
 import ArgumentParser
 import BridgeConfig
-import BridgeDiscovery
 import BridgePairing
 import BridgePairingUI
 import BridgeServer
@@ -52,74 +51,22 @@ struct ServeCommand: AsyncParsableCommand {
         let settings = try ServeSettings.resolve(options.flags)
         LoggingSetup.bootstrap(level: settings.logLevel.value, format: settings.logFormat.value)
         let logger = Logger(label: "oa-bridge.serve")
-        let stateDirectory = StateDirectory.resolve(override: settings.stateDir.value)
-        let installID: String
-        do {
-            installID = try InstallIdentity.load(stateDirectory: stateDirectory)
-        } catch .unusableStateDirectory(let path, let reason) {
-            throw ServeError.stateDirectory(path: path, reason: reason)
-        }
-        let serviceName = settings.name.value
-        let agentCommand = try settings.agent.value.map(CommandLineSplitter.split)
-        let host = settings.host.value
-
-        var configuration = BridgeServerConfiguration(serverName: serviceName, workingDirectory: settings.workingDirectory.value)
-        configuration.host = host
-        configuration.port = settings.port.value
-        configuration.agentCommand = agentCommand
-        configuration.agentEnvironment = settings.agentEnv.value
-        configuration.agentWorkingDirectory = settings.agentCwd.value
-        configuration.maxFrameSize = settings.maxFrameSize.value
-        configuration.allowedNetworks = settings.allowNetwork.value
-        configuration.maxConnections = settings.maxConnections.value
-        configuration.maxPendingConnectionsPerAddress = settings.maxPendingPerAddress.value
+        var serviceOptions = try settings.serviceOptions(version: BridgeVersion.current, logger: logger)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-        configuration.metricsRegistry = registry
-        let path = configuration.path
-        let discovery = settings.discovery.value
-
-        let tailnet = await TailnetLookup.current(logger: logger)
-        let auth = try ServeAuth.make(settings: settings, stateDirectory: stateDirectory, logger: logger)
-        configuration.authenticator = auth.authenticator
-        configuration.authorizeUpgrade = auth.authenticator?.upgradeAuthorizer()
-        let identity = try ServeIdentity.load(stateDirectory: stateDirectory, tailnet: tailnet, logger: logger)
-        configuration.tlsIdentity = identity
-        configuration.tailscaleCertificates = TailnetLookup.certificates(for: tailnet)  // issue 11 item 6 (tls)
-        configuration.allowPlaintext = settings.allowPlaintext.value
-        if settings.allowPlaintext.value {
-            logger.warning("PLAINTEXT ALLOWED (--allow-plaintext): pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token")
+        serviceOptions.configuration.metricsRegistry = registry
+        let service: BridgeService
+        do {
+            service = try await BridgeService(options: serviceOptions, logger: logger) { port, pairing in
+                await ServeCommand.printBanner(pairing: pairing, port: port, logger: logger)
+            }
+        } catch InstallIdentityError.unusableStateDirectory(let path, let reason) {
+            throw ServeError.stateDirectory(path: path, reason: reason)
         }
-        let pairing = PairingSession(
-            store: auth.store,
-            endpoint: .init(
-                host: LANAddress.preferred() ?? "127.0.0.1", port: settings.port.value, webSocketPath: path,
-                session: UUID().uuidString.lowercased(), name: serviceName,
-                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? [], pin: identity.pin.description))
-        configuration.pairing = pairing
-        if auth.store == nil {
-            logger.warning("AUTHENTICATION IS OFF (--auth none): any client on loopback\(settings.allowNetwork.value.isEmpty ? "" : " or in " + settings.allowNetwork.value.joined(separator: ", ")) can drive this desktop's agent without pairing")
-        }
-
-        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in
-            logger.notice("oa-bridge \(BridgeVersion.current) serving ws://\(host.contains(":") ? "[\(host)]" : host):\(boundPort)\(path) (agent: \(agentCommand?.joined(separator: " ") ?? "built-in demo agent"), auth: \(auth.store == nil ? "none" : "token"))")
-            await ServeCommand.printBanner(pairing: pairing, port: boundPort, logger: logger)
-            portContinuation.yield(boundPort)
-        }
-        var services: [any Service] = [server]
-        if let backend = try discovery.makeBackend(logger: logger) {
-            services.append(BridgeAnnouncer(
-                backend: backend, listeningPorts: ports, name: serviceName, installID: installID,
-                auth: auth.store == nil ? "none" : "token", path: path, tls: true, tailnet: tailnet, logger: logger))
-        } else {
-            logger.notice("discovery is off (--discovery off): phones must connect by address")
-        }
-        let group = ServiceGroup(configuration: .init(
-            services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup) },
+        try await ServiceGroup(configuration: .init(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
-        try await group.run()
+            logger: logger)).run()
     }
 }
 
@@ -132,17 +79,6 @@ extension ServeCommand {
             FileHandle.standardOutput.write(Data((text + "\n").utf8))
         } catch {
             logger.error("cannot show the pairing code: \(error)")
-        }
-    }
-}
-
-extension DiscoveryChoice {
-    /// The backend that advertises, or `nil` for `off`.
-    func makeBackend(logger: Logger) throws -> (any DiscoveryBackend)? {
-        switch self {
-        case .avahi: return try BackendKind.avahi.make(logger: logger)
-        case .dnssd: return try BackendKind.dnssd.make(logger: logger)
-        case .off: return nil
         }
     }
 }

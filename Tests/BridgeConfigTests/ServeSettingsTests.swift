@@ -1,4 +1,5 @@
 import BridgeConfig
+import BridgeServer
 import Foundation
 import Logging
 import Synchronization
@@ -28,7 +29,7 @@ struct ServeSettingsTests {
         #expect(settings.host.value == "10.0.0.1" && settings.host.source == path)
         #expect(settings.agent.value == "gemini --acp")
         #expect(settings.agentEnv.value == ["KEY": "v"])
-        #expect(settings.maxFrameSize.value == 1 << 20 && settings.maxFrameSize.source == "default")
+        #expect(settings.maxFrameSize.source == "default")
         #expect(settings.auth.value == .token)
     }
 
@@ -146,4 +147,83 @@ final class LineSink: Sendable {
     private let lines = Mutex<[Data]>([])
     func append(_ data: Data) { lines.withLock { $0.append(data) } }
     var all: [Data] { lines.withLock { $0 } }
+}
+
+@Suite("agent command lines, the service options, the systemd unit", .tags(.unit))
+struct ServeServiceTests {
+    @Test("agent command lines split like a shell", arguments: [
+        ("gemini --acp", ["gemini", "--acp"]),
+        ("'my agent' --flag=\"a b\"", ["my agent", "--flag=a b"]),
+        ("a\\ b c", ["a b", "c"]),
+        ("  spaced   out  ", ["spaced", "out"]),
+    ])
+    func splitting(line: String, words: [String]) throws {
+        #expect(try CommandLineSplitter.split(line) == words)
+    }
+
+    @Test("unterminated quotes are an error that names --agent")
+    func badQuotes() {
+        #expect(throws: ConfigError.agentCommand("unterminated single quote in 'open")) { try CommandLineSplitter.split("'open") }
+        #expect(throws: ConfigError.agentCommand("unterminated double quote in \"open")) { try CommandLineSplitter.split("\"open") }
+        #expect(ConfigError.agentCommand("x").description == "invalid --agent command: x")
+    }
+
+    @Test("the settings become the service's options: server settings, state directory, auth, no backend for off")
+    func serviceOptions() throws {
+        var flags = ServeFlags()
+        flags.name = "Desk"
+        flags.host = "127.0.0.1"
+        flags.port = 9300
+        flags.agent = "'my agent' --acp"
+        flags.agentCwd = "/srv/agent"
+        flags.workingDirectory = "/srv/work"
+        flags.discovery = .off
+        flags.stateDir = "/tmp/oa-state"
+        flags.maxFrameSize = 4096
+        flags.maxConnections = 7
+        flags.maxPendingPerAddress = 3
+        flags.requireApproval = true
+        flags.allowNetwork = ["10.0.0.0/8"]
+        flags.allowPlaintext = true
+        let settings = try ServeSettings.resolve(flags, environment: ["HOME": "/nonexistent"])
+        let options = try settings.serviceOptions(version: "9.9", logger: Logger(label: "test"))
+        let configuration = options.configuration
+        #expect(configuration.serverName == "Desk" && configuration.host == "127.0.0.1" && configuration.port == 9300)
+        #expect(configuration.agentCommand == ["my agent", "--acp"] && configuration.agentWorkingDirectory == "/srv/agent")
+        #expect(configuration.workingDirectory == "/srv/work" && configuration.maxFrameSize == 4096)
+        #expect(configuration.maxConnections == 7 && configuration.maxPendingConnectionsPerAddress == 3)
+        #expect(configuration.allowedNetworks == ["10.0.0.0/8"] && configuration.allowPlaintext)
+        #expect(options.stateDirectory.path == "/tmp/oa-state")
+        #expect(options.auth == .token(requireApproval: true))
+        #expect(options.discovery == nil && options.version == "9.9")
+        flags.auth = AuthMode.none
+        flags.agent = "'open"
+        #expect(throws: ConfigError.agentCommand("unterminated single quote in 'open")) {
+            try ServeSettings.resolve(flags, environment: ["HOME": "/nonexistent"]).serviceOptions(version: "1", logger: Logger(label: "test"))
+        }
+        flags.agent = nil
+        let open = try ServeSettings.resolve(flags, environment: ["HOME": "/nonexistent"]).serviceOptions(version: "1", logger: Logger(label: "test"))
+        #expect(open.auth == .none && open.configuration.agentCommand == nil)
+    }
+
+    @Test("the systemd unit runs serve with the given options, quoted for systemd")
+    func unit() {
+        let unit = SystemdUnit.render(executable: "/usr/local/bin/oa-bridge", serveArguments: ["--name", "My Desk", "--agent", "x $HOME"])
+        #expect(unit.contains(#"ExecStart=/usr/local/bin/oa-bridge serve --name "My Desk" --agent "x $$HOME""#))
+        #expect(unit.contains("Restart=on-failure"))
+        #expect(unit.contains("KillSignal=SIGTERM"))
+        #expect(unit.contains("WantedBy=default.target"))
+    }
+
+    @Test("systemd quoting: plain words as they are; blanks, quotes, backslashes, % and $ escaped", arguments: [
+        ("plain", "plain"),
+        ("", #""""#),
+        ("a b", #""a b""#),
+        (#"say "hi""#, #""say \"hi\"""#),
+        (#"back\slash"#, #""back\\slash""#),
+        ("100%", #""100%%""#),
+    ])
+    func quoting(word: String, quoted: String) {
+        #expect(SystemdUnit.quote(word) == quoted)
+    }
 }

@@ -1,8 +1,10 @@
 /// Splits a command line the way a POSIX shell would for simple cases: whitespace separates
 /// words; single quotes keep text literally; double quotes keep spaces and allow `\"` and `\\`;
 /// a backslash outside quotes escapes the next character. No variables, globs or pipes.
-enum CommandLineSplitter {
-    static func split(_ line: String) throws -> [String] {
+public enum CommandLineSplitter {
+    /// The words of `line`.
+    /// - Throws: ``ConfigError/agentCommand(_:)`` for an unterminated quote.
+    public static func split(_ line: String) throws(ConfigError) -> [String] {
         var words: [String] = []
         var current = ""
         var inWord = false
@@ -16,7 +18,7 @@ enum CommandLineSplitter {
                     if next == "'" { closed = true; break }
                     current.append(next)
                 }
-                guard closed else { throw ServeError.invalidAgentCommand("unterminated single quote in \(line)") }
+                guard closed else { throw .agentCommand("unterminated single quote in \(line)") }
             case "\"":
                 inWord = true
                 var closed = false
@@ -29,7 +31,7 @@ enum CommandLineSplitter {
                     }
                     current.append(next)
                 }
-                guard closed else { throw ServeError.invalidAgentCommand("unterminated double quote in \(line)") }
+                guard closed else { throw .agentCommand("unterminated double quote in \(line)") }
             case "\\":
                 inWord = true
                 if let escaped = iterator.next() { current.append(escaped) }

@@ -1,0 +1,49 @@
+import BridgeDiscovery
+import BridgePairing
+import BridgeServer
+import Foundation
+import Logging
+
+extension ServeSettings {
+    /// The ``BridgeService`` these settings describe: the server configuration (name, address, agent, limits,
+    /// plaintext policy), the state directory, the auth mode and the mDNS backend.
+    /// - Throws: ``ConfigError`` when the agent command line does not split, or the discovery backend is not
+    ///   available on this platform.
+    public func serviceOptions(version: String, logger: Logger) throws(ConfigError) -> BridgeService.Options {
+        var configuration = BridgeServerConfiguration(serverName: name.value, workingDirectory: workingDirectory.value)
+        configuration.host = host.value
+        configuration.port = port.value
+        configuration.agentCommand = try agent.value.map(CommandLineSplitter.split)
+        configuration.agentEnvironment = agentEnv.value
+        configuration.agentWorkingDirectory = agentCwd.value
+        configuration.maxFrameSize = maxFrameSize.value
+        configuration.allowedNetworks = allowNetwork.value
+        configuration.maxConnections = maxConnections.value
+        configuration.maxPendingConnectionsPerAddress = maxPendingPerAddress.value
+        configuration.allowPlaintext = allowPlaintext.value
+        var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
+        options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none
+        options.discovery = try discovery.value.makeBackend(logger: logger, interface: interface.value)
+        options.version = version
+        return options
+    }
+}
+
+extension DiscoveryChoice {
+    /// The backend that advertises, or `nil` for `off`.
+    /// - Throws: ``ConfigError/unsupported(_:)`` for avahi where libavahi-client is not built in.
+    public func makeBackend(logger: Logger, interface: String? = nil) throws(ConfigError) -> (any DiscoveryBackend)? {
+        switch self {
+        case .avahi:
+            #if canImport(CAvahi)
+            return AvahiBackend(logger: logger, interface: interface)
+            #else
+            throw .unsupported("the avahi backend is not available on this platform; use --backend dnssd")
+            #endif
+        case .dnssd:
+            return DNSSDBackend(logger: logger, interface: interface)
+        case .off:
+            return nil
+        }
+    }
+}

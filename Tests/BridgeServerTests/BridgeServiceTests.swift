@@ -1,0 +1,95 @@
+import BridgeDiscovery
+import BridgeServer
+import BridgeTLS
+import Foundation
+import Logging
+import Testing
+
+@Suite("BridgeService: what serve starts, for an app embedding the library", .tags(.loopback))
+struct BridgeServiceTests {
+    /// Runs a service on 127.0.0.1, port 0, with its state in a fresh directory, until `body` returns.
+    func withService<T: Sendable>(
+        auth: BridgeService.Auth, logs: LogRecorder,
+        _ body: @Sendable (_ service: BridgeService, _ port: Int, _ state: URL) async throws -> T
+    ) async throws -> T {
+        let state = URL(fileURLWithPath: try TestBridge.makeDirectory())
+        var configuration = BridgeServerConfiguration(serverName: "Service Desk", workingDirectory: try TestBridge.makeDirectory())
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        var options = BridgeService.Options(configuration: configuration, stateDirectory: state)
+        options.auth = auth
+        options.version = "9.9.9"
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let service = try await BridgeService(options: options, logger: logs.logger(label: "test.service")) { port, _ in
+            portSink.yield(port)
+        }
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw TestClientError.closed }
+            defer { group.cancelAll() }
+            return try await body(service, port, state)
+        }
+    }
+
+    @Test("token auth: install id, TLS identity and token store in the state directory; the QR payload carries the pin; /api/status needs a token")
+    func tokenAuth() async throws {
+        let logs = LogRecorder()
+        try await withService(auth: .token(requireApproval: false), logs: logs) { service, port, state in
+            let installID = try String(contentsOf: state.appendingPathComponent("install-id"), encoding: .utf8)
+            #expect(installID.trimmingCharacters(in: .whitespacesAndNewlines) == service.installID)
+            #expect(try BridgeIdentity.storedPin(in: state) == service.identity.pin)
+            #expect(service.configuration.tlsIdentity?.pin == service.identity.pin)
+            #expect(service.configuration.authenticator != nil && service.configuration.pairing != nil)
+            let payload = try await service.pairing.payload()
+            #expect(payload.pin == service.identity.pin.description && payload.name == "Service Desk")
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/health").status == 200)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status").status == 401)
+            #expect(await logs.waitFor("made this bridge's TLS identity (phones get its pin in the QR code)"))
+            #expect(logs.count(of: "oa-bridge 9.9.9 serving ws://127.0.0.1:\(port)/ (agent: built-in demo agent, auth: token)") == 1)
+            #expect(logs.count(of: "discovery is off (--discovery off): phones must connect by address") == 1)
+        }
+    }
+
+    @Test("auth none: no token store, a warning, and the same install id and pin on the next start")
+    func noAuth() async throws {
+        let logs = LogRecorder()
+        let (first, state) = try await withService(auth: .none, logs: logs) { service, port, state in
+            #expect(service.configuration.authenticator == nil && service.configuration.authorizeUpgrade == nil)
+            #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("pairing.sqlite").path))
+            #expect(logs.count(of: "oa-bridge 9.9.9 serving ws://127.0.0.1:\(port)/ (agent: built-in demo agent, auth: none)") == 1)
+            #expect(logs.count(of: "AUTHENTICATION IS OFF (--auth none): any client on loopback can drive this desktop's agent without pairing") == 1)
+            return (service.installID, state)
+        }
+        var configuration = BridgeServerConfiguration(serverName: "again", workingDirectory: try TestBridge.makeDirectory())
+        configuration.port = 0
+        var options = BridgeService.Options(configuration: configuration, stateDirectory: state)
+        options.auth = .none
+        let again = try await BridgeService(options: options, logger: Logger(label: "test.service"))
+        #expect(again.installID == first)
+        #expect(try BridgeIdentity.storedPin(in: state) == again.identity.pin)
+    }
+
+    @Test("a state directory that cannot be made is an InstallIdentityError, before anything listens")
+    func unusableState() async throws {
+        let file = try TestBridge.makeDirectory() + "/file"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+        let options = BridgeService.Options(
+            configuration: BridgeServerConfiguration(serverName: "x"), stateDirectory: URL(fileURLWithPath: file + "/state"))
+        await #expect(throws: InstallIdentityError.self) {
+            _ = try await BridgeService(options: options, logger: Logger(label: "test.service"))
+        }
+    }
+
+    @Test("certificate names: the host name and routable addresses, no link-local ones, plus the tailnet's")
+    func identityNames() {
+        let names = BridgeService.identityNames(
+            hostName: "desk", addresses: ["192.168.1.20", "fe80::1", "169.254.3.4", "fd00::5"],
+            tailnet: TailnetIdentity(dnsName: "desk.tail1234.ts.net", addresses: ["100.64.0.1"], backendState: "Running", source: "test"))
+        #expect(Array(names.dnsNames.prefix(3)) == ["desk", "desk.local", "desk.tail1234.ts.net"])
+        #expect(names.ipAddresses.contains([192, 168, 1, 20]) && names.ipAddresses.contains([100, 64, 0, 1]))
+        #expect(names.ipAddresses.contains([0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5]))
+        #expect(!names.ipAddresses.contains([169, 254, 3, 4]))
+        #expect(!names.ipAddresses.contains { $0.count == 16 && $0[0] == 0xfe && $0[1] == 0x80 })
+    }
+}
