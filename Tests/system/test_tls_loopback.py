@@ -470,3 +470,73 @@ def test_without_tailnet_certificates_the_tailnet_name_gets_the_identity():
         log = bridge.stop()
         localapi.close()
     assert "no Tailscale HTTPS certificate for " + TAILNET_NAME in log, log[-3000:]
+
+
+def test_a_flood_of_unfinished_tls_handshakes_is_closed_and_a_witness_keeps_prompting():
+    """Item 7, the handshake flood that never finishes: 300 connections each send a real ClientHello and then nothing
+    (more than the 128 unanswered connections admitted per address). Each is refused or closed by the time a request
+    is due (10 s, plus slack), the bridge stays up, a witness already connected over wss:// keeps prompting
+    throughout, and afterwards a new client completes a handshake with the same pin."""
+    bridge = Bridge()
+    try:
+        token, pin = pair_over_tls(bridge)
+
+        def silent_hellos(count: int) -> list[tuple[str, float]]:
+            sockets = []
+            for _ in range(count):
+                raw = socket.create_connection(("127.0.0.1", bridge.port), timeout=5)
+                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                tls = unverified_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+                with pytest.raises(ssl.SSLWantReadError):
+                    tls.do_handshake()
+                try:
+                    raw.sendall(outgoing.read())
+                except OSError:
+                    pass  # already refused
+                sockets.append(raw)
+            start = time.monotonic()
+            states: list[tuple[str, float]] = [("open", 0.0)] * count
+            pending = set(range(count))
+            for s in sockets:
+                s.setblocking(False)
+            while pending and time.monotonic() - start < 30:
+                for i in list(pending):
+                    try:
+                        while True:
+                            data = sockets[i].recv(65536)
+                            if not data:
+                                raise ConnectionResetError
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        states[i] = ("closed", time.monotonic() - start)
+                        pending.discard(i)
+                time.sleep(0.05)
+            for s in sockets:
+                s.close()
+            return states
+
+        async def scenario():
+            stop = asyncio.Event()
+            turns: list[float] = []
+            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.state, stop, turns))
+            while not turns:  # the witness is connected and prompting before the flood starts
+                await asyncio.sleep(0.05)
+                assert not task.done(), task.exception()
+            before = len(turns)
+            states = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(None, silent_hellos, 300), 60)
+            during = len(turns) - before
+            stop.set()
+            await asyncio.wait_for(task, 30)
+            return states, during
+
+        states, during = asyncio.run(scenario())
+        still_open = [i for i, (state, _) in enumerate(states) if state != "closed"]
+        assert not still_open, f"{len(still_open)} of 300 silent handshakes were still open after 30 s"
+        assert max(elapsed for _, elapsed in states) < 20, max(elapsed for _, elapsed in states)
+        assert during >= 3, f"the witness completed only {during} prompts during the flood"
+        assert bridge.proc.poll() is None, "the bridge died"
+        assert peer_pin("127.0.0.1", bridge.port)[0] == pin
+    finally:
+        log = bridge.stop()
+    assert "Fatal error" not in log
