@@ -136,7 +136,7 @@ func runLoad(_ args: Args) async throws {
         for _ in 0..<clients {
             group.addTask {
                 do {
-                    try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: benchLogger) { inbound, outbound, _ in
+                    try await WebSocketClient.connect(url: url, configuration: benchClientConfiguration(url), tlsConfiguration: benchTLS(url), logger: benchLogger) { inbound, outbound, _ in
                         var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                         if initialize {
                             try await outbound.write(.text(initializeFrame))
@@ -201,7 +201,7 @@ func runIdle(_ args: Args) async throws {
         for _ in 0..<clients {
             group.addTask {
                 do {
-                    try await WebSocketClient.connect(url: url, configuration: .init(maxFrameSize: 1 << 20), logger: benchLogger) { inbound, outbound, _ in
+                    try await WebSocketClient.connect(url: url, configuration: benchClientConfiguration(url), tlsConfiguration: benchTLS(url), logger: benchLogger) { inbound, outbound, _ in
                         var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                         try await outbound.write(.text(initializeFrame))
                         _ = try await iterator.next()
