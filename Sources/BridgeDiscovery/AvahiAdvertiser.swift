@@ -20,10 +20,13 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
     private var unmanagedSelf: Unmanaged<AvahiAdvertiser>?
     /// Set by the first ``cancel()``, so a second one neither stops the connection nor releases `self` again.
     private let cancelClaimed = Atomic<Bool>(false)
+    /// The interface to announce on (``ServiceRegistration/interface``), or every interface.
+    private let interface: AvahiIfIndex
 
     init(registration: ServiceRegistration, connection: AvahiConnection, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
         self.registration = registration
         self.currentName = registration.name
+        self.interface = (try? NetworkInterfaceName.index(of: registration.interface)).flatMap { $0.map { AvahiIfIndex($0) } } ?? AvahiConstants.anyInterface
         self.connection = connection
         self.continuation = continuation
         self.logger = logger
@@ -42,7 +45,7 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
             guard let group, avahi_entry_group_is_empty(group) == 0 else { return }
             let result = AvahiStrings.withStringList(txt) { list in
                 avahi_entry_group_update_service_txt_strlst(
-                    group, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
+                    group, interface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
                     currentName, registration.type.rawValue, registration.domain, list)
             }
             if result < 0 {
@@ -56,8 +59,8 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
         // Idempotent: the announcer cancels on graceful shutdown and again when its run ends.
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {
-            if let group { avahi_entry_group_free(group) }
-            group = nil
+            if let group = self.group { avahi_entry_group_free(group) }
+            self.group = nil
         }
         continuation.finish()
         unmanagedSelf?.release()
@@ -102,7 +105,7 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
         guard avahi_entry_group_is_empty(group) != 0 else { return }
         let result = AvahiStrings.withStringList(registration.txt) { list in
             avahi_entry_group_add_service_strlst(
-                group, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
+                group, interface, AvahiConstants.anyProtocol, AvahiPublishFlags(rawValue: 0),
                 currentName, registration.type.rawValue, registration.domain, nil, registration.port, list)
         }
         if Int(result) == AVAHI_ERR_COLLISION {

@@ -1,4 +1,5 @@
 #if canImport(CAvahi)
+import CAvahi
 import Logging
 
 /// The native Avahi backend (libavahi-client over D-Bus), the default on Linux.
@@ -9,15 +10,22 @@ public struct AvahiBackend: DiscoveryBackend {
     /// `avahi`.
     public var name: String { "avahi" }
     private let logger: Logger
+    /// The interface used when a registration or browse names none (`serve --interface`); `nil` for every one.
+    private let defaultInterface: String?
 
-    /// Creates the backend; `logger` receives daemon and registration events.
-    public init(logger: Logger = Logger(label: "oa-bridge.discovery.avahi")) {
+    /// Creates the backend; `logger` receives daemon and registration events. `interface` (e.g. `eth0`) restricts
+    /// every advertisement and browse that names no interface of its own.
+    public init(logger: Logger = Logger(label: "oa-bridge.discovery.avahi"), interface: String? = nil) {
         self.logger = logger
+        self.defaultInterface = interface
     }
 
     public func advertise(_ registration: ServiceRegistration) -> Advertisement {
+        var registration = registration
+        if registration.interface == nil { registration.interface = defaultInterface }
         let (events, continuation) = AsyncStream.makeStream(of: AdvertiseEvent.self, bufferingPolicy: .bufferingNewest(64))
         do {
+            _ = try NetworkInterfaceName.index(of: registration.interface)
             let connection = try AvahiConnection(logger: logger)
             let advertiser = AvahiAdvertiser(registration: registration, connection: connection, continuation: continuation, logger: logger)
             try advertiser.start()
@@ -29,11 +37,13 @@ public struct AvahiBackend: DiscoveryBackend {
         }
     }
 
-    public func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent> {
+    public func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent> {
+        let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: BrowseEvent.self, bufferingPolicy: .bufferingNewest(1024))
         do {
+            let index = try AvahiBackend.interfaceIndex(interface)
             let connection = try AvahiConnection(logger: logger)
-            let browser = AvahiBrowser(type: type, domain: domain, connection: connection, continuation: continuation, logger: logger)
+            let browser = AvahiBrowser(type: type, domain: domain, interface: index, connection: connection, continuation: continuation, logger: logger)
             continuation.onTermination = { _ in browser.cancel() }
             try browser.start()
         } catch {
@@ -41,6 +51,40 @@ public struct AvahiBackend: DiscoveryBackend {
             continuation.finish()
         }
         return events
+    }
+
+    public func browseServiceTypes(domain: String?, interface: String?) -> AsyncStream<ServiceTypeEvent> {
+        let interface = interface ?? defaultInterface
+        let (events, continuation) = AsyncStream.makeStream(of: ServiceTypeEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        do {
+            let index = try AvahiBackend.interfaceIndex(interface)
+            let connection = try AvahiConnection(logger: logger)
+            let browser = AvahiTypeBrowser(domain: domain, interface: index, connection: connection, continuation: continuation)
+            continuation.onTermination = { _ in browser.cancel() }
+            try browser.start()
+        } catch {
+            continuation.yield(.failure(error))
+            continuation.finish()
+        }
+        return events
+    }
+
+    public func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution {
+        let interface = interface ?? defaultInterface
+        let name = HostResolution.mdnsName(hostName)
+        let index = try AvahiBackend.interfaceIndex(interface)
+        let (events, continuation) = AsyncStream.makeStream(of: HostLookupEvent.self, bufferingPolicy: .bufferingNewest(64))
+        let connection = try AvahiConnection(logger: logger)
+        let resolver = AvahiHostResolver(hostName: name, interface: index, connection: connection, continuation: continuation)
+        try resolver.start()
+        defer { resolver.cancel() }
+        return try await HostLookup.collect(events, hostName: name, timeout: timeout)
+    }
+
+    /// The Avahi index of interface `name`, or every interface.
+    static func interfaceIndex(_ name: String?) throws(DiscoveryError) -> AvahiIfIndex {
+        guard let index = try NetworkInterfaceName.index(of: name) else { return AvahiConstants.anyInterface }
+        return AvahiIfIndex(index)
     }
 }
 #endif

@@ -41,6 +41,8 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     private let connection: AvahiConnection
     private let type: ServiceType
     private let domain: String?
+    /// The interface to browse on, or every interface.
+    private let interface: AvahiIfIndex
     private let continuation: AsyncStream<BrowseEvent>.Continuation
     private let logger: Logger
     private var unmanagedSelf: Unmanaged<AvahiBrowser>?
@@ -61,9 +63,11 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
     /// How long to wait for an instance's other (interface, protocol) sightings before reporting it.
     private static let coalesceMilliseconds: UInt32 = 200
 
-    init(type: ServiceType, domain: String?, connection: AvahiConnection, continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
+    init(type: ServiceType, domain: String?, interface: AvahiIfIndex = AvahiConstants.anyInterface, connection: AvahiConnection,
+         continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
         self.type = type
         self.domain = domain
+        self.interface = interface
         self.connection = connection
         self.continuation = continuation
         self.logger = logger
@@ -80,7 +84,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         // Idempotent: a second cancel neither stops the connection nor releases `self` again.
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {
-            freeObjects()
+            self.freeObjects()
         }
         continuation.finish()
         unmanagedSelf?.release()
@@ -98,7 +102,7 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         }
         let userdata = unmanagedSelf.map { UnsafeMutableRawPointer($0.toOpaque()) }
         browser = avahi_service_browser_new(
-            client, AvahiConstants.anyInterface, AvahiConstants.anyProtocol, type.rawValue, domain,
+            client, interface, AvahiConstants.anyProtocol, type.rawValue, domain,
             AvahiLookupFlags(rawValue: 0),
             { serviceBrowser, interface, proto, event, name, type, domain, _, userdata in
                 guard let userdata, let serviceBrowser, let client = avahi_service_browser_get_client(serviceBrowser) else { return }

@@ -31,6 +31,10 @@ final class AvahiConnection: @unchecked Sendable {
     private var stopped = false
     /// Set by the first ``stop(teardown:)``: a later call returns before touching the poll, which the first freed.
     private let stopClaimed = Atomic<Bool>(false)
+    /// The event-loop thread, once it has run a callback (see ``stop(teardown:)``).
+    private let eventThread = Mutex<pthread_t?>(nil)
+    /// Set once `avahi_threaded_poll_start` has returned.
+    private let loopRunning = Atomic<Bool>(false)
     private var unmanagedSelf: Unmanaged<AvahiConnection>?
     private var timers: [Unmanaged<AvahiTimer>] = []
     private let logger: Logger
@@ -53,6 +57,7 @@ final class AvahiConnection: @unchecked Sendable {
         guard avahi_threaded_poll_start(poll) >= 0 else {
             throw .backendFailure(operation: "avahi_threaded_poll_start", message: "could not start the Avahi event thread")
         }
+        loopRunning.store(true, ordering: .releasing)
     }
 
     /// Runs `body` with the event loop locked, so Avahi objects may be touched from this thread.
@@ -63,11 +68,37 @@ final class AvahiConnection: @unchecked Sendable {
     }
 
     /// Stops the thread, then lets `teardown` free the delegate's objects and frees the client.
-    /// Must not be called from the event-loop thread.
-    func stop(teardown: () -> Void) {
+    ///
+    /// Safe from any thread. Called on the event-loop thread itself (say from a delegate callback), the stop is
+    /// handed to a new thread: `avahi_threaded_poll_stop` joins the event thread, and a thread that joins itself
+    /// (or locks the poll's mutex it already holds inside a callback) never returns.
+    func stop(teardown: @escaping @Sendable () -> Void) {
         // A second stop (say graceful shutdown, then the end of the announcer's run) must not lock the freed poll:
         // glibc aborts on the freed mutex ("Assertion `mutex->__data.__owner == 0' failed"), seen in the lab.
         guard stopClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        if isOnEventThread {
+            let thread = Thread { self.finishStop(teardown: teardown) }
+            thread.name = "oa-avahi-stop"
+            thread.start()
+            return
+        }
+        finishStop(teardown: teardown)
+    }
+
+    /// Whether the caller runs on this connection's event-loop thread.
+    var isOnEventThread: Bool {
+        guard let loop = eventThread.withLock({ $0 }) else { return false }
+        return pthread_equal(loop, pthread_self()) != 0
+    }
+
+    /// Records the event-loop thread; called at the top of every callback the loop runs.
+    private func noteEventThread() {
+        // Client callbacks also run inside avahi_client_new on the thread calling start(), before the loop runs.
+        guard loopRunning.load(ordering: .acquiring) else { return }
+        eventThread.withLock { if $0 == nil { $0 = pthread_self() } }
+    }
+
+    private func finishStop(teardown: () -> Void) {
         avahi_threaded_poll_lock(poll)
         let alreadyStopped = stopped
         stopped = true
@@ -98,12 +129,14 @@ final class AvahiConnection: @unchecked Sendable {
     func schedule(afterMilliseconds milliseconds: UInt32, _ action: @escaping () -> Void) {
         guard !stopped, let api = avahi_threaded_poll_get(poll) else { return }
         let timer = AvahiTimer(action: action)
+        timer.connection = self
         var when = timeval()
         avahi_elapse_time(&when, milliseconds, 0)
         let unmanagedTimer = Unmanaged.passRetained(timer)
         timer.timeout = api.pointee.timeout_new(api, &when, { timeout, userdata in
             guard let userdata else { return }
             let timer = Unmanaged<AvahiTimer>.fromOpaque(userdata).takeUnretainedValue()
+            timer.connection?.noteEventThread()
             timer.fire()
         }, UnsafeMutableRawPointer(unmanagedTimer.toOpaque()))
         timers.append(unmanagedTimer)
@@ -142,6 +175,7 @@ final class AvahiConnection: @unchecked Sendable {
     }
 
     private func clientStateChanged(_ changed: OpaquePointer, _ state: AvahiClientState) {
+        noteEventThread()
         switch state {
         case AVAHI_CLIENT_S_RUNNING:
             lostReported = false
@@ -181,6 +215,7 @@ final class AvahiConnection: @unchecked Sendable {
         retryTimeout = api.pointee.timeout_new(api, &when, { _, userdata in
             guard let userdata else { return }
             let connection = Unmanaged<AvahiConnection>.fromOpaque(userdata).takeUnretainedValue()
+            connection.noteEventThread()
             connection.reconnect()
         }, userdata)
     }
@@ -214,6 +249,7 @@ final class AvahiConnection: @unchecked Sendable {
 /// A one-shot timer on the Avahi event loop.
 private final class AvahiTimer {
     let action: () -> Void
+    weak var connection: AvahiConnection?
     var timeout: OpaquePointer?
     var fired = false
 

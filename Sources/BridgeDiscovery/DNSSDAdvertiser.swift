@@ -111,9 +111,10 @@ final class DNSSDAdvertiser: @unchecked Sendable {
         let type = registration.type.rawValue
         let domain = registration.domain
         let port = registration.port.bigEndian  // dns_sd wants network byte order
+        let interface = (try? NetworkInterfaceName.index(of: registration.interface)).flatMap { $0 } ?? DNSSDConstants.interfaceAny
         let error = loop.open(box) { context, ref in
             txt.withUnsafeBytes { bytes in
-                DNSServiceRegister(ref, 0, DNSSDConstants.interfaceAny, name, type, domain, nil, port,
+                DNSServiceRegister(ref, 0, interface, name, type, domain, nil, port,
                                    UInt16(bytes.count), bytes.baseAddress, DNSSDCallbacks.register, context)
             }
         }

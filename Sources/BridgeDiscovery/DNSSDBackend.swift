@@ -24,17 +24,24 @@ public struct DNSSDBackend: DiscoveryBackend {
     /// `dnssd`.
     public var name: String { "dnssd" }
     private let logger: Logger
+    /// The interface used when a registration or browse names none (`serve --interface`); `nil` for every one.
+    private let defaultInterface: String?
 
-    /// Creates the backend; `logger` receives daemon and registration events.
-    public init(logger: Logger = Logger(label: "oa-bridge.discovery.dnssd")) {
+    /// Creates the backend; `logger` receives daemon and registration events. `interface` (e.g. `eth0`) restricts
+    /// every advertisement and browse that names no interface of its own.
+    public init(logger: Logger = Logger(label: "oa-bridge.discovery.dnssd"), interface: String? = nil) {
         self.logger = logger
+        self.defaultInterface = interface
         DNSSDEnvironment.prepare()
     }
 
     public func advertise(_ registration: ServiceRegistration) -> Advertisement {
+        var registration = registration
+        if registration.interface == nil { registration.interface = defaultInterface }
         let (events, continuation) = AsyncStream.makeStream(of: AdvertiseEvent.self, bufferingPolicy: .bufferingNewest(64))
         let loop = DNSSDRunLoop(label: "oa-dnssd-advertise")
         do {
+            _ = try NetworkInterfaceName.index(of: registration.interface)
             try loop.start()
         } catch {
             continuation.yield(.failure(error))
@@ -46,19 +53,54 @@ public struct DNSSDBackend: DiscoveryBackend {
         return Advertisement(events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() }, withdraw: { await advertiser.withdraw() })
     }
 
-    public func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent> {
+    public func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent> {
+        let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: BrowseEvent.self, bufferingPolicy: .bufferingNewest(1024))
         let loop = DNSSDRunLoop(label: "oa-dnssd-browse")
+        let index: UInt32
         do {
+            index = try NetworkInterfaceName.index(of: interface) ?? DNSSDConstants.interfaceAny
             try loop.start()
         } catch {
             continuation.yield(.failure(error))
             continuation.finish()
             return events
         }
-        let browser = DNSSDBrowser(type: type, domain: domain, loop: loop, continuation: continuation, logger: logger)
+        let browser = DNSSDBrowser(type: type, domain: domain, interface: index, loop: loop, continuation: continuation, logger: logger)
         continuation.onTermination = { _ in browser.cancel() }
         browser.start()
         return events
+    }
+
+    public func browseServiceTypes(domain: String?, interface: String?) -> AsyncStream<ServiceTypeEvent> {
+        let interface = interface ?? defaultInterface
+        let (events, continuation) = AsyncStream.makeStream(of: ServiceTypeEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        let loop = DNSSDRunLoop(label: "oa-dnssd-types")
+        let index: UInt32
+        do {
+            index = try NetworkInterfaceName.index(of: interface) ?? DNSSDConstants.interfaceAny
+            try loop.start()
+        } catch {
+            continuation.yield(.failure(error))
+            continuation.finish()
+            return events
+        }
+        let browser = DNSSDTypeBrowser(domain: domain, interface: index, loop: loop, continuation: continuation)
+        continuation.onTermination = { _ in browser.cancel() }
+        browser.start()
+        return events
+    }
+
+    public func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution {
+        let interface = interface ?? defaultInterface
+        let name = HostResolution.mdnsName(hostName)
+        let index = try NetworkInterfaceName.index(of: interface) ?? DNSSDConstants.interfaceAny
+        let loop = DNSSDRunLoop(label: "oa-dnssd-resolve")
+        try loop.start()
+        let (events, continuation) = AsyncStream.makeStream(of: HostLookupEvent.self, bufferingPolicy: .bufferingNewest(64))
+        let resolver = DNSSDHostResolver(hostName: name, interface: index, loop: loop, continuation: continuation)
+        resolver.start()
+        defer { resolver.cancel() }
+        return try await HostLookup.collect(events, hostName: name, timeout: timeout)
     }
 }

@@ -53,6 +53,8 @@ final class DNSSDBrowser: @unchecked Sendable {
     private let loop: DNSSDRunLoop
     private let type: ServiceType
     private let domain: String
+    /// The interface index to browse on; 0 for every interface.
+    private let interface: UInt32
     private let continuation: AsyncStream<BrowseEvent>.Continuation
     private let logger: Logger
 
@@ -86,7 +88,9 @@ final class DNSSDBrowser: @unchecked Sendable {
     private var allForNowTimer: DNSSDRunLoop.TimerID?
     private var stopped = false
 
-    init(type: ServiceType, domain: String?, loop: DNSSDRunLoop, continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
+    init(type: ServiceType, domain: String?, interface: UInt32 = DNSSDConstants.interfaceAny, loop: DNSSDRunLoop,
+         continuation: AsyncStream<BrowseEvent>.Continuation, logger: Logger) {
+        self.interface = interface
         self.type = type
         self.domain = domain.map { $0.hasSuffix(".") ? $0 : $0 + "." } ?? "local."
         self.loop = loop
@@ -122,8 +126,9 @@ final class DNSSDBrowser: @unchecked Sendable {
         }
         let type = self.type.rawValue
         let domain = self.domain
+        let interface = self.interface
         let error = loop.open(box) { context, ref in
-            DNSServiceBrowse(ref, 0, DNSSDConstants.interfaceAny, type, domain, DNSSDCallbacks.browse, context)
+            DNSServiceBrowse(ref, 0, interface, type, domain, DNSSDCallbacks.browse, context)
         }
         guard error == DNSSDErrorCode.noError else {
             if DNSSDErrorCode.meansDaemonUnavailable(error) {

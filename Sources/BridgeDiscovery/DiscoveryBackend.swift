@@ -9,9 +9,25 @@ public protocol DiscoveryBackend: Sendable {
     /// name collisions) until the returned advertisement is cancelled.
     func advertise(_ registration: ServiceRegistration) -> Advertisement
 
-    /// Browses `type` in `domain` (default `local`), resolving every instance.
-    /// The stream ends when the consuming task is cancelled or the stream is dropped.
-    func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent>
+    /// Browses `type` in `domain` (default `local`), resolving every instance, on `interface` only when given
+    /// (`eth0`; `nil` for every interface). The stream ends when the consuming task is cancelled or the stream is
+    /// dropped; an unknown interface ends it at once with ``DiscoveryError/unknownInterface(_:)``.
+    func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent>
+
+    /// Lists every service type announced in `domain` (the `_services._dns-sd._udp` meta-query), on `interface`
+    /// only when given. Tells "mDNS works, our service is missing" from "no mDNS at all".
+    func browseServiceTypes(domain: String?, interface: String?) -> AsyncStream<ServiceTypeEvent>
+
+    /// Resolves an mDNS host name (`desk.local`) to its addresses, as `avahi-resolve --name` does, waiting at most
+    /// `timeout` (and a little longer for the other address family once one has answered).
+    func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution
+}
+
+extension DiscoveryBackend {
+    /// Browses `type` in `domain` on every interface.
+    public func browse(_ type: ServiceType, domain: String?) -> AsyncStream<BrowseEvent> {
+        browse(type, domain: domain, interface: nil)
+    }
 }
 
 /// A running advertisement: its events, and the means to update TXT or withdraw it.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Errors from advertising or browsing, each with a message a user can act on.
 public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The mDNS daemon (avahi-daemon) or the D-Bus system bus cannot be reached.
@@ -12,6 +14,10 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
     case backendFailure(operation: String, message: String)
     /// The requested backend is not available in this build or on this platform.
     case backendUnavailable(String)
+    /// No network interface has this name (for `--interface`).
+    case unknownInterface(String)
+    /// No mDNS host answered for this name within the time given.
+    case hostNotFound(name: String, seconds: Double)
 
     public var description: String {
         switch self {
@@ -27,6 +33,10 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(operation) failed: \(message)"
         case .backendUnavailable(let message):
             return message
+        case .unknownInterface(let name):
+            return "there is no network interface '\(name)'; list them with 'ip link' (Linux) or 'ifconfig -l' (macOS) and pass one of those names to --interface."
+        case .hostNotFound(let name, let seconds):
+            return "no mDNS host answered for '\(name)' within \(String(format: "%.1f", seconds)) s. Check the name (the part before .local is the other machine's host name, see 'hostname' there), that its avahi-daemon runs, and that both machines share a network that passes multicast (UDP 5353)."
         }
     }
 }

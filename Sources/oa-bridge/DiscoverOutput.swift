@@ -2,17 +2,18 @@ import BridgeClient
 import BridgeDiscovery
 import Foundation
 
-/// Prints what `discover` sees, as text or one JSON object per line, and remembers the services.
+/// Prints what `discover` sees, as text or one JSON object per line. The state is the library's
+/// ``DiscoveryWatcher``; this keeps only the probe results beside it.
 actor DiscoverOutput {
     private let json: Bool
     private let watch: Bool
     private let probe: Bool
     private let type: ServiceType
     private let start = ContinuousClock.now
-    private var services: [ServiceInstance: DiscoverSession.Found] = [:]
-    private var order: [ServiceInstance] = []
-    private var sawAllForNow = false
-    private var lastEvent = ContinuousClock.now
+    private var watcher = DiscoveryWatcher()
+    private var probes: [ServiceInstance: HandshakeProbe.Result] = [:]
+    /// Conflicts found in a one-shot browse, printed under the table.
+    private var conflicts: [DiscoveryConflict] = []
 
     init(json: Bool, watch: Bool, probe: Bool, type: ServiceType) {
         self.json = json
@@ -23,96 +24,165 @@ actor DiscoverOutput {
 
     /// The services present now, in the order they were found.
     func snapshot() -> [DiscoverSession.Found] {
-        order.compactMap { services[$0] }
+        watcher.present.map { DiscoverSession.Found(service: $0, probe: probes[$0.instance]) }
     }
 
-    /// Whether ALL_FOR_NOW came and nothing else happened for `quiet`.
-    func isSettled(quietFor quiet: Duration) -> Bool {
-        sawAllForNow && ContinuousClock.now - lastEvent >= quiet
+    /// Whether the daemon has said everything and nothing happened for 400 ms.
+    func isSettled() -> Bool {
+        watcher.isSettled(at: .now, quietFor: .milliseconds(400))
     }
 
-    func show(_ service: ResolvedService, probe result: HandshakeProbe.Result?, isNew: Bool) {
-        lastEvent = .now
-        if services[service.instance] == nil { order.append(service.instance) }
-        services[service.instance] = DiscoverSession.Found(service: service, probe: result)
-        if json {
-            emit(DiscoverRecord(event: isNew ? "added" : "updated", seconds: elapsed, service: service, probe: result))
-        } else if watch {
-            let mark = isNew ? "+" : "~"
-            print("\(stamp) \(mark) \(isNew ? "added  " : "updated") \(DiscoverTable.summary(service, probe: result))")
+    /// Reads one browse event (with its probe result) and prints what it means.
+    func handle(_ event: BrowseEvent, probe result: HandshakeProbe.Result?) {
+        switch event {
+        case .added(let service), .updated(let service):
+            if let result { probes[service.instance] = result }
+        case .removed(let instance):
+            probes.removeValue(forKey: instance)
+        default:
+            break
         }
+        for change in watcher.apply(event, at: .now) { show(change) }
     }
 
-    func removed(_ instance: ServiceInstance) {
-        lastEvent = .now
-        services.removeValue(forKey: instance)
-        order.removeAll { $0 == instance }
-        if json {
-            emit(DiscoverRecord(event: "removed", seconds: elapsed, instance: instance))
-        } else if watch {
-            print("\(stamp) - removed \(instance.name)")
-        }
-    }
-
-    func allForNow() {
-        sawAllForNow = true
-        if json {
-            emit(DiscoverRecord(event: "all_for_now", seconds: elapsed))
-        } else if watch {
-            print("\(stamp)   (the daemon has reported every cached instance; waiting for more)")
+    private func show(_ change: WatchEvent) {
+        switch change {
+        case .added(let service):
+            let result = probes[service.instance]
+            if json {
+                emit(DiscoverRecord(event: "added", seconds: elapsed, service: service, probe: result))
+            } else if watch {
+                say("\(stamp) + added   \(DiscoverTable.summary(service, probe: result))")
+            }
+        case .updated(let service, let diff):
+            let result = probes[service.instance]
+            if json {
+                emit(DiscoverRecord(event: "updated", seconds: elapsed, service: service, probe: result, diff: diff))
+            } else if watch {
+                say("\(stamp) ~ updated \(DiscoverTable.summary(service, probe: result))")
+                for line in diff.lines { say("            \(line)") }
+            }
+        case .removed(let instance):
+            if json {
+                emit(DiscoverRecord(event: "removed", seconds: elapsed, instance: instance))
+            } else if watch {
+                say("\(stamp) - removed \(instance.name)")
+            }
+        case .conflict(let conflict):
+            if json {
+                emit(DiscoverRecord(seconds: elapsed, conflict: conflict))
+            } else if watch {
+                say("\(stamp) ! \(DiscoverTable.conflictText(conflict))")
+            } else {
+                conflicts.append(conflict)
+            }
+        case .allForNow:
+            if json {
+                emit(DiscoverRecord(event: "all_for_now", seconds: elapsed))
+            } else if watch {
+                say("\(stamp)   (the daemon has reported every cached instance; waiting for more)")
+            }
+        case .daemonUnavailable(let reason):
+            daemonUnavailable(reason: reason, backend: nil)
+        case .daemonAvailable:
+            if json {
+                emit(DiscoverRecord(event: "daemon_available", seconds: elapsed))
+            } else {
+                FileHandle.standardError.write(Data("the mDNS daemon is back; browsing again\n".utf8))
+            }
+        case .failure(let error):
+            if json {
+                emit(DiscoverRecord(event: "error", seconds: elapsed, message: error.description))
+            }
+            FileHandle.standardError.write(Data("warning: \(error)\n".utf8))
         }
     }
 
     func daemonUnavailable(reason: String, backend: BackendKind?) {
-        lastEvent = .now
         if json {
             emit(DiscoverRecord(event: "daemon_unavailable", seconds: elapsed, message: reason))
         }
-        let hint = DiscoverOutput.daemonHint(backend: backend)
-        let line = "discovery unavailable: \(reason).\n\(hint)\n"
+        let line = "discovery unavailable: \(reason).\n\(DiscoverOutput.daemonHint)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    func daemonAvailable() {
-        lastEvent = .now
-        if json {
-            emit(DiscoverRecord(event: "daemon_available", seconds: elapsed))
-        } else {
-            FileHandle.standardError.write(Data("the mDNS daemon is back; browsing again\n".utf8))
-        }
-    }
-
-    func failure(_ error: DiscoveryError) {
-        if json {
-            emit(DiscoverRecord(event: "error", seconds: elapsed, message: error.description))
-        }
-        FileHandle.standardError.write(Data("warning: \(error)\n".utf8))
-    }
-
-    /// One-shot: the table, or why nothing was found.
+    /// One-shot: the table, or why nothing was found, then any conflicts with their fixes.
     func finish(services found: [DiscoverSession.Found], timeout: Double) {
         guard !json, !watch else { return }
         if found.isEmpty {
             print("""
             No \(type) services found within \(String(format: "%.1f", elapsedSeconds)) s.
             - Is 'oa-bridge serve' running on the desktop? ('oa-bridge discover --watch' waits for it.)
+            - Does mDNS work at all here? 'oa-bridge discover --all' lists every service type on the network.
             - Are both devices on the same network? Guest Wi-Fi, VPNs and some firewalls block mDNS \
             (UDP 5353 to 224.0.0.251 / ff02::fb).
             - Without multicast, connect by address instead: ws://HOST:9099/ or the desktop's Tailscale name.
             """)
+        } else {
+            print(DiscoverTable.render(found, probe: probe))
+        }
+        for conflict in conflicts { print(DiscoverTable.conflictText(conflict)) }
+    }
+
+    /// `--all`: the types present now, and whether their browse has settled (ALL_FOR_NOW, then 400 ms quiet).
+    private var types: [ServiceTypeSighting] = []
+    private var typesAllForNow = false
+    private var lastTypeEvent = ContinuousClock.now
+
+    /// The service types present now, in the order found.
+    func presentTypes() -> [ServiceTypeSighting] { types }
+
+    /// Whether the type browse has settled.
+    func typesSettled() -> Bool {
+        typesAllForNow && ContinuousClock.now - lastTypeEvent >= .milliseconds(400)
+    }
+
+    /// `--all`: one service type came or went.
+    func typeEvent(_ event: ServiceTypeEvent) {
+        switch event {
+        case .added(let sighting):
+            lastTypeEvent = .now
+            if !types.contains(sighting) { types.append(sighting) }
+            if json { emit(DiscoverRecord(event: "type_added", seconds: elapsed, sighting: sighting)) }
+            else if watch { say("\(stamp) + \(sighting.type) on \(sighting.interface ?? "?")") }
+        case .removed(let sighting):
+            lastTypeEvent = .now
+            types.removeAll { $0 == sighting }
+            if json { emit(DiscoverRecord(event: "type_removed", seconds: elapsed, sighting: sighting)) }
+            else if watch { say("\(stamp) - \(sighting.type) on \(sighting.interface ?? "?")") }
+        case .allForNow:
+            typesAllForNow = true
+            if json { emit(DiscoverRecord(event: "all_for_now", seconds: elapsed)) }
+        case .daemonUnavailable(let reason):
+            daemonUnavailable(reason: reason, backend: nil)
+        case .failure(let error):
+            if json { emit(DiscoverRecord(event: "error", seconds: elapsed, message: error.description)) }
+            FileHandle.standardError.write(Data("warning: \(error)\n".utf8))
+        }
+    }
+
+    /// `--all`, one-shot: the types as a table and what they say about mDNS here.
+    func finishTypes(_ types: [ServiceTypeSighting]) {
+        guard !json, !watch else { return }
+        print(DiscoverTable.renderTypes(types, ours: type, seconds: elapsedSeconds))
+    }
+
+    /// `--resolve`: the host's addresses, as avahi-resolve prints them (name, tab, address).
+    func resolved(_ resolution: HostResolution) {
+        if json {
+            emit(DiscoverRecord(seconds: elapsed, resolution: resolution))
             return
         }
-        print(DiscoverTable.render(found, probe: probe))
+        for address in resolution.addresses { print("\(resolution.hostName)\t\(address)") }
+        FileHandle.standardError.write(Data(String(format: "(resolved in %.0f ms)\n", resolution.seconds * 1_000).utf8))
     }
 
     /// How to get the daemon going.
-    static func daemonHint(backend: BackendKind?) -> String {
-        """
+    static let daemonHint = """
         Start the daemon with 'sudo systemctl start avahi-daemon' (Debian: 'sudo apt-get install avahi-daemon'); \
         it needs the D-Bus system bus ('sudo systemctl start dbus'). In a container without systemd: \
         'dbus-daemon --system && avahi-daemon -D'.
         """
-    }
 
     private var elapsedSeconds: Double {
         (ContinuousClock.now - start).inSeconds
@@ -121,6 +191,12 @@ actor DiscoverOutput {
     private var elapsed: Double { (elapsedSeconds * 1_000).rounded() / 1_000 }
 
     private var stamp: String { String(format: "%8.3fs", elapsedSeconds) }
+
+    /// Writes a live line unbuffered: print() to a pipe or file is block-buffered, and `--watch | grep` must see
+    /// each line when it happens.
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
 
     private func emit(_ record: DiscoverRecord) {
         let encoder = JSONEncoder()

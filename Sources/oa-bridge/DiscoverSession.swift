@@ -2,7 +2,8 @@ import BridgeClient
 import BridgeDiscovery
 import UnixSignals
 
-/// Consumes browse events for `discover`: prints them, probes, and decides when to stop.
+/// Runs a browse for `discover`: feeds events (probed when asked) to the output, and decides when to stop.
+/// The state (services, diffs, conflicts, settling) is the library's ``DiscoveryWatcher``, kept by the output.
 struct DiscoverSession: Sendable {
     /// How a browse ended.
     enum Outcome: Sendable {
@@ -26,16 +27,34 @@ struct DiscoverSession: Sendable {
 
     /// Runs until the deadline, a signal, or (one-shot) the daemon has said everything.
     func run(deadline: Duration?) async -> Outcome {
-        await withTaskGroup(of: Outcome?.self) { group in
-            group.addTask { await consume() }
+        let output = self.output
+        var settle: (@Sendable () async -> Bool)?
+        if !watch && stopEarly { settle = { @Sendable in await output.isSettled() } }
+        let body: @Sendable () async -> Outcome? = { await self.consume() }
+        let fallback: @Sendable () async -> Outcome = { Outcome.finished(await output.snapshot()) }
+        return await DiscoverSession.race(deadline: deadline, settle: settle, body: body, fallback: fallback)
+    }
+
+    /// Runs `body` against the deadline, SIGINT/SIGTERM and (when given) `settle` polled every 100 ms; the first to
+    /// end wins, and `fallback` gives the result when it was not `body`.
+    static func race<T: Sendable>(deadline: Duration?, settle: (@Sendable () async -> Bool)?,
+                                  body: @escaping @Sendable () async -> T?, fallback: @escaping @Sendable () async -> T) async -> T {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask { await body() }
             if let deadline {
                 group.addTask {
                     try? await Task.sleep(for: deadline)
                     return nil
                 }
             }
-            if !watch && stopEarly {
-                group.addTask { await waitUntilSettled() }
+            if let settle {
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .milliseconds(100))
+                        if await settle() { return nil }
+                    }
+                    return nil
+                }
             }
             group.addTask {
                 for await _ in await UnixSignalsSequence(trapping: .sigint, .sigterm) { break }
@@ -44,42 +63,21 @@ struct DiscoverSession: Sendable {
             let first = await group.next() ?? nil
             group.cancelAll()
             if let first { return first }
-            return .finished(await output.snapshot())
+            return await fallback()
         }
-    }
-
-    /// One-shot: ends once the daemon reported everything and nothing new came for a moment,
-    /// so resolutions still in flight after ALL_FOR_NOW get their chance.
-    private func waitUntilSettled() async -> Outcome? {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(100))
-            if await output.isSettled(quietFor: .milliseconds(400)) {
-                return .finished(await output.snapshot())
-            }
-        }
-        return nil
     }
 
     private func consume() async -> Outcome? {
         for await event in events {
-            switch event {
-            case .added(let service), .updated(let service):
-                let isNew: Bool
-                if case .added = event { isNew = true } else { isNew = false }
-                let probe = await prober?.probe(service)
-                await output.show(service, probe: probe, isNew: isNew)
-            case .removed(let instance):
-                await output.removed(instance)
-            case .allForNow:
-                await output.allForNow()
-            case .daemonUnavailable(let reason):
-                if !watch { return .daemonUnavailable(reason: reason) }
-                await output.daemonUnavailable(reason: reason, backend: nil)
-            case .daemonAvailable:
-                await output.daemonAvailable()
-            case .failure(let error):
-                await output.failure(error)
+            if case .daemonUnavailable(let reason) = event, !watch { return .daemonUnavailable(reason: reason) }
+            var probe: HandshakeProbe.Result?
+            if let prober {
+                switch event {
+                case .added(let service), .updated(let service): probe = await prober.probe(service)
+                default: break
+                }
             }
+            await output.handle(event, probe: probe)
         }
         return .finished(await output.snapshot())
     }
