@@ -27,6 +27,14 @@ public struct Doctor: Sendable {
         public var tailscale: TailscaleStatusReader = TailscaleStatusReader()
         /// Where the D-Bus system bus socket is expected.
         public var systemBusSocket: String = "/run/dbus/system_bus_socket"
+        /// Whether to publish a short-lived test service and browse for it (the self-check).
+        public var selfCheck = true
+        /// How long the self-check waits to see its own test service.
+        public var selfCheckTime: Duration = .seconds(4)
+        /// How long a TCP attempt to a discovered bridge may take.
+        public var reachTimeout: Duration = .milliseconds(1500)
+        /// At most this many discovered bridges are tried for reachability.
+        public var reachLimit = 8
 
         /// Creates options.
         public init(backend: any DiscoveryBackend, stateDirectory: URL) {
@@ -48,11 +56,17 @@ public struct Doctor: Sendable {
     public func run() async -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
         checks.append(systemBus())
-        checks.append(contentsOf: await mdns())
-        checks.append(multicastInterfaces())
+        let (daemonChecks, services) = await mdns()
+        checks.append(contentsOf: daemonChecks)
+        if options.selfCheck { checks.append(await selfCheck()) }
+        let interfaces = NetworkFindings.upInterfaces()
+        checks.append(contentsOf: multicastInterfaces(interfaces))
+        checks.append(contentsOf: ipv6(interfaces))
         checks.append(contentsOf: await bridgePort())
+        if let listening = listening() { checks.append(listening) }
+        checks.append(contentsOf: await reachability(services.filter { !$0.isLocal }))
         checks.append(contentsOf: firewall())
-        checks.append(tailscale())
+        checks.append(await tailscale())
         checks.append(tokenStore())
         checks.append(clock())
         return checks
@@ -69,8 +83,9 @@ public struct Doctor: Sendable {
                            fix: "start it: 'sudo systemctl start dbus' (in a container: 'dbus-daemon --system')")
     }
 
-    /// Browses our service type: tells whether the daemon answers and whether we see ourselves.
-    func mdns() async -> [DoctorCheck] {
+    /// Browses our service type: tells whether the daemon answers and whether we see ourselves; returns the
+    /// services seen too, for the reachability rows.
+    func mdns() async -> ([DoctorCheck], [ResolvedService]) {
         let events = options.backend.browse(.openAgents, domain: nil)
         var unavailable: String?
         var services: [ResolvedService] = []
@@ -94,7 +109,7 @@ public struct Doctor: Sendable {
         if let unavailable {
             daemon = DoctorCheck(name: "avahi-daemon", status: .fail, detail: unavailable,
                                  fix: "start it: 'sudo systemctl start avahi-daemon' (install: 'sudo apt-get install avahi-daemon')")
-            return [daemon, DoctorCheck(name: "our service visible", status: .fail, detail: "cannot browse without the daemon")]
+            return ([daemon, DoctorCheck(name: "our service visible", status: .fail, detail: "cannot browse without the daemon")], [])
         }
         daemon = DoctorCheck(name: "avahi-daemon", status: .ok, detail: "answering over D-Bus (\(options.backend.name) backend)")
         let ours = services.filter(\.isLocal)
@@ -107,17 +122,194 @@ public struct Doctor: Sendable {
                                   detail: "no _openagents._tcp service from this machine (\(services.count) from others)",
                                   fix: "start the bridge: 'oa-bridge serve'")
         }
-        return [daemon, visible]
+        return ([daemon, visible], services)
     }
 
-    func multicastInterfaces() -> DoctorCheck {
-        let interfaces = NetworkInterfaces.multicastCapable()
-        if interfaces.isEmpty {
-            return DoctorCheck(name: "multicast interfaces", status: .fail, detail: "no interface is up with multicast (besides loopback)",
-                               fix: "connect to a network; enable multicast with 'sudo ip link set dev IFACE multicast on'")
+    /// Interfaces that are up: at least one must multicast, and every one without the MULTICAST flag is named
+    /// with the command that turns it on.
+    func multicastInterfaces(_ interfaces: [NetworkFindings.InterfaceState]) -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
+        let capable = interfaces.filter(\.multicast)
+        if capable.isEmpty {
+            checks.append(DoctorCheck(name: "multicast interfaces", status: .fail, detail: "no interface is up with multicast (besides loopback)",
+                                      fix: interfaces.first.map { "sudo ip link set dev \($0.name) multicast on" }
+                                          ?? "connect to a network; enable multicast with 'sudo ip link set dev IFACE multicast on'"))
+        } else {
+            checks.append(DoctorCheck(name: "multicast interfaces", status: .ok,
+                                      detail: capable.map { "\($0.name) \($0.addresses.joined(separator: " "))" }.joined(separator: "; ")))
         }
-        return DoctorCheck(name: "multicast interfaces", status: .ok,
-                           detail: interfaces.map { "\($0.name) \($0.addresses.joined(separator: " "))" }.joined(separator: "; "))
+        for interface in interfaces where !interface.multicast {
+            checks.append(DoctorCheck(
+                name: "multicast \(interface.name)", status: .warn,
+                detail: "\(interface.name) is up without the MULTICAST flag: mDNS can neither announce the bridge nor find anything on it",
+                fix: "sudo ip link set dev \(interface.name) multicast on"))
+        }
+        return checks
+    }
+
+    /// IPv6 switched off for the machine or an interface: avahi still announces IPv4, but IPv6-only phones and
+    /// networks cannot reach the bridge.
+    func ipv6(_ interfaces: [NetworkFindings.InterfaceState]) -> [DoctorCheck] {
+        guard let off = NetworkFindings.ipv6Disabled(interfaces: interfaces.map(\.name)) else { return [] }
+        guard !off.isEmpty else {
+            return [DoctorCheck(name: "IPv6", status: .ok, detail: "enabled\(interfaces.isEmpty ? "" : " on " + interfaces.map(\.name).joined(separator: ", "))")]
+        }
+        let fix = off.map { "sudo sysctl -w net.ipv6.conf.\($0).disable_ipv6=0" }.joined(separator: " && ")
+            + " (and remove the setting from /etc/sysctl.conf or /etc/sysctl.d to keep it)"
+        return [DoctorCheck(name: "IPv6", status: .warn,
+                            detail: "IPv6 is disabled on \(off.joined(separator: ", ")): phones on IPv6-only networks cannot reach the bridge, and the bridge cannot listen on '::'",
+                            fix: fix)]
+    }
+
+    /// The sockets listening on the bridge port: only loopback means no phone can connect.
+    func listening() -> DoctorCheck? {
+        guard let addresses = NetworkFindings.listeners(port: options.port, tcp: NetworkFindings.readFile("/proc/net/tcp"),
+                                                        tcp6: NetworkFindings.readFile("/proc/net/tcp6")),
+              !addresses.isEmpty else { return nil }
+        let shown = addresses.map { $0.contains(":") ? "[\($0)]:\(options.port)" : "\($0):\(options.port)" }.joined(separator: ", ")
+        if addresses.allSatisfy(NetworkFindings.isLoopback) {
+            return DoctorCheck(name: "listening addresses", status: .warn,
+                               detail: "port \(options.port) listens on \(shown) only: this machine can connect, phones on the network cannot",
+                               fix: "serve on every address: 'oa-bridge serve --host ::' (the default; '--host 0.0.0.0' for IPv4 only), or remove 'host' from the config file")
+        }
+        return DoctorCheck(name: "listening addresses", status: .ok, detail: "port \(options.port) listens on \(shown)")
+    }
+
+    /// Bridges that mDNS shows but that may not answer: each is tried over TCP on its addresses; when none answers,
+    /// the ARP/NDP neighbour table says whether the address is on this link at all (an address from another
+    /// network, as a router's mDNS reflector passes on, has no neighbour).
+    func reachability(_ services: [ResolvedService]) async -> [DoctorCheck] {
+        let tried = Array(services.sorted { $0.instance.name < $1.instance.name }.prefix(options.reachLimit))
+        let timeout = options.reachTimeout
+        return await withTaskGroup(of: (Int, DoctorCheck).self) { group in
+            for (index, service) in tried.enumerated() {
+                group.addTask { (index, await Doctor.reach(service, timeout: timeout)) }
+            }
+            var rows: [(Int, DoctorCheck)] = []
+            for await row in group { rows.append(row) }
+            return rows.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+
+    static func reach(_ service: ResolvedService, timeout: Duration) async -> DoctorCheck {
+        let name = "reach \(service.instance.name)"
+        guard !service.addresses.isEmpty else {
+            return DoctorCheck(name: name, status: .warn, detail: "\(service.hostName) was announced without an address",
+                               fix: "check the network of \(service.hostName): its avahi-daemon announces no address on the interface this machine shares with it")
+        }
+        var outcomes: [(ServiceAddress, NetworkFindings.TCPOutcome)] = []
+        for address in service.addresses.prefix(4) {
+            let outcome = await NetworkFindings.connect(to: address, port: service.port, timeout: timeout)
+            if outcome == .answered {
+                return DoctorCheck(name: name, status: .ok, detail: "\(address.urlHost):\(service.port) answers TCP (\(service.hostName))")
+            }
+            outcomes.append((address, outcome))
+        }
+        let neighbours = Doctor.neighbourTable()
+        var parts: [String] = []
+        var unlinked: [String] = []
+        for (address, outcome) in outcomes {
+            var part = "\(address.description):\(service.port) \(outcome.rawValue)"
+            if outcome != .refused, let neighbours {
+                let state = NetworkFindings.neighbourState(of: address.ip, in: neighbours)
+                if !NetworkFindings.neighbourAnswered(state) {
+                    part += " (no \(address.family == .ipv4 ? "ARP" : "NDP") neighbour\(state.map { ": \($0)" } ?? ""))"
+                    unlinked.append(address.ip)
+                }
+            }
+            parts.append(part)
+        }
+        if !unlinked.isEmpty, unlinked.count == outcomes.filter({ $0.1 != .refused }).count, !outcomes.contains(where: { $0.1 == .refused }) {
+            return DoctorCheck(
+                name: name, status: .warn,
+                detail: "'\(service.instance.name)' is announced over mDNS but unreachable: \(parts.joined(separator: "; ")). No neighbour answers for its addresses, so they are not on this link: the announcement was probably reflected from another network (a router's mDNS reflector or repeater)",
+                fix: "connect the phone and the desktop to the same network, or route between the networks and connect by address ('oa-bridge connect HOST:\(service.port)'), or use the Tailscale name; turning the reflector off stops the misleading announcements")
+        }
+        return DoctorCheck(
+            name: name, status: .warn,
+            detail: "'\(service.instance.name)' is announced over mDNS but does not answer TCP: \(parts.joined(separator: "; "))",
+            fix: "start the bridge on \(service.hostName) or check its --port (a stale announcement may outlive it); a firewall there may reject port \(service.port): 'sudo ufw allow \(service.port)/tcp'")
+    }
+
+    /// `ip neigh show` (IPv4 and IPv6), or `nil` where `ip` is missing.
+    static func neighbourTable() -> String? {
+        guard let ip = TailscaleStatusReader.find("ip") ?? ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
+        return Doctor.run(ip, ["neigh", "show"])
+    }
+
+    /// Publishes a short-lived test service through the daemon and browses for it on this host: proves the daemon
+    /// takes registrations and answers browses, without waiting for a bridge to run.
+    func selfCheck() async -> DoctorCheck {
+        let name = "self-check"
+        let instance = "oa-bridge doctor \(getpid())"
+        let type: ServiceType
+        let registration: ServiceRegistration
+        do {
+            type = try ServiceType(Doctor.selfCheckType)
+            registration = try ServiceRegistration(name: instance, type: type, port: 9, txt: try TXTRecord(["check": "1"]))
+        } catch {
+            return DoctorCheck(name: name, status: .fail, detail: error.description)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let advertisement = options.backend.advertise(registration)
+        let browse = options.backend.browse(type, domain: nil)
+        let outcome = await withTaskGroup(of: SelfCheckOutcome?.self) { group in
+            group.addTask {
+                for await event in advertisement.events {
+                    switch event {
+                    case .daemonUnavailable(let reason): return .advertiseFailed(reason)
+                    case .failure(let error): return .advertiseFailed(error.description)
+                    case .registered, .collision: continue
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                for await event in browse {
+                    switch event {
+                    case .added(let service) where service.instance.name == instance:
+                        return .seen(clock.now - start, service.interfaces)
+                    case .daemonUnavailable(let reason): return .advertiseFailed(reason)
+                    default: continue
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(for: self.options.selfCheckTime)
+                return .notSeen
+            }
+            var result: SelfCheckOutcome = .notSeen
+            while let next = await group.next() {
+                if let next { result = next; break }
+            }
+            group.cancelAll()
+            return result
+        }
+        await advertisement.withdraw()
+        switch outcome {
+        case .seen(let elapsed, let interfaces):
+            return DoctorCheck(name: name, status: .ok,
+                               detail: String(format: "published '%@' (%@) through the daemon and browsed it back in %.0f ms%@", instance, Doctor.selfCheckType,
+                                              elapsed.inMilliseconds, interfaces.isEmpty ? "" : " on " + interfaces.joined(separator: ",")))
+        case .advertiseFailed(let reason):
+            return DoctorCheck(name: name, status: .fail, detail: "the daemon did not take a test service: \(reason)",
+                               fix: "start or restart it: 'sudo systemctl restart avahi-daemon' (it needs D-Bus: 'sudo systemctl start dbus')")
+        case .notSeen:
+            return DoctorCheck(name: name, status: .fail,
+                               detail: "published a test service through the daemon but did not browse it back within \(String(format: "%.0f", options.selfCheckTime.inSeconds)) s",
+                               fix: "the daemon uses no interface: check allow-interfaces / deny-interfaces in /etc/avahi/avahi-daemon.conf and that an interface is up with multicast, then 'sudo systemctl restart avahi-daemon'")
+        }
+    }
+
+    /// The type of the self-check's test service (not `_openagents._tcp`, so phones never list it).
+    public static let selfCheckType = "_oabridge-check._tcp"
+
+    private enum SelfCheckOutcome: Sendable {
+        case seen(Duration, [String])
+        case advertiseFailed(String)
+        case notSeen
     }
 
     /// The bridge on this machine, asked without a token over loopback (`/api/health`, then `/api/status` for the
@@ -165,9 +357,9 @@ public struct Doctor: Sendable {
         return checks
     }
 
-    func tailscale() -> DoctorCheck {
+    func tailscale() async -> DoctorCheck {
         do {
-            let identity = try options.tailscale.read()
+            let identity = try await options.tailscale.read()
             if identity.isRunning {
                 return DoctorCheck(name: "Tailscale", status: .ok, detail: "\(identity.dnsName) \(identity.addresses.joined(separator: " ")) (fallback when mDNS fails)")
             }

@@ -11,9 +11,14 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check everything a phone needs to find and reach this desktop, with the fix for each problem.",
         discussion: """
-        Checks, in order: the D-Bus system bus, avahi-daemon, interfaces that can multicast, \
-        whether this machine's bridge is visible over mDNS, whether the bridge port answers the \
-        handshake, firewall rules (ufw, firewalld), Tailscale, the token store, and the clock.
+        Checks, in order: the D-Bus system bus, avahi-daemon, whether this machine's bridge is \
+        visible over mDNS, a self-check (a short-lived test service of type _oabridge-check._tcp \
+        published through the daemon and browsed back on this host), interfaces that are up \
+        without the MULTICAST flag, IPv6 switched off, whether the bridge port answers (without a \
+        token), a bridge listening on loopback only, bridges that mDNS shows but that do not \
+        answer TCP (with their ARP/NDP neighbour state: an address from another network, as a \
+        router's mDNS reflector passes on, has none), firewall rules (ufw, firewalld), Tailscale, \
+        the token store, the TLS identity and the clock. Every finding comes with its fix.
 
         Exit status: 0 all ok, 1 some warning, 2 some failure.
 
@@ -21,6 +26,7 @@ struct DoctorCommand: AsyncParsableCommand {
           oa-bridge doctor
           oa-bridge doctor --port 9100 --backend dnssd
           oa-bridge doctor --json
+          oa-bridge doctor --no-self-check     skip publishing the test service
         """
     )
 
@@ -36,11 +42,15 @@ struct DoctorCommand: AsyncParsableCommand {
     @Flag(help: "Print the checks as one JSON array.")
     var json = false
 
+    @Flag(inversion: .prefixedNo, help: "Publish a short-lived test service through the daemon and browse for it on this host.")
+    var selfCheck = true
+
     func run() async throws {
         LoggingSetup.bootstrap(level: .critical, format: .text)
         let logger = Logger(label: "oa-bridge.doctor")
         var options = Doctor.Options(backend: try backend.make(logger: logger), stateDirectory: StateDirectory.resolve(override: stateDir))
         options.port = port
+        options.selfCheck = selfCheck
         let tls = DoctorTLSRow.inspect(stateDirectory: StateDirectory.resolve(override: stateDir))
         let checks = await Doctor(options: options, logger: logger).run() + [DoctorCheck(
             name: tls.name, status: tls.level == .ok ? .ok : tls.level == .warn ? .warn : .fail, detail: tls.detail, fix: tls.fix)]
