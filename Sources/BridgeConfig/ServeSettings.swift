@@ -35,6 +35,8 @@ public struct ServeFlags: Sendable {
     public var workingDirectory: String?
     /// `--discovery` / `--backend`.
     public var discovery: DiscoveryChoice?
+    /// `--interface`.
+    public var interface: String?
     /// `--state-dir`.
     public var stateDir: String?
     /// `--max-frame-size`.
@@ -79,6 +81,8 @@ public struct ServeSettings: Sendable {
     public var workingDirectory: Resolved<String>
     /// mDNS advertising.
     public var discovery: Resolved<DiscoveryChoice>
+    /// The interface to announce on; `nil` for every interface the daemon uses.
+    public var interface: Resolved<String?>
     /// The state directory; `nil` for the XDG default.
     public var stateDir: Resolved<String?>
     /// Largest accepted WebSocket message, in bytes.
@@ -108,7 +112,7 @@ public struct ServeSettings: Sendable {
     public static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "log-level", "log-format", "auth", "require-approval", "allow-network",
-        "allow-plaintext",
+        "allow-plaintext", "interface",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -140,6 +144,7 @@ public struct ServeSettings: Sendable {
             agentCwd: try resolver.pickOptional("agent-cwd", flags.agentCwd, parse: { $0 }, expected: "a directory"),
             workingDirectory: try resolver.pick("working-directory", flags.workingDirectory, parse: { $0 }, expected: "a directory", default: FileManager.default.currentDirectoryPath),
             discovery: try resolver.pick("discovery", flags.discovery, parse: DiscoveryChoice.init(rawValue:), expected: "avahi, dnssd or off", default: .platformDefault),
+            interface: try resolver.pickOptional("interface", flags.interface, parse: { $0.isEmpty ? nil : $0 }, expected: "a network interface name, e.g. eth0"),
             stateDir: try resolver.pickOptional("state-dir", flags.stateDir, parse: { $0 }, expected: "a directory"),
             maxFrameSize: try resolver.pick("max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: 1 << 20),
             maxConnections: try resolver.pick("max-connections", flags.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
@@ -170,6 +175,7 @@ public struct ServeSettings: Sendable {
             row("agent-cwd", agentCwd) { $0 ?? "(working-directory)" },
             row("working-directory", workingDirectory) { $0 },
             row("discovery", discovery) { $0.rawValue },
+            row("interface", interface) { $0 ?? "(every interface)" },
             row("state-dir", stateDir) { $0 ?? "(XDG state directory)" },
             row("max-frame-size", maxFrameSize) { String($0) },
             row("max-connections", maxConnections) { String($0) },

@@ -29,6 +29,9 @@ struct ServeOptions: ParsableArguments {
     @Option(name: [.customLong("discovery"), .customLong("backend")], help: "mDNS advertising: avahi, dnssd, or off (--backend is the same option). Default: avahi on Linux.")
     var discovery: DiscoveryChoice?
 
+    @Option(help: ArgumentHelp("Announce on this network interface only (e.g. eth0), not on docker0, VPN or virtual bridges. Default: every interface avahi-daemon uses.", valueName: "name"))
+    var interface: String?
+
     @Option(help: "Where state is kept (install id, pairing database). Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
     var stateDir: String?
 
@@ -70,6 +73,7 @@ struct ServeOptions: ParsableArguments {
         flags.agentCwd = agentCwd
         flags.workingDirectory = workingDirectory
         flags.discovery = discovery
+        flags.interface = interface
         flags.stateDir = stateDir
         flags.maxFrameSize = maxFrameSize
         flags.maxConnections = maxConnections
