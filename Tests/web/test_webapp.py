@@ -337,3 +337,33 @@ def test_a_photo_is_attached_when_the_agent_takes_images(bridge_factory, phone, 
     assert "images=image/jpeg:1280x960" in phone.page.locator("#transcript").text_content()
     assert phone.page.locator("#transcript .msg.user img").count() == 1
     assert not phone.errors and not phone.dialogs
+
+
+def test_sessions_new_and_attach_and_the_mode_picker(bridge, phone):
+    open_from_qr(phone, bridge)
+    send(phone, "first session")
+    phone.page.get_by_role("button", name="Allow once").click(timeout=10_000)
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
+    # The demo agent offers two modes: the picker switches with session/set_mode.
+    mode = phone.page.get_by_label("Mode", exact=True)
+    assert mode.input_value() == "default"
+    mode.select_option("quiet")
+    phone.page.wait_for_timeout(300)
+    assert not phone.page.get_by_text("The mode was not changed").is_visible()
+    # A new session starts empty; the first is listed and attaches again with its conversation.
+    phone.page.get_by_role("button", name="Sessions").click()
+    phone.page.get_by_role("button", name="New session").click()
+    phone.page.wait_for_function("() => document.querySelectorAll('#transcript .msg').length === 0", timeout=10_000)
+    send(phone, "second session")
+    phone.page.get_by_role("button", name="Allow once").click(timeout=10_000)
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
+    phone.page.get_by_role("button", name="Sessions").click()
+    phone.page.get_by_role("button", name=re.compile("first session")).click()
+    phone.page.wait_for_function(
+        "() => document.querySelector('#transcript').textContent.includes('You said: first session')", timeout=10_000)
+    assert "second session" not in phone.page.inner_text("#transcript")
+    assert agent_texts(phone).count("You said: first session") == 1
+    send(phone, "back again")
+    phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
+    assert "You said: back again" in agent_texts(phone)
+    assert not phone.errors and not phone.dialogs

@@ -105,6 +105,13 @@ async function boot() {
   const payload = auth.payloadFromFragment(location.hash);
   const state = auth.load();
   if (payload) {
+    // Typed as http:// on a bridge that speaks TLS: go to https:// before the token travels (the bridge refuses it
+    // in clear from the LAN anyway). The fragment stays in the browser.
+    const loopback = /^(127\.|\[::1\]$|localhost$)/.test(location.hostname);
+    if (location.protocol === "http:" && !loopback && /^https:/.test(str(payload.http))) {
+      location.replace("https://" + location.host + location.pathname + location.hash);
+      return undefined;
+    }
     const wsPath = wsPathOf(payload);
     if (typeof payload.token !== "string") {
       auth.save({ noAuth: true, name: str(payload.name), wsPath });
