@@ -13,17 +13,12 @@ public final class BridgeRPCClient: Sendable {
     /// The URL connected to.
     public let url: String
 
-    private let state: Mutex<State>
-    private let incomingContinuation: AsyncStream<JSONRPCMessage>.Continuation
+    private let core: Core
     private let outbound: AsyncStream<String>.Continuation
+    /// The task that owns the WebSocket. It holds ``Core`` and the outbound stream, never the client, so it is
+    /// cancelled when the client goes away (or the open fails), not kept alive by it.
     private let connectionTask: Mutex<Task<Void, Never>?>
 
-    private struct State {
-        var nextID: Int64 = 1
-        var pending: [JSONRPCID: CheckedContinuation<JSONValue, any Error>] = [:]
-        var closedReason: String?
-        var certificatePin: CertificatePin?
-    }
 
     /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
     /// longer than `timeout`. `token` is sent as `Authorization: Bearer`.
@@ -51,12 +46,13 @@ public final class BridgeRPCClient: Sendable {
 
     /// The pin of the certificate the bridge presented (`wss://` only): with trust on first use, the pin to show
     /// and to store.
-    public var certificatePin: CertificatePin? { state.withLock { $0.certificatePin } }
+    public var certificatePin: CertificatePin? { core.state.withLock { $0.certificatePin } }
 
     private init(url: String) {
         self.url = url
-        self.state = Mutex(State())
-        (incoming, incomingContinuation) = AsyncStream.makeStream(of: JSONRPCMessage.self, bufferingPolicy: .unbounded)
+        let (incoming, incomingContinuation) = AsyncStream.makeStream(of: JSONRPCMessage.self, bufferingPolicy: .unbounded)
+        self.incoming = incoming
+        self.core = Core(incoming: incomingContinuation)
         let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
         self.outbound = continuation
         self.outboundStream = stream
@@ -71,11 +67,11 @@ public final class BridgeRPCClient: Sendable {
     ) async throws {
         let connector = WebSocketConnector(timeout: timeout, maxMessageSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         let (opened, openedContinuation) = AsyncStream.makeStream(of: Result<Void, any Error>.self, bufferingPolicy: .bufferingNewest(1))
-        let outboundStream = self.outboundStream
+        let (outboundStream, core, url) = (self.outboundStream, self.core, self.url)
         let task = Task {
             do {
                 let close = try await connector.connect(to: target, pin: pin, token: token) { connection in
-                    self.state.withLock { $0.certificatePin = connection.certificatePin }
+                    core.state.withLock { $0.certificatePin = connection.certificatePin }
                     openedContinuation.yield(.success(()))
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -87,7 +83,7 @@ public final class BridgeRPCClient: Sendable {
                         group.addTask {
                             for try await message in connection.messages {
                                 switch message {
-                                case .text(let text): self.receive(text)
+                                case .text(let text): core.receive(text)
                                 case .binary: logger.warning("ignoring a binary frame from the bridge; it speaks JSON text")
                                 }
                             }
@@ -98,41 +94,55 @@ public final class BridgeRPCClient: Sendable {
                     return connection.closeFrame
                 }
                 let reason = close.map { "closed by the bridge (\($0.code)\($0.reason.isEmpty ? "" : ": " + $0.reason))" } ?? "closed"
-                self.finish(reason: reason)
+                core.finish(reason: reason)
             } catch {
                 openedContinuation.yield(.failure(error))
-                self.finish(reason: "\(error)")
+                core.finish(reason: "\(error)")
             }
             openedContinuation.finish()
         }
         connectionTask.withLock { $0 = task }
-        let result = try await withThrowingTaskGroup(of: Result<Void, any Error>?.self) { group in
-            group.addTask {
-                for await result in opened { return result }
-                return nil
+        let result: Result<Void, any Error>?
+        do {
+            result = try await withThrowingTaskGroup(of: Result<Void, any Error>?.self) { group in
+                group.addTask {
+                    for await result in opened { return result }
+                    return nil
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return .failure(BridgeClientError.timedOut("opening \(url) took longer than \(timeout)"))
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return .failure(BridgeClientError.timedOut("opening \(self.url) took longer than \(timeout)"))
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? nil
+        } catch {
+            // Cancelled while opening (a Happy Eyeballs attempt that lost): the half-open connection goes now.
+            abandon()
+            throw error
         }
         switch result {
         case .success?:
             return
         case .failure(let error)?:
-            close()
+            abandon()
             throw error
         case nil:
-            close()
-            throw BridgeClientError.connectionClosed(state.withLock { $0.closedReason } ?? "before the WebSocket opened")
+            abandon()
+            throw BridgeClientError.connectionClosed(core.state.withLock { $0.closedReason } ?? "before the WebSocket opened")
         }
+    }
+
+    /// Ends an open that failed or was cancelled: pending requests fail and the connection task is cancelled, so a
+    /// handshake still under way is closed at once instead of at its timeout.
+    private func abandon() {
+        close()
+        connectionTask.withLock { $0?.cancel() }
     }
 
     /// Sends a request and waits for its answer; throws the bridge's JSON-RPC error as `.rpc`.
     public func request(_ method: String, params: JSONValue? = nil, timeout: Duration = .seconds(60)) async throws -> JSONValue {
-        let id: JSONRPCID = state.withLock { state in
+        let id: JSONRPCID = core.state.withLock { state in
             defer { state.nextID += 1 }
             return .int(state.nextID)
         }
@@ -140,7 +150,7 @@ public final class BridgeRPCClient: Sendable {
         return try await withThrowingTaskGroup(of: JSONValue.self) { group in
             group.addTask {
                 try await withCheckedThrowingContinuation { continuation in
-                    let closed: String? = self.state.withLock { state in
+                    let closed: String? = self.core.state.withLock { state in
                         if let reason = state.closedReason { return reason }
                         state.pending[id] = continuation
                         return nil
@@ -159,7 +169,7 @@ public final class BridgeRPCClient: Sendable {
             defer {
                 group.cancelAll()
                 // A request that timed out or was cancelled must not keep its continuation.
-                let leftover = self.state.withLock { $0.pending.removeValue(forKey: id) }
+                let leftover = self.core.state.withLock { $0.pending.removeValue(forKey: id) }
                 leftover?.resume(throwing: CancellationError())
             }
             guard let value = try await group.next() else { throw CancellationError() }
@@ -185,7 +195,7 @@ public final class BridgeRPCClient: Sendable {
     /// Puts a local notification into ``incoming`` behind everything received so far, so a reader
     /// can tell when it has caught up.
     func enqueueLocalMarker(_ method: String) {
-        incomingContinuation.yield(.notification(JSONRPCNotification(method: method)))
+        core.incoming.yield(.notification(JSONRPCNotification(method: method)))
     }
 
     /// Sends raw text as one frame (for tools and tests).
@@ -196,15 +206,37 @@ public final class BridgeRPCClient: Sendable {
     /// Closes the WebSocket; pending requests fail.
     public func close() {
         outbound.finish()
-        finish(reason: "closed by the client")
+        core.finish(reason: "closed by the client")
     }
 
     /// Why the connection ended, or `nil` while it is open.
-    public var closedReason: String? { state.withLock { $0.closedReason } }
+    public var closedReason: String? { core.state.withLock { $0.closedReason } }
+
+    deinit {
+        outbound.finish()
+        connectionTask.withLock { $0?.cancel() }
+    }
+}
+
+private struct BridgeRPCClientState {
+    var nextID: Int64 = 1
+    var pending: [JSONRPCID: CheckedContinuation<JSONValue, any Error>] = [:]
+    var closedReason: String?
+    var certificatePin: CertificatePin?
+}
+
+/// What the client and its connection task share: the request table and the stream of what the bridge sends.
+private final class Core: Sendable {
+    let state = Mutex(BridgeRPCClientState())
+    let incoming: AsyncStream<JSONRPCMessage>.Continuation
+
+    init(incoming: AsyncStream<JSONRPCMessage>.Continuation) {
+        self.incoming = incoming
+    }
 
     // MARK: - Receiving
 
-    private func receive(_ text: String) {
+    func receive(_ text: String) {
         let elements: [JSONRPCFrame.Element]
         switch JSONRPCFrame(parsing: text) {
         case .single(let element): elements = [element]
@@ -219,15 +251,15 @@ public final class BridgeRPCClient: Sendable {
                 case .failure(let error): continuation?.resume(throwing: BridgeClientError.rpc(error))
                 }
             case .message(let message):
-                incomingContinuation.yield(message)
+                incoming.yield(message)
             case .invalid(let id, let error):
                 // An error with a null id answers something we could not send right; surface it.
-                incomingContinuation.yield(.response(JSONRPCResponse(id: id, error: error)))
+                incoming.yield(.response(JSONRPCResponse(id: id, error: error)))
             }
         }
     }
 
-    private func finish(reason: String) {
+    func finish(reason: String) {
         let pending = state.withLock { state -> [CheckedContinuation<JSONValue, any Error>] in
             if state.closedReason == nil { state.closedReason = reason }
             defer { state.pending.removeAll() }
@@ -236,11 +268,6 @@ public final class BridgeRPCClient: Sendable {
         for continuation in pending {
             continuation.resume(throwing: BridgeClientError.connectionClosed(reason))
         }
-        incomingContinuation.finish()
-    }
-
-    deinit {
-        outbound.finish()
-        connectionTask.withLock { $0?.cancel() }
+        incoming.finish()
     }
 }

@@ -1,0 +1,38 @@
+import BridgeClient
+import Foundation
+import Logging
+import Testing
+
+@Suite("BridgeRPCClient owns its connection task: nothing outlives the client or a cancelled open", .tags(.loopback))
+struct BridgeRPCClientLifetimeTests {
+    let logger = Logger(label: "test.rpc-client")
+
+    @Test("an open cancelled mid-handshake closes its socket at once, not at its timeout")
+    func cancelledOpen() async throws {
+        try await SilentServer.with { port, events in
+            let logger = self.logger
+            let opening = Task {
+                try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", timeout: .seconds(60), logger: logger)
+            }
+            let accepted = try await events.waitForAccept(timeout: .seconds(5))
+            #expect(accepted)
+            opening.cancel()
+            let closed = try await events.waitForClose(timeout: .seconds(3))
+            #expect(closed, "the half-open connection stayed open after the cancelled open")
+            _ = await opening.result
+        }
+    }
+
+    @Test("a client dropped without close() is released, and its connection with it")
+    func droppedClient() async throws {
+        try await TestBridge.with { port, _ in
+            weak var released: BridgeRPCClient?
+            do {
+                let client = try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", logger: logger)
+                released = client
+                #expect(client.closedReason == nil)
+            }
+            #expect(released == nil, "the connection task kept the client alive")
+        }
+    }
+}
