@@ -83,8 +83,10 @@ extension WebSocketConnector {
         /// For `wss://` (`https://`): TLS first in the pipeline, the peer checked by ``verify(_:)``.
         func addTLS(to channel: any Channel, context: NIOSSLContext?) throws {
             guard let context else { return }
-            let serverName = Target.isIPAddress(target.host) ? nil : target.host
-            let handler = try NIOSSLClientHandler(context: context, serverHostname: serverName) { [self] certificates, promise in
+            // No SNI: the bridge is identified by its pin, never by name. A bridge on a tailnet presents the MagicDNS
+            // name's CA certificate to clients that name it (browsers, issue 11 item 6); without SNI it presents its
+            // own identity, so the pin from pairing matches whether the phone uses the address or the tailnet name.
+            let handler = try NIOSSLClientHandler(context: context, serverHostname: nil) { [self] certificates, promise in
                 promise.succeed(self.verify(certificates))
             }
             try channel.pipeline.syncOperations.addHandler(handler)

@@ -540,3 +540,28 @@ def test_a_flood_of_unfinished_tls_handshakes_is_closed_and_a_witness_keeps_prom
     finally:
         log = bridge.stop()
     assert "Fatal error" not in log
+
+
+def test_a_pinned_client_reaching_the_bridge_by_its_tailnet_name_still_gets_the_pinned_identity():
+    """The QR payload lists the MagicDNS name as a fallback, and phones connect to it with the pin from pairing. The
+    tailnet certificate is for browsers (chosen by SNI): oa-bridge's own clients send no SNI and get the identity, so
+    the pin keeps matching. Here the tailnet name is `localhost` (resolvable on loopback) and `connect` is pinned."""
+    directory = Path(tempfile.mkdtemp(prefix="oa-tailnet-"))
+    ca, pair = make_test_ca(directory, "localhost")
+    localapi = StandInLocalAPI(directory, "localhost", pair)
+    bridge = Bridge(env={"OA_BRIDGE_TAILSCALED_SOCKET": localapi.path})
+    try:
+        token, pin = pair_over_tls(bridge)
+        deadline = time.monotonic() + 15
+        while curl_tailnet(bridge.port, "localhost", "--cacert", str(ca)).returncode != 0:
+            assert time.monotonic() < deadline, "the tailnet certificate was never served"
+            time.sleep(0.2)
+        connected = subprocess.run([BIN, "connect", f"localhost:{bridge.port}", "--pin", pin, "--token", token,
+                                    "--prompt", "by the tailnet name", "--browse-time", "0.2", "--cwd", bridge.state],
+                                   capture_output=True, text=True, timeout=60)
+        assert connected.returncode == 0, connected.stderr
+        assert "You said: by the tailnet name" in connected.stdout, connected.stdout
+        assert "connected to wss://localhost" in connected.stderr, connected.stderr
+    finally:
+        bridge.stop()
+        localapi.close()
