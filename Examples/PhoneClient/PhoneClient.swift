@@ -1,13 +1,14 @@
 // PhoneClient: what a phone app does, in one small program to copy.
 //
 //   1. find the desktop on the LAN over mDNS (`_openagents._tcp`),
-//   2. pair with the QR payload the desktop shows (`oa-bridge pair --json`), keeping the tokens
+//   2. pair with what the desktop's QR code holds (its URL, https://…/app#…, or the JSON `oa-bridge pair --json`
+//      prints; `PairingPayload(scannedText:)` reads either), keeping the tokens
 //      in a private file, and refresh them before they expire,
 //   3. connect (the addresses of the service, raced), `initialize`, open a session, prompt, and
 //      print the streamed answer.
 //
 // Usage:
-//   swift run PhoneClient '<QR payload JSON>' 'What is in README.md?'
+//   swift run PhoneClient '<QR URL or payload JSON>' 'What is in README.md?'
 //   swift run PhoneClient - 'hello'            (already paired: uses the saved tokens)
 //
 // Tokens are kept in ./phone-client-tokens.json (mode 0600).

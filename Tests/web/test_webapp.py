@@ -262,6 +262,9 @@ def test_hostile_agent_output_is_rendered_inert(bridge_factory, phone):
     assert "<script>alert(10)</script>" in phone.page.locator("#transcript .plan").text_content()
     phone.page.get_by_label("Message").fill("/")
     assert "<img src=x onerror=alert(11)>" in phone.page.locator("#commands").text_content()
+    # A suggestion from available_commands_update fills the message box.
+    phone.page.locator("#commands button").filter(has_text="/pwn").click()
+    assert phone.page.get_by_label("Message").input_value() == "/pwn "
     assert phone.page.evaluate("window.__pwned === undefined")
     assert phone.dialogs == [], phone.dialogs
     assert phone.errors == [], phone.errors
