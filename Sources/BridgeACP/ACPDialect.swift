@@ -74,6 +74,17 @@ public enum ACPDialect: Sendable, Hashable, CustomStringConvertible {
         isSeed ? ACPKeyCase.toSnakeCase(value) : value
     }
 
+    /// A value from this client in official spelling; two keys that would become one are an error. Members named in
+    /// `keeping` (top level) are kept with their contents (e.g. an elicitation answer's `content`).
+    public func checkedToAgent(_ value: JSONValue, keeping: Set<String> = []) throws(ACPKeyCollision) -> JSONValue {
+        isSeed ? try ACPKeyCase.checkedCamelCase(value, keeping: keeping) : value
+    }
+
+    /// A value from the agent in this client's spelling; two keys that would become one are an error.
+    public func checkedToClient(_ value: JSONValue, keeping: Set<String> = []) throws(ACPKeyCollision) -> JSONValue {
+        isSeed ? try ACPKeyCase.checkedSnakeCase(value, keeping: keeping) : value
+    }
+
     /// An error from the agent, with its data in this client's spelling.
     public func toClient(_ error: JSONRPCError) -> JSONRPCError {
         var converted = error

@@ -146,7 +146,7 @@ public struct ServeSettings: Sendable {
             discovery: try resolver.pick("discovery", flags.discovery, parse: DiscoveryChoice.init(rawValue:), expected: "avahi, dnssd or off", default: .platformDefault),
             interface: try resolver.pickOptional("interface", flags.interface, parse: { $0.isEmpty ? nil : $0 }, expected: "a network interface name, e.g. eth0"),
             stateDir: try resolver.pickOptional("state-dir", flags.stateDir, parse: { $0 }, expected: "a directory"),
-            maxFrameSize: try resolver.pick("max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: 1 << 20),
+            maxFrameSize: try resolver.pick("max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: BridgeServerConfiguration.defaultMaxFrameSize),
             maxConnections: try resolver.pick("max-connections", flags.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
             maxPendingPerAddress: try resolver.pick("max-pending-per-address", flags.maxPendingPerAddress, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 128),
             logLevel: try resolver.pick("log-level", flags.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),

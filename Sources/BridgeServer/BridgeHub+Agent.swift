@@ -59,8 +59,15 @@ extension BridgeHub {
         let response = await bridgeRequest(to: launched, method: ACPMethod.initialize, params: params, timeout: configuration.agentInitializeTimeout)
         switch response.outcome {
         case .success(let result):
-            if result["protocolVersion"] != .int(ACPDialect.officialVersion) {
-                agentLogger.warning("the agent answered initialize with another protocol version", metadata: ["protocolVersion": "\(result["protocolVersion"]?.jsonText ?? "none")"])
+            // ACP's negotiation: the agent answers with the version asked if it speaks it, else its latest; a client
+            // that does not speak that one closes the connection. The bridge speaks 1.
+            guard result["protocolVersion"] == .int(ACPDialect.officialVersion) else {
+                let version = result["protocolVersion"]?.jsonText ?? "none"
+                agentLogger.error("the agent speaks another ACP protocol version", metadata: ["protocolVersion": "\(version)"])
+                await agent.stop()
+                return .failure(JSONRPCError.internalError(
+                    "the agent answered initialize with protocolVersion \(version); this bridge speaks ACP protocol version \(ACPDialect.officialVersion)",
+                    data: ["protocolVersion": result["protocolVersion"] ?? .null]))
             }
             agentLogger.info("agent ready", metadata: ["agentInfo": "\(result["agentInfo"]?.jsonText ?? "none")"])
             return .success(AgentHandle(agent: agent, generation: current, initializeResult: result))
@@ -169,6 +176,15 @@ extension BridgeHub {
             answerUnaskable(ask, reason: "no such session")
             return
         }
+        if let params = request.params, !BridgeHub.isExtension(request.method),
+           record.members.contains(where: { connections[$0]?.dialect?.isSeed == true }) {
+            do throws(ACPKeyCollision) {
+                _ = try ACPKeyCase.checkedSnakeCase(params)
+            } catch {
+                answerAgent(request.id, .failure(JSONRPCError.invalidParams("\(request.method): \(error)", data: ["key": .string(error.key)])), generation: current)
+                return
+            }
+        }
         let askID = nextAskID
         nextAskID += 1
         // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
@@ -178,7 +194,7 @@ extension BridgeHub {
             askedAt: configuration.clock.now)
         for member in record.members {
             guard let client = connections[member], let dialect = client.dialect else { continue }
-            let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: request.params.map(dialect.toClient)))
+            let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: BridgeHub.toClient(request.params, method: request.method, dialect: dialect)))
             send(.text(forwarded.jsonText), to: member)
         }
         logger.debug("agent request forwarded", metadata: ["method": "\(request.method)", "session": "\(session)", "clients": "\(record.members.count)"])

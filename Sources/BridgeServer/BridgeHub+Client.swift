@@ -60,7 +60,13 @@ extension BridgeHub {
             fail(id, request: .null, BridgeErrors.notInitialized(notification.method), batch: nil)
             return
         }
-        let params = notification.params.map(dialect.toAgent)
+        let params: JSONValue?
+        do {
+            params = try BridgeHub.fromClient(notification.params, method: notification.method, dialect: dialect)
+        } catch {
+            fail(id, request: .null, error, batch: nil)
+            return
+        }
         if notification.method == ACPMethod.cancelRequest {
             clientCancelledRequest(params, from: id)
             return
@@ -87,7 +93,13 @@ extension BridgeHub {
             fail(id, request: request.id, BridgeErrors.notInitialized(request.method), batch: batch)
             return
         }
-        let params = request.params.map(dialect.toAgent)
+        let params: JSONValue?
+        do {
+            params = try BridgeHub.fromClient(request.params, method: request.method, dialect: dialect)
+        } catch {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
         switch request.method {
         case ACPMethod.sessionCancel:
             if let error = cancel(params, from: id) {
@@ -157,28 +169,32 @@ extension BridgeHub {
         deliver(JSONRPCResponse(id: request.id, result: initializeResult(for: dialect, agent: handle)), to: id, batch: batch)
     }
 
-    /// The `initialize` answer for a client: the agent's capabilities, auth methods and info, in the client's
-    /// dialect, plus the bridge's working directory in `_meta`.
+    /// The `initialize` answer for a client: every field the agent answered (capabilities, auth methods, info, and
+    /// any other), in the client's dialect, with the protocol version negotiated for the client; `_meta` is the
+    /// agent's, untouched, plus the bridge's working directory.
     func initializeResult(for dialect: ACPDialect, agent handle: AgentHandle) -> JSONValue {
-        let agent = handle.initializeResult
-        let fallbackInfo = AgentInfo(
-            name: configuration.agentCommand?.first ?? "agent",
-            title: configuration.agentCommand?.joined(separator: " ") ?? "agent",
-            version: "unknown")
-        let official: JSONValue = [
-            "agentCapabilities": agent["agentCapabilities"] ?? [:],
-            "authMethods": agent["authMethods"] ?? [],
-            "agentInfo": agent["agentInfo"] ?? fallbackInfo.jsonValue,
-        ]
-        var members = dialect.toClient(official).objectValue ?? [:]
+        var official = handle.initializeResult.objectValue ?? [:]
+        let agentMeta = official.removeValue(forKey: "_meta")?.objectValue ?? [:]
+        official["protocolVersion"] = nil
+        if official["agentCapabilities"] == nil { official["agentCapabilities"] = [:] }
+        if official["authMethods"] == nil { official["authMethods"] = [] }
+        if official["agentInfo"] == nil {
+            official["agentInfo"] = AgentInfo(
+                name: configuration.agentCommand?.first ?? "agent",
+                title: configuration.agentCommand?.joined(separator: " ") ?? "agent",
+                version: "unknown").jsonValue
+        }
+        var members = dialect.toClient(.object(official)).objectValue ?? [:]
+        var meta = agentMeta
         switch dialect {
         case .seed(let version):
             members["protocol_version"] = .string(version)
-            members["_meta"] = ["working_directory": .string(workspace.root)]
+            meta["working_directory"] = .string(workspace.root)
         case .v1:
             members["protocolVersion"] = .int(ACPDialect.officialVersion)
-            members["_meta"] = ["workingDirectory": .string(workspace.root)]
+            meta["workingDirectory"] = .string(workspace.root)
         }
+        members["_meta"] = .object(meta)
         return .object(members)
     }
 
@@ -348,10 +364,15 @@ extension BridgeHub {
         default:
             break
         }
-        let dialect = client.dialect
-        let converted: Result<JSONValue, JSONRPCError> = switch outcome {
-        case .success(let value): .success(dialect?.toClient(value) ?? value)
-        case .failure(let error): .failure(dialect?.toClient(error) ?? error)
+        // The agent's error (its data is free-form) goes as it came; a result in the client's spelling.
+        var converted = outcome
+        if case .success(let value) = outcome, let dialect = client.dialect, !BridgeHub.isExtension(route.method) {
+            do throws(ACPKeyCollision) {
+                converted = .success(try dialect.checkedToClient(value))
+            } catch {
+                client.logger.warning("the agent's answer has keys that collide in the client's dialect", metadata: ["method": "\(route.method)", "collision": "\(error)"])
+                converted = .failure(error.rpcError(fromClient: false))
+            }
         }
         deliver(JSONRPCResponse(id: route.clientID, outcome: converted), to: route.connection, batch: route.batch)
     }
@@ -365,10 +386,15 @@ extension BridgeHub {
             connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])
             return
         }
-        let dialect = connections[id]?.dialect
-        let outcome: Result<JSONValue, JSONRPCError> = switch response.outcome {
-        case .success(let value): .success(dialect?.toAgent(value) ?? value)
-        case .failure(let error): .failure(dialect?.toAgent(error) ?? error)
+        // A phone's error (its data is free-form) goes as it came; a result in official spelling (an elicitation's
+        // `content` is the user's data, an extension's result free-form).
+        var outcome = response.outcome
+        if case .success(let value) = response.outcome, let dialect = connections[id]?.dialect, !BridgeHub.isExtension(ask.method) {
+            do throws(ACPKeyCollision) {
+                outcome = .success(try dialect.checkedToAgent(value, keeping: ask.method == ACPMethod.elicitationCreate ? ["content"] : []))
+            } catch {
+                outcome = .failure(error.rpcError(fromClient: true))
+            }
         }
         if case .failure(let error) = outcome {
             ask.targets.remove(id)

@@ -236,6 +236,30 @@ extension BridgeHub {
         }
     }
 
+    // MARK: free-form data
+
+    /// Whether a method is an extension of someone else's (`_` prefix, not the bridge's own `_oa/`): its params and
+    /// results are free-form and never renamed.
+    static func isExtension(_ method: String) -> Bool {
+        method.hasPrefix("_") && !method.hasPrefix("_oa/")
+    }
+
+    /// The agent's params in a client's spelling (an extension method's untouched).
+    static func toClient(_ params: JSONValue?, method: String, dialect: ACPDialect) -> JSONValue? {
+        guard let params, !isExtension(method) else { return params }
+        return dialect.toClient(params)
+    }
+
+    /// A client's params in official spelling (an extension method's untouched); colliding keys are -32602.
+    static func fromClient(_ params: JSONValue?, method: String, dialect: ACPDialect) throws(JSONRPCError) -> JSONValue? {
+        guard let params, !isExtension(method) else { return params }
+        do {
+            return try dialect.checkedToAgent(params)
+        } catch {
+            throw error.rpcError(fromClient: true)
+        }
+    }
+
     // MARK: $/cancel_request
 
     /// A client's `$/cancel_request`: its own request id is mapped to the one the agent knows, then passed on.

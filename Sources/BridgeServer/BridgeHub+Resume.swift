@@ -110,7 +110,7 @@ extension BridgeHub {
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) && !ask.failed.contains(id) {
             asks[askID]?.targets.insert(id)
             asks[askID]?.orphanedSince = nil
-            let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: ask.params.map(dialect.toClient))
+            let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: BridgeHub.toClient(ask.params, method: ask.method, dialect: dialect))
             send(.text(JSONRPCMessage.request(request).jsonText), to: id)
         }
     }

@@ -263,6 +263,7 @@ actor BridgeHub {
     }
 
     private static func notificationFrame(method: String, params: JSONValue?, in dialect: ACPDialect) -> OutboundFrame {
-        .message(.notification(JSONRPCNotification(method: method, params: params.map(dialect.toClient))))
+        // An extension notification's params are free-form: never renamed.
+        .message(.notification(JSONRPCNotification(method: method, params: isExtension(method) ? params : params.map(dialect.toClient))))
     }
 }

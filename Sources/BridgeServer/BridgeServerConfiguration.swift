@@ -23,7 +23,10 @@ public struct BridgeServerConfiguration: Sendable {
     /// boundary of `fs/read_text_file` / `fs/write_text_file` (a session's `cwd` must lie inside it).
     public var workingDirectory: String
     /// The largest WebSocket message accepted, in bytes; larger ones get an error (or a 1009 close when far larger).
-    public var maxFrameSize: Int = 1 << 20
+    /// The default, ``defaultMaxFrameSize`` (16 MiB), lets a prompt carry a photo from a phone's camera.
+    public var maxFrameSize: Int = BridgeServerConfiguration.defaultMaxFrameSize
+    /// The default ``maxFrameSize``: 16 MiB.
+    public static let defaultMaxFrameSize = 16 << 20
     /// How long a new connection may take to complete `initialize` before it is closed.
     public var initializeTimeout: Duration = .seconds(10)
     /// How long the bridge waits for the agent to answer its own `initialize`.

@@ -35,7 +35,7 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Where state is kept (install id, pairing database). Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
     var stateDir: String?
 
-    @Option(help: "Largest accepted WebSocket message, in bytes. Default: 1048576.")
+    @Option(help: "Largest accepted WebSocket message, in bytes. Default: 16777216 (16 MiB).")
     var maxFrameSize: Int?
 
     @Option(help: "Most WebSocket connections at once; beyond it upgrades get 503 with a JSON reason. Default: 1024.")

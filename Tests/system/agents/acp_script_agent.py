@@ -12,10 +12,13 @@ It advertises every session capability (load, resume, fork, close, delete, list)
 - `mode <id>`: sends `current_mode_update` to `<id>`;
 - anything else: `heard: <text>`.
 
-`_test/log` (an extension method) answers what the agent received that the test wants to see (`$/cancel_request`).
+`SCRIPT_AGENT_VERSION` in the environment changes the protocol version it answers `initialize` with.
+`_test/log` (an extension method) answers what the agent received that the test wants to see (`$/cancel_request`,
+deleted and closed sessions) and, under `echo`, its own params.
 """
 import asyncio
 import json
+import os
 import sys
 import uuid
 
@@ -67,7 +70,8 @@ class ScriptAgent:
         caps = AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True),
                                  session_capabilities=SessionCapabilities.model_validate(
                                      {"resume": {}, "fork": {}, "close": {}, "list": {}, "delete": {}}))
-        response = InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=caps,
+        version = int(os.environ.get("SCRIPT_AGENT_VERSION", PROTOCOL_VERSION))
+        response = InitializeResponse(protocol_version=version, agent_capabilities=caps,
                                       agent_info=Implementation(name="script-agent", title="Scripted SDK agent", version="1.0"))
         response.field_meta = {"vendor.example/build": {"commitHash": "abc", "snake_key": 1}}
         return response
@@ -110,7 +114,7 @@ class ScriptAgent:
             result = await self.conn._conn.send_request(method, params)
             return json.dumps(result, sort_keys=True)
         except RequestError as error:
-            return "error: %s" % error.code
+            return "error: %s" % error.code + (" " + json.dumps(error.data, sort_keys=True) if error.data else "")
 
     async def prompt(self, session_id, prompt, **kwargs):
         text = " ".join(getattr(block, "text", "") or "" for block in prompt)
@@ -159,7 +163,7 @@ class ScriptAgent:
 
     async def ext_method(self, method, params):
         if method == "test/log":
-            return LOG
+            return dict(LOG, echo=params)
         raise RequestError.method_not_found("_" + method)
 
     async def ext_notification(self, method, params):
