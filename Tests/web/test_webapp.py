@@ -370,3 +370,35 @@ def test_sessions_new_and_attach_and_the_mode_picker(bridge, phone):
     phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
     assert "You said: back again" in agent_texts(phone)
     assert not phone.errors and not phone.dialogs
+
+
+def test_a_socket_closed_for_an_expired_token_refreshes_and_resumes(bridge, phone):
+    """4001 "access token expired": the app refreshes (the refused token is presented no more) and reconnects with
+    the new token, resuming the session. Playwright stands between page and bridge to close the socket as the bridge
+    does when a token's lifetime (15 min) ends."""
+    routes = []
+
+    def through(route):
+        route.connect_to_server()
+        routes.append(route)
+
+    phone.context.route_web_socket(re.compile(r"wss://127\.0\.0\.1:\d+/\?token=.*"), through)
+    open_from_qr(phone, bridge)
+    send(phone, "before expiry")
+    phone.page.get_by_role("button", name="Allow once").click(timeout=10_000)
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
+    assert len(routes) == 1
+    first_token = re.search(r"token=([^&]+)", routes[0].url).group(1)
+    routes[0].close(code=4001, reason="access token expired; refresh and reconnect")
+    # Playwright runs the route handler while the test waits inside a Playwright call, not in time.sleep.
+    wait_until(lambda: phone.page.wait_for_timeout(50) or len(routes) == 2, 10, "a second connection", interval=0)
+    phone.wait_ready(timeout=10_000)
+    second_token = re.search(r"token=([^&]+)", routes[1].url).group(1)
+    assert second_token != first_token
+    stored = phone.page.evaluate("JSON.parse(localStorage.getItem('oa-bridge.auth')).tokens.access")
+    assert stored == second_token.replace("%2D", "-").replace("%5F", "_")
+    assert agent_texts(phone).count("You said: before expiry") == 1
+    send(phone, "after expiry")
+    phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
+    assert "You said: after expiry" in agent_texts(phone)
+    assert not phone.errors and not phone.dialogs
