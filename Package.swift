@@ -297,6 +297,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "BridgeDiagnosticsTests",
+            dependencies: ["BridgeDiagnostics", "BridgeDiscovery"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgePairingTests",
             dependencies: ["BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG"],
             swiftSettings: swiftSettings
