@@ -1,10 +1,8 @@
 import ArgumentParser
+import BridgeClient
 import BridgePairing
 import BridgePairingUI
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `oa-bridge pair`: show the pairing QR code of the running bridge again.
 struct PairCommand: AsyncParsableCommand {
@@ -37,36 +35,16 @@ struct PairCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let base = "http://127.0.0.1:\(port)"
-        let (data, status) = try await LoopbackHTTP.request(new ? "POST" : "GET", base + (new ? "/api/pair/refresh" : "/api/pair/info"), body: new ? Data("{}".utf8) : nil)
-        guard status == 200 else {
-            throw ValidationError("the bridge on port \(port) answered HTTP \(status): \(String(decoding: data, as: UTF8.self))")
+        let payload: PairingPayload
+        do {
+            payload = try await LocalPairingCode(port: port).fetch(rotate: new)
+        } catch {
+            throw ValidationError(error.description)
         }
-        let payload = try PairingJSON.decoder.decode(PairingPayload.self, from: data)
         if json {
             print(payload.jsonString())
             return
         }
         print(try PairingBanner.text(payload: payload, expiresAt: nil, port: port, ansiColors: isatty(STDOUT_FILENO) != 0))
-    }
-}
-
-/// Plain HTTP to the bridge on loopback.
-enum LoopbackHTTP {
-    static func request(_ method: String, _ url: String, body: Data? = nil) async throws -> (Data, Int) {
-        guard let target = URL(string: url) else { throw ValidationError("bad URL \(url)") }
-        var request = URLRequest(url: target)
-        request.httpMethod = method
-        request.timeoutInterval = 5
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        do {
-            let (data, response) = try await URLSession(configuration: .ephemeral).data(for: request)
-            return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
-        } catch {
-            throw ValidationError("cannot reach the bridge at \(url): \(error.localizedDescription). Is 'oa-bridge serve' running (with --port if not 9099)?")
-        }
     }
 }

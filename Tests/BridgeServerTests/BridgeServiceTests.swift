@@ -1,3 +1,4 @@
+import BridgeClient
 import BridgeDiscovery
 import BridgeServer
 import BridgeTLS
@@ -78,6 +79,33 @@ struct BridgeServiceTests {
             configuration: BridgeServerConfiguration(serverName: "x"), stateDirectory: URL(fileURLWithPath: file + "/state"))
         await #expect(throws: InstallIdentityError.self) {
             _ = try await BridgeService(options: options, logger: Logger(label: "test.service"))
+        }
+    }
+
+    @Test("oa-bridge pair's LocalPairingCode: the payload over loopback, a new one with rotate, typed errors")
+    func localPairingCode() async throws {
+        try await withService(auth: .token(requireApproval: false), logs: LogRecorder()) { service, port, _ in
+            let current = try await service.pairing.payload()
+            let fetched = try await LocalPairingCode(port: port).fetch()
+            #expect(fetched.token == current.token && fetched.pin == service.identity.pin.description)
+            let rotated = try await LocalPairingCode(port: port).fetch(rotate: true)
+            #expect(rotated.token != nil && rotated.token != current.token)
+        }
+        try await TestBridge.with { port, _ in
+            // A bridge without a pairing session answers /api/pair/info with an error status.
+            await #expect {
+                _ = try await LocalPairingCode(port: port).fetch()
+            } throws: { error in
+                guard case .refused(port, let status, _) = error as? LocalPairingCodeError else { return false }
+                return status != 200
+            }
+        }
+        let closed = try await SilentServer.with { port, _ in port }
+        await #expect {
+            _ = try await LocalPairingCode(port: closed, timeout: .seconds(2)).fetch()
+        } throws: { error in
+            guard case .unreachable(let url, _) = error as? LocalPairingCodeError else { return false }
+            return url == "http://127.0.0.1:\(closed)/api/pair/info"
         }
     }
 
