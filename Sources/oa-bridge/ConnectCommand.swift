@@ -40,7 +40,7 @@ struct ConnectCommand: AsyncParsableCommand {
     @Option(help: "An access token for a bridge that requires pairing (otherwise the saved credentials are used).")
     var token: String?
 
-    @Option(help: "Pair first with this QR payload (the JSON 'oa-bridge pair --json' prints on the desktop).")
+    @Option(help: "Pair first with what the QR code holds: its URL (https://…/app#…) or the JSON 'oa-bridge pair --json' prints.")
     var pair: String?
 
     @Option(help: "Where this client keeps its tokens (mode 0600). Default: <state dir>/client/<bridge name or address>.json.")
