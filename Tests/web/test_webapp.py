@@ -402,3 +402,18 @@ def test_a_socket_closed_for_an_expired_token_refreshes_and_resumes(bridge, phon
     phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
     assert "You said: after expiry" in agent_texts(phone)
     assert not phone.errors and not phone.dialogs
+
+
+def test_without_auth_over_loopback_http_the_app_needs_no_pairing(bridge_factory, phone):
+    bridge = bridge_factory(["--auth", "none"])
+    url = qr_url(bridge)
+    assert "token" not in json.loads(base64.urlsafe_b64decode(url.split("#", 1)[1] + "==="))
+    # Plain http:// on loopback is served too (no redirect to https:// there).
+    phone.page.goto(f"http://127.0.0.1:{bridge.port}/app#" + url.split("#", 1)[1])
+    phone.wait_ready()
+    assert phone.page.url == f"http://127.0.0.1:{bridge.port}/app"
+    assert bridge.devices() == []
+    send(phone, "no tokens")
+    phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
+    assert "You said: no tokens" in agent_texts(phone)
+    assert not phone.errors and not phone.dialogs
