@@ -223,7 +223,8 @@ extension BridgeHub {
         guard let path = request.params?["path"]?.stringValue else {
             return .failure(JSONRPCError.invalidParams("\(request.method) needs a path"))
         }
-        let files = record.files
+        // An absolute path under one of the session's additional directories is served there; anything else in `cwd`.
+        let files = record.additional.first { path == $0.root || path.hasPrefix($0.root + "/") } ?? record.files
         let io = WorkspaceIO(pool: .singleton, limit: configuration.fileRequestTimeout, clock: ContinuousClock())
         let outcome: Result<JSONValue, WorkspaceFileError>
         if request.method == ACPMethod.readTextFile {
@@ -238,7 +239,7 @@ extension BridgeHub {
             }
             outcome = await io.run(path: path) { isAbandoned throws(WorkspaceFileError) in
                 try files.write(path, content: content, isAbandoned: isAbandoned)
-                return JSONValue.null
+                return JSONValue.object([:])  // WriteTextFileResponse: an object
             }
         }
         switch outcome {

@@ -219,6 +219,25 @@ extension BridgeHub {
         return files
     }
 
+    /// The session's `additionalDirectories`, each of which must lie inside the bridge's working directory like `cwd`;
+    /// their real paths are filled in.
+    func additionalFiles(_ params: inout JSONValue?) throws(JSONRPCError) -> [WorkspaceFiles] {
+        guard var members = params?.objectValue, let listed = members["additionalDirectories"], listed != .null else { return [] }
+        guard case .array(let paths) = listed else {
+            throw JSONRPCError.invalidParams("additionalDirectories must be an array of absolute paths, got \(listed.typeName)")
+        }
+        var result: [WorkspaceFiles] = []
+        for path in paths {
+            guard case .string(let text) = path else {
+                throw JSONRPCError.invalidParams("additionalDirectories must hold strings (absolute paths), got \(path.typeName)")
+            }
+            result.append(try workspace.session(cwd: text))
+        }
+        members["additionalDirectories"] = .array(result.map { .string($0.root) })
+        params = .object(members)
+        return result
+    }
+
     private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
         if let error = sessionLimitError(id) {
             fail(id, request: request.id, error, batch: batch)
@@ -226,13 +245,15 @@ extension BridgeHub {
         }
         var params = params
         let files: WorkspaceFiles
+        let additional: [WorkspaceFiles]
         do {
             files = try sessionFiles(&params)
+            additional = try additionalFiles(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        await forward(request, params: params, from: id, batch: batch, files: files)
+        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional)
     }
 
     func attach(_ id: ConnectionID, to session: String) {
@@ -289,7 +310,7 @@ extension BridgeHub {
     /// Sends a client request to the agent under a fresh id, remembering where the answer goes.
     func forward(
         _ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?,
-        files: WorkspaceFiles? = nil, sessionID: String? = nil, requested: JSONValue? = nil
+        files: WorkspaceFiles? = nil, additional: [WorkspaceFiles] = [], sessionID: String? = nil, requested: JSONValue? = nil
     ) async {
         guard let client = connections[id] else { return }
         guard client.pending < configuration.maxPendingRequests else {
@@ -316,7 +337,7 @@ extension BridgeHub {
         nextAgentRequestID += 1
         routes[agentID] = .client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: batch,
-            files: files, sessionID: sessionID, generation: handle.generation, requested: requested, started: .now))
+            files: files, additional: additional, sessionID: sessionID, generation: handle.generation, requested: requested, started: .now))
         do {
             try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
         } catch {
@@ -345,7 +366,7 @@ extension BridgeHub {
         switch (route.method, outcome) {
         case (ACPMethod.sessionNew, .success(let result)), (ACPMethod.sessionFork, .success(let result)):
             if let session = result["sessionId"]?.stringValue, let files = route.files {
-                registerSession(session, files: files, result: result, requester: route.connection)
+                registerSession(session, files: files, additional: route.additional, result: result, requester: route.connection)
             }
         case (ACPMethod.sessionNew, .failure), (ACPMethod.sessionFork, .failure):
             if !sessionBeingCreated() { earlyUpdates.removeAll() }

@@ -53,16 +53,18 @@ extension BridgeHub {
         }
         var params = params
         let files: WorkspaceFiles
+        let additional: [WorkspaceFiles]
         do {
             files = try sessionFiles(&params)
+            additional = try additionalFiles(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
             return
         }
         // Attach first: the agent replays the history as session/update before it answers.
-        sessions[session] = SessionRecord(files: files)
+        sessions[session] = SessionRecord(files: files, additional: additional)
         attach(id, to: session)
-        await forward(request, params: params, from: id, batch: batch, files: files, sessionID: session)
+        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional, sessionID: session)
     }
 
     /// Attaches a client to a session this bridge runs, without asking the agent: replays the buffered updates after
@@ -100,13 +102,15 @@ extension BridgeHub {
         }
         var params = params
         let files: WorkspaceFiles
+        let additional: [WorkspaceFiles]
         do {
             files = try sessionFiles(&params)
+            additional = try additionalFiles(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        await forward(request, params: params, from: id, batch: batch, files: files)
+        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional)
     }
 
     /// The modes, models and config options a client attaching to the session gets (official spelling).
@@ -177,8 +181,8 @@ extension BridgeHub {
 
     /// A new session (`session/new` or `session/fork` answered): registered, its requester attached, and the updates
     /// the agent sent for it before answering delivered (before the answer, as the agent sent them).
-    func registerSession(_ session: String, files: WorkspaceFiles, result: JSONValue, requester: ConnectionID) {
-        sessions[session] = SessionRecord(files: files, members: [])
+    func registerSession(_ session: String, files: WorkspaceFiles, additional: [WorkspaceFiles], result: JSONValue, requester: ConnectionID) {
+        sessions[session] = SessionRecord(files: files, additional: additional, members: [])
         keepState(of: session, from: result)
         attach(requester, to: session)
         if let early = earlyUpdates.removeValue(forKey: session) {

@@ -27,6 +27,9 @@ struct ClientRecord {
 struct SessionRecord {
     /// The session's working directory (real path, inside the bridge's working directory).
     var files: WorkspaceFiles
+    /// Its `additionalDirectories` (real paths, inside the bridge's working directory): `fs/*` paths under one of
+    /// them are served there.
+    var additional: [WorkspaceFiles] = []
     /// Connections that get its updates.
     var members: Set<ConnectionID> = []
     /// The session's modes (`availableModes`, `currentModeId`), kept current from the answers of `session/new`,
@@ -77,6 +80,8 @@ struct ClientRoute {
     let batch: UInt64?
     /// For session/new: the session's files; for session/load: the session being attached.
     var files: WorkspaceFiles?
+    /// For session/new, load, resume and fork: the session's `additionalDirectories`.
+    var additional: [WorkspaceFiles] = []
     var sessionID: String?
     let generation: Int
     /// For `session/set_mode` / `session/set_model`: the mode or model asked for, kept as current once the agent agrees.

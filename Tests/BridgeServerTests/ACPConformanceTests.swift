@@ -462,4 +462,45 @@ struct ACPConformanceTests {
             }
         }
     }
+
+    // MARK: files (item 10)
+
+    @Test("fs/write_text_file is answered with an object ({}), as the schema's WriteTextFileResponse")
+    func writeAnswersObject() async throws {
+        try await ScriptAgent.bridge { port, configuration in
+            let root = URL(fileURLWithPath: configuration.workingDirectory).resolvingSymlinksInPath().path
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let session = try await phone.newSession(seed: false)
+                phone.prompt(seed: false, session: session, text: "write \(root)/out.txt hello")
+                let (_, updates) = try await phone.collect(until: "prompt")
+                #expect(chunkText(updates, seed: false) == "write {}")
+                #expect(try String(contentsOfFile: root + "/out.txt", encoding: .utf8) == "hello")
+            }
+        }
+    }
+
+    @Test("a session's additionalDirectories are served besides its cwd; one outside the working directory is refused")
+    func additionalDirectories() async throws {
+        try await ScriptAgent.bridge { port, configuration in
+            let root = URL(fileURLWithPath: configuration.workingDirectory).resolvingSymlinksInPath().path
+            try FileManager.default.createDirectory(atPath: root + "/app", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: root + "/logs", withIntermediateDirectories: true)
+            try "a log line".write(toFile: root + "/logs/run.log", atomically: true, encoding: .utf8)
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let (refused, _) = try await phone.call("session/new", id: "bad", [
+                    "cwd": .string(root + "/app"), "additional_directories": ["/etc"], "mcp_servers": [],
+                ])
+                #expect(refused["error"]?["code"] == -32602, "\(refused)")
+                let (created, _) = try await phone.call("session/new", id: "n", [
+                    "cwd": .string(root + "/app"), "additional_directories": [.string(root + "/logs")], "mcp_servers": [],
+                ])
+                let session = try #require(created["result"]?["session_id"]?.stringValue, "\(created)")
+                phone.prompt(seed: true, session: session, text: "read \(root)/logs/run.log")
+                let (_, updates) = try await phone.collect(until: "prompt")
+                #expect(chunkText(updates, seed: true) == #"read {"content": "a log line"}"#)
+            }
+        }
+    }
 }

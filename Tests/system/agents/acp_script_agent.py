@@ -7,6 +7,7 @@ It advertises every session capability (load, resume, fork, close, delete, list)
 - `elicit`: asks `elicitation/create`, reports `elicit: <content as JSON>` or `elicit error: <code>`;
 - `ask`: asks the extension request `_test/ask`, reports `ask: <result as JSON>` or `ask error: <code>`;
 - `cancel-ask`: asks `_test/ask`, then sends `$/cancel_request` for it once a phone had time to see it;
+- `read <path>` / `write <path> <text>`: `fs/read_text_file` / `fs/write_text_file`, reports the raw result as JSON;
 - `image`: reports `image bytes: <n>` for the base64 data of every image block;
 - `meta`: reports the prompt's `_meta` as JSON;
 - `mode <id>`: sends `current_mode_update` to `<id>`;
@@ -143,6 +144,11 @@ class ScriptAgent:
             await asyncio.sleep(0.3)
             await self.conn._conn.send_notification("$/cancel_request", {"requestId": request_id})
             await say("cancel-ask " + await asking)
+        elif word == "read":
+            await say("read " + await self.ask("fs/read_text_file", {"sessionId": session_id, "path": text.split(" ")[1]}))
+        elif word == "write":
+            _, path, content = text.split(" ", 2)
+            await say("write " + await self.ask("fs/write_text_file", {"sessionId": session_id, "path": path, "content": content}))
         elif word == "image":
             sizes = [len(getattr(block, "data", "") or "") for block in prompt if getattr(block, "type", "") == "image"]
             await say("image bytes: %s" % ",".join(str(size) for size in sizes))
