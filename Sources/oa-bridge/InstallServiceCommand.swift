@@ -31,15 +31,17 @@ struct InstallServiceCommand: ParsableCommand {
     var serveArguments: [String] = []
 
     func run() throws {
-        let unit = SystemdUnit.render(executable: InstallServiceCommand.executablePath(), serveArguments: serveArguments)
+        let environment = ProcessInfo.processInfo.environment
+        let executable = SystemdUnit.executable(
+            argument0: CommandLine.arguments.first ?? "oa-bridge", currentDirectory: FileManager.default.currentDirectoryPath,
+            searchPath: environment["PATH"])
+        let unit = SystemdUnit.render(executable: executable, serveArguments: serveArguments)
         if print {
             Swift.print(unit, terminator: "")
             return
         }
-        let home = ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + "/.config"
-        let directory = home + "/systemd/user"
-        let path = directory + "/\(unitName).service"
+        let path = SystemdUnit.userUnitPath(name: unitName, environment: environment)
+        let directory = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try unit.write(toFile: path, atomically: true, encoding: .utf8)
         Swift.print("wrote \(path)")
@@ -50,14 +52,7 @@ struct InstallServiceCommand: ParsableCommand {
             }
         }
         Swift.print("enabled and started \(unitName).service; logs: journalctl --user -u \(unitName) -f")
-        Swift.print("headless: 'sudo loginctl enable-linger \(ProcessInfo.processInfo.environment["USER"] ?? "$USER")' keeps it running without a login")
-    }
-
-    static func executablePath() -> String {
-        let path = CommandLine.arguments.first ?? "oa-bridge"
-        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
-        if path.contains("/") { return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(path).standardizedFileURL.path }
-        return "/usr/bin/env oa-bridge"
+        Swift.print("headless: 'sudo loginctl enable-linger \(environment["USER"] ?? "$USER")' keeps it running without a login")
     }
 
     static func systemctl(_ arguments: [String]) -> Int32 {

@@ -215,6 +215,26 @@ struct ServeServiceTests {
         #expect(unit.contains("WantedBy=default.target"))
     }
 
+    @Test("ExecStart's executable: a bare name started from $PATH is found there (was '/usr/bin/env oa-bridge', quoted as one word)")
+    func executableFromPath() throws {
+        let bin = NSTemporaryDirectory() + "oa-bin-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let program = bin + "/oa-bridge"
+        FileManager.default.createFile(atPath: program, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        let found = SystemdUnit.executable(argument0: "oa-bridge", currentDirectory: "/", searchPath: "relative:/nonexistent:\(bin)")
+        #expect(found == program)
+        #expect(SystemdUnit.render(executable: found, serveArguments: []).contains("ExecStart=\(program) serve\n"))
+        #expect(SystemdUnit.executable(argument0: "oa-bridge", currentDirectory: "/", searchPath: "/nonexistent") == "oa-bridge")
+        #expect(SystemdUnit.executable(argument0: "/usr/local/bin/../bin/oa-bridge", currentDirectory: "/", searchPath: nil) == "/usr/local/bin/oa-bridge")
+        #expect(SystemdUnit.executable(argument0: ".build/debug/oa-bridge", currentDirectory: "/src", searchPath: nil) == "/src/.build/debug/oa-bridge")
+    }
+
+    @Test("the user unit goes under XDG_CONFIG_HOME (absolute only), else ~/.config")
+    func unitPath() {
+        #expect(SystemdUnit.userUnitPath(name: "oa-bridge", environment: ["XDG_CONFIG_HOME": "/x", "HOME": "/h"]) == "/x/systemd/user/oa-bridge.service")
+        #expect(SystemdUnit.userUnitPath(name: "desk", environment: ["XDG_CONFIG_HOME": "rel", "HOME": "/h"]) == "/h/.config/systemd/user/desk.service")
+    }
+
     @Test("systemd quoting: plain words as they are; blanks, quotes, backslashes, % and $ escaped", arguments: [
         ("plain", "plain"),
         ("", #""""#),
