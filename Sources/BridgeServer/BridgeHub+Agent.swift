@@ -53,7 +53,9 @@ extension BridgeHub {
 
         let params: JSONValue = [
             "protocolVersion": .int(ACPDialect.officialVersion),
-            "clientCapabilities": ["fs": ["readTextFile": true, "writeTextFile": true], "terminal": false],
+            // What the bridge serves: files on the desktop; elicitation relayed to the phones that advertise it.
+            // Terminals are not served, so not advertised.
+            "clientCapabilities": ["fs": ["readTextFile": true, "writeTextFile": true], "terminal": false, "elicitation": ["form": [:]]],
             "clientInfo": ["name": "oa-bridge", "title": .string("oa-bridge \(configuration.serverName)"), "version": .string(configuration.serverVersion)],
         ]
         let response = await bridgeRequest(to: launched, method: ACPMethod.initialize, params: params, timeout: configuration.agentInitializeTimeout)
@@ -185,14 +187,22 @@ extension BridgeHub {
                 return
             }
         }
+        // A request only some clients can answer (elicitation) goes to those; none of them attached is an error now.
+        let targets = record.members.filter { canAnswer(request.method, $0) }
+        if targets.isEmpty && !record.members.isEmpty {
+            answerAgent(request.id, .failure(JSONRPCError.internalError(
+                "no client attached to session \(session) advertises the capability \(request.method) needs",
+                data: ["method": .string(request.method)])), generation: current)
+            return
+        }
         let askID = nextAskID
         nextAskID += 1
         // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
         asks[askID] = PendingAsk(
             agentRequestID: request.id, method: request.method, sessionID: session, params: request.params,
-            targets: record.members, generation: current, orphanedSince: record.members.isEmpty ? configuration.clock.now : nil,
+            targets: targets, generation: current, orphanedSince: targets.isEmpty ? configuration.clock.now : nil,
             askedAt: configuration.clock.now)
-        for member in record.members {
+        for member in targets {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: BridgeHub.toClient(request.params, method: request.method, dialect: dialect)))
             send(.text(forwarded.jsonText), to: member)

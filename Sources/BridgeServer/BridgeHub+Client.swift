@@ -165,6 +165,7 @@ extension BridgeHub {
         }
         guard connections[id] != nil else { return }
         connections[id]?.dialect = dialect
+        connections[id]?.capabilities = request.params.map(dialect.toAgent)?["clientCapabilities"]
         connections[id]?.logger.info("client initialized", metadata: ["dialect": "\(dialect)"])
         deliver(JSONRPCResponse(id: request.id, result: initializeResult(for: dialect, agent: handle)), to: id, batch: batch)
     }

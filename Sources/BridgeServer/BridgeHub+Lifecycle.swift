@@ -240,6 +240,14 @@ extension BridgeHub {
         }
     }
 
+    /// Whether client `id` can answer a request of the agent: `elicitation/create` only if it advertised
+    /// `clientCapabilities.elicitation` in its `initialize`; anything else, yes.
+    func canAnswer(_ method: String, _ id: ConnectionID) -> Bool {
+        guard method == ACPMethod.elicitationCreate else { return true }
+        guard let elicitation = connections[id]?.capabilities?["elicitation"] else { return false }
+        return elicitation != .null && elicitation != .bool(false)
+    }
+
     // MARK: free-form data
 
     /// Whether a method is an extension of someone else's (`_` prefix, not the bridge's own `_oa/`): its params and

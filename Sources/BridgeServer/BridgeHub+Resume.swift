@@ -107,7 +107,7 @@ extension BridgeHub {
     /// not asked yet, under their original ids.
     func askAgain(_ session: String, to id: ConnectionID) {
         guard let dialect = connections[id]?.dialect else { return }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) && !ask.failed.contains(id) {
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) && !ask.failed.contains(id) && canAnswer(ask.method, id) {
             asks[askID]?.targets.insert(id)
             asks[askID]?.orphanedSince = nil
             let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: BridgeHub.toClient(ask.params, method: ask.method, dialect: dialect))

@@ -11,6 +11,8 @@ struct ClientRecord {
     let outbound: OutboundQueue
     /// Its dialect, once `initialize` succeeded.
     var dialect: ACPDialect?
+    /// The `clientCapabilities` of its `initialize` (official spelling), e.g. whether it answers elicitations.
+    var capabilities: JSONValue? = nil
     /// How many `initialize` requests are being answered (the agent may still be starting).
     var initializing = 0
     /// Requests forwarded to the agent and not answered yet.

@@ -30,6 +30,18 @@ extension TestClient {
         return try await collect(until: id)
     }
 
+    /// `initialize` advertising form elicitation (`clientCapabilities.elicitation`), in either dialect.
+    @discardableResult
+    func initializeWithElicitation(seed: Bool) async throws -> JSONValue {
+        if seed {
+            send(#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocol_version":"0.2.2","client_capabilities":{"elicitation":{"form":{}}}}}"#)
+        } else {
+            send(#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"elicitation":{"form":{}}}}}"#)
+        }
+        let answer = try await next()
+        return try #require(answer["result"], "initialize failed: \(answer)")
+    }
+
     /// Answers a request of the agent with a result.
     func answer(_ request: JSONValue, result: JSONValue) {
         send(JSONValue.object(["jsonrpc": "2.0", "id": request["id"] ?? .null, "result": result]))
@@ -233,7 +245,7 @@ struct ACPConformanceTests {
     func cancelSettlesEverything() async throws {
         try await ScriptAgent.bridge { port, _ in
             try await TestClient.with(port: port) { phone in
-                try await phone.initialize(seed: true)
+                try await phone.initializeWithElicitation(seed: true)
                 let session = try await phone.newSession(seed: true)
                 phone.prompt(seed: true, session: session, text: "elicit")
                 let (ask, _) = try await phone.next { $0["method"] == "elicitation/create" }
@@ -416,7 +428,7 @@ struct ACPConformanceTests {
     func elicitationFreeForm() async throws {
         try await ScriptAgent.bridge { port, _ in
             try await TestClient.with(port: port) { phone in
-                try await phone.initialize(seed: true)
+                try await phone.initializeWithElicitation(seed: true)
                 let session = try await phone.newSession(seed: true)
                 phone.prompt(seed: true, session: session, text: "elicit")
                 let (ask, _) = try await phone.next { $0["method"] == "elicitation/create" }
@@ -500,6 +512,58 @@ struct ACPConformanceTests {
                 phone.prompt(seed: true, session: session, text: "read \(root)/logs/run.log")
                 let (_, updates) = try await phone.collect(until: "prompt")
                 #expect(chunkText(updates, seed: true) == #"read {"content": "a log line"}"#)
+            }
+        }
+    }
+
+    // MARK: capabilities (item 2)
+
+    @Test("the agent is told what the bridge serves: files and elicitation, no terminal")
+    func capabilitiesToAgent() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let (log, _) = try await phone.call("_test/log", id: "log", [:])
+                let capabilities = log["result"]?["clientCapabilities"]
+                #expect(capabilities?["fs"]?["readTextFile"] == true, "\(log)")
+                #expect(capabilities?["terminal"] == false)
+                #expect(capabilities?["elicitation"]?["form"] != nil)
+            }
+        }
+    }
+
+    @Test("elicitation/create goes only to the attached phones that advertise elicitation, and the answer goes back")
+    func elicitationToAdvertisers() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { alice in
+                try await TestClient.with(port: port) { bob in
+                    try await alice.initializeWithElicitation(seed: false)
+                    try await bob.initialize(seed: true)
+                    let session = try await bob.newSession(seed: true)
+                    _ = try await alice.call("session/load", id: "l", ["sessionId": .string(session), "cwd": "/", "mcpServers": []])
+                    bob.prompt(seed: true, session: session, text: "elicit")
+                    let (ask, _) = try await alice.next { $0["method"] == "elicitation/create" }
+                    alice.answer(ask, result: ["action": "accept", "content": ["branchName": "dev"]])
+                    let (done, updates) = try await bob.collect(until: "prompt")
+                    #expect(done["result"]?["stop_reason"] == "end_turn")
+                    #expect(!updates.contains { $0["method"] == "elicitation/create" }, "bob did not advertise elicitation")
+                    #expect(chunkText(updates, seed: true) == #"elicit {"action": "accept", "content": {"branchName": "dev"}}"#)
+                }
+            }
+        }
+    }
+
+    @Test("an elicitation no attached phone can answer is an error for the agent at once")
+    func elicitationNobodyCan() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let session = try await phone.newSession(seed: false)
+                phone.prompt(seed: false, session: session, text: "elicit")
+                let (done, updates) = try await phone.collect(until: "prompt", timeout: .seconds(5))
+                #expect(done["result"]?["stopReason"] == "end_turn")
+                #expect(!updates.contains { $0["method"] == "elicitation/create" })
+                #expect(chunkText(updates, seed: false).hasPrefix("elicit error: -32603"))
             }
         }
     }

@@ -68,6 +68,8 @@ class ScriptAgent:
         self.cancelled = {}
 
     async def initialize(self, protocol_version, client_capabilities=None, client_info=None, **kwargs):
+        if client_capabilities is not None:
+            LOG["clientCapabilities"] = client_capabilities.model_dump(by_alias=True, exclude_none=True)
         caps = AgentCapabilities(load_session=True, prompt_capabilities=PromptCapabilities(image=True),
                                  session_capabilities=SessionCapabilities.model_validate(
                                      {"resume": {}, "fork": {}, "close": {}, "list": {}, "delete": {}}))
