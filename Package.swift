@@ -330,7 +330,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeClientTests",
-            dependencies: ["BridgeClient", "BridgeDiscovery"],
+            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -45,28 +45,15 @@ struct ConnectSession: Sendable {
     private func updatePrinter() -> @Sendable (BridgeAgentClient.Update, Int) async -> Void {
         let json = self.json
         return { update, last in
-            let sequence = JSONValue.int(Int64(last))
-            switch update {
-            case .messageChunk(let chunk):
-                if json {
-                    print(JSONValue.object(["sessionUpdate": "agent_message_chunk", "seq": sequence, "text": .string(chunk)]).jsonText)
-                } else {
-                    FileHandle.standardOutput.write(Data(chunk.utf8))
+            if json {
+                print(update.jsonObject(sequence: last).jsonText)
+            } else {
+                switch update {
+                case .messageChunk(let chunk): FileHandle.standardOutput.write(Data(chunk.utf8))
+                case .thoughtChunk(let chunk): FileHandle.standardError.write(Data("(thinking) \(chunk)\n".utf8))
+                case .toolCall(let id, let title, let status): FileHandle.standardError.write(Data("[tool \(id)] \(title) \(status)\n".utf8))
+                case .other: break
                 }
-            case .thoughtChunk(let chunk):
-                if json {
-                    print(JSONValue.object(["sessionUpdate": "agent_thought_chunk", "seq": sequence, "text": .string(chunk)]).jsonText)
-                } else {
-                    FileHandle.standardError.write(Data("(thinking) \(chunk)\n".utf8))
-                }
-            case .toolCall(let id, let title, let status):
-                if json {
-                    print(JSONValue.object(["sessionUpdate": "tool_call", "seq": sequence, "toolCallId": .string(id), "title": .string(title), "status": .string(status)]).jsonText)
-                } else {
-                    FileHandle.standardError.write(Data("[tool \(id)] \(title) \(status)\n".utf8))
-                }
-            case .other(let kind, let payload):
-                if json { print(JSONValue.object(["sessionUpdate": .string(kind), "seq": sequence, "update": payload]).jsonText) }
             }
             fflushStandardOutput()
         }
