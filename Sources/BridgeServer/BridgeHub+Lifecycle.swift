@@ -228,13 +228,14 @@ extension BridgeHub {
         logger.info("session dropped", metadata: ["session": "\(session)", "method": "\(method)", "attached": "\(record.members.count)"])
     }
 
-    /// Shows a client's prompt to the session's other attached clients as `user_message_chunk` updates (not
-    /// sequenced nor buffered: each client keeps an unbroken `_meta.seq`).
+    /// Shows a client's prompt to the session's other attached clients: `_oa/user_message` notifications whose params
+    /// are those of a `session/update` with a `user_message_chunk` (one per content block). Not a `session/update`:
+    /// every `session/update` carries an unbroken `_meta.seq` of what the agent sent, and these are not replayed.
     func echoPrompt(_ params: JSONValue?, session: String, from id: ConnectionID) {
         guard let others = sessions[session]?.members.filter({ $0 != id }), !others.isEmpty,
               case .array(let blocks)? = params?["prompt"] else { return }
         for block in blocks {
-            notify(others, method: ACPMethod.sessionUpdate, params: [
+            notify(others, method: BridgeMethod.userMessage, params: [
                 "sessionId": .string(session), "update": ["sessionUpdate": "user_message_chunk", "content": block],
             ])
         }

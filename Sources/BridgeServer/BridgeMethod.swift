@@ -5,6 +5,9 @@ public enum BridgeMethod {
     /// Notification: a session this client was attached to was closed or deleted by another client (`sessionId`,
     /// `method`: `session/close` or `session/delete`); the client is no longer attached.
     public static let sessionClosed = "_oa/session_closed"
+    /// Notification: another client's prompt, one content block each, as the params of a `session/update` with a
+    /// `user_message_chunk` (`sessionId`, `update`); not sequenced, not replayed.
+    public static let userMessage = "_oa/user_message"
     /// Notification: a prompt ended while the client that sent it was gone (`sessionId`, `stopReason`).
     public static let promptFinished = "_oa/prompt_finished"
     /// Error code of `_oa/session/resume` when the replay buffer no longer reaches back to `lastSeq + 1`.

@@ -334,7 +334,7 @@ struct ACPConformanceTests {
         }
     }
 
-    @Test("each phone's prompt is shown to the other attached phones as user_message_chunk, before the agent's answer")
+    @Test("each phone's prompt is shown to the other attached phones as a user_message_chunk (_oa/user_message), before the agent's answer")
     func promptEcho() async throws {
         try await ScriptAgent.bridge { port, _ in
             try await TestClient.with(port: port) { alice in
@@ -351,6 +351,7 @@ struct ACPConformanceTests {
                     #expect(chunk["params"]?["update"]?["content"]?["text"] == "heard: hello from alice")
                     let echo = before.first { $0["params"]?["update"]?["sessionUpdate"] == "user_message_chunk" }
                     #expect(echo?["params"]?["update"]?["content"]?["text"] == "hello from alice")
+                    #expect(echo?["method"] == "_oa/user_message", "not a session/update: those carry the agent's unbroken _meta.seq")
                 }
             }
         }
