@@ -159,11 +159,12 @@ export class Transcript {
     if (this.pendingRender.has(open)) return;
     this.pendingRender.add(open);
     const render = () => {
-      this.pendingRender.delete(open);
-      this.render(open);
+      if (!this.pendingRender.delete(open)) return; // already rendered (flush, or the other timer)
+      this.stick(() => this.render(open));
     };
-    if (document.visibilityState === "visible") requestAnimationFrame(() => this.stick(render));
-    else setTimeout(render, 0);
+    // A frame when the page is drawn; a timer too, since a page in the background gets no frames.
+    requestAnimationFrame(render);
+    setTimeout(render, 100);
   }
 
   render(open) {
