@@ -417,3 +417,31 @@ def test_without_auth_over_loopback_http_the_app_needs_no_pairing(bridge_factory
     phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
     assert "You said: no tokens" in agent_texts(phone)
     assert not phone.errors and not phone.dialogs
+
+
+def test_two_tabs_of_one_phone_show_each_others_messages(bridge, phone):
+    """The bridge shows a prompt to the session's other clients (_oa/user_message); each tab shows both, once, in
+    order, and keeps them over a reload."""
+    open_from_qr(phone, bridge)
+    second = phone.context.new_page()
+    second.set_default_timeout(15_000)
+    second.goto(bridge.origin + "/app")
+    second.wait_for_selector('html[data-ready="true"]')
+    send(phone, "from tab one")
+    phone.page.get_by_role("button", name="Allow once").click(timeout=10_000)
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
+    second.get_by_label("Message").fill("from tab two")
+    second.get_by_role("button", name="Send").click()
+    second.get_by_role("button", name="Allow once").click()
+    second.get_by_role("button", name="Send").wait_for()
+    for page in (phone.page, second):
+        page.wait_for_function("() => document.querySelectorAll('#transcript .msg.user').length === 2", timeout=10_000)
+        users = page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.textContent)")
+        assert users == ["from tab one", "from tab two"], users
+        agents = page.eval_on_selector_all('#transcript [data-role="agent"]', "nodes => nodes.map(n => n.textContent)")
+        assert agents.count("You said: from tab one") == 1 and agents.count("You said: from tab two") == 1, agents
+    second.reload()
+    second.wait_for_selector('html[data-ready="true"]')
+    assert second.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.textContent)") == [
+        "from tab one", "from tab two"]
+    assert not phone.errors and not phone.dialogs

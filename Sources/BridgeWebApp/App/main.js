@@ -381,6 +381,14 @@ function onNotification(message) {
       persistSoon();
       return;
     }
+    case "_oa/user_message": {
+      // What another phone (or tab) of this session sent: shown, and kept with the conversation (not replayed).
+      if (!current || params.sessionId !== current.id || !params.update) return;
+      applyUpdate(params.update);
+      current.log.push({ seq: null, update: params.update });
+      persistSoon();
+      return;
+    }
     case "_oa/request_answered":
       removePermission(params.requestId);
       return;
