@@ -60,6 +60,9 @@ public enum DiscoveryConflict: Sendable, Hashable {
         }
     }
 
+    /// The conflict for people: `conflict: <explanation>` and an indented `fix: <fix>` line.
+    public var text: String { "conflict: \(explanation)\n  fix: \(fix)" }
+
     /// Splits `Desk #2` into `("Desk", 2)`; `nil` for a name without Avahi's ` #N` suffix.
     public static func renamedBase(of name: String) -> (base: String, number: Int)? {
         guard let hash = name.range(of: " #", options: .backwards) else { return nil }

@@ -43,8 +43,16 @@ public struct DiscoveryWatcher: Sendable {
     /// How many renames of one host's service make ``DiscoveryConflict/keepsRenaming(base:host:names:)``.
     public static let renamesThatKeepGoing = 2
 
-    /// Creates an empty watcher.
-    public init() {}
+    /// Creates an empty watcher for a browse started at `start`: a browse is not settled until it has been quiet
+    /// for a while, counted from its start when nothing has happened yet.
+    public init(startedAt start: ContinuousClock.Instant = .now) {
+        lastEvent = start
+    }
+
+    /// Something is under way at `now` (say a sighting being probed before it is applied): settling waits for it.
+    public mutating func touch(at now: ContinuousClock.Instant) {
+        lastEvent = now
+    }
 
     /// The services present now, in the order they were found.
     public var present: [ResolvedService] { order.compactMap { services[$0] } }

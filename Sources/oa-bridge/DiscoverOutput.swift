@@ -32,6 +32,11 @@ actor DiscoverOutput {
         watcher.isSettled(at: .now, quietFor: .milliseconds(400))
     }
 
+    /// An event arrived and is being probed: the browse is not settled meanwhile.
+    func noteActivity() {
+        watcher.touch(at: .now)
+    }
+
     /// Reads one browse event (with its probe result) and prints what it means.
     func handle(_ event: BrowseEvent, probe result: HandshakeProbe.Result?) {
         switch event {
@@ -50,14 +55,14 @@ actor DiscoverOutput {
         case .added(let service):
             let result = probes[service.instance]
             if json {
-                emit(DiscoverRecord(event: "added", seconds: elapsed, service: service, probe: result))
+                emit(DiscoverRecord(event: "added", seconds: elapsed, service: service, probe: result.map(DiscoverProbeJSON.init)))
             } else if watch {
                 say("\(stamp) + added   \(DiscoverTable.summary(service, probe: result))")
             }
         case .updated(let service, let diff):
             let result = probes[service.instance]
             if json {
-                emit(DiscoverRecord(event: "updated", seconds: elapsed, service: service, probe: result, diff: diff))
+                emit(DiscoverRecord(event: "updated", seconds: elapsed, service: service, probe: result.map(DiscoverProbeJSON.init), diff: diff))
             } else if watch {
                 say("\(stamp) ~ updated \(DiscoverTable.summary(service, probe: result))")
                 for line in diff.lines { say("            \(line)") }
@@ -72,7 +77,7 @@ actor DiscoverOutput {
             if json {
                 emit(DiscoverRecord(seconds: elapsed, conflict: conflict))
             } else if watch {
-                say("\(stamp) ! \(DiscoverTable.conflictText(conflict))")
+                say("\(stamp) ! \(conflict.text)")
             } else {
                 conflicts.append(conflict)
             }
@@ -121,37 +126,29 @@ actor DiscoverOutput {
         } else {
             print(DiscoverTable.render(found, probe: probe))
         }
-        for conflict in conflicts { print(DiscoverTable.conflictText(conflict)) }
+        for conflict in conflicts { print(conflict.text) }
     }
 
-    /// `--all`: the types present now, and whether their browse has settled (ALL_FOR_NOW, then 400 ms quiet).
-    private var types: [ServiceTypeSighting] = []
-    private var typesAllForNow = false
-    private var lastTypeEvent = ContinuousClock.now
+    /// `--all`: the types present and whether their browse has settled.
+    private var types = ServiceTypeWatcher()
 
     /// The service types present now, in the order found.
-    func presentTypes() -> [ServiceTypeSighting] { types }
+    func presentTypes() -> [ServiceTypeSighting] { types.present }
 
-    /// Whether the type browse has settled.
-    func typesSettled() -> Bool {
-        typesAllForNow && ContinuousClock.now - lastTypeEvent >= .milliseconds(400)
-    }
+    /// Whether the type browse has settled (ALL_FOR_NOW, then 400 ms quiet).
+    func typesSettled() -> Bool { types.isSettled(at: .now, quietFor: .milliseconds(400)) }
 
     /// `--all`: one service type came or went.
     func typeEvent(_ event: ServiceTypeEvent) {
+        types.apply(event, at: .now)
         switch event {
         case .added(let sighting):
-            lastTypeEvent = .now
-            if !types.contains(sighting) { types.append(sighting) }
             if json { emit(DiscoverRecord(event: "type_added", seconds: elapsed, sighting: sighting)) }
             else if watch { say("\(stamp) + \(sighting.type) on \(sighting.interface ?? "?")") }
         case .removed(let sighting):
-            lastTypeEvent = .now
-            types.removeAll { $0 == sighting }
             if json { emit(DiscoverRecord(event: "type_removed", seconds: elapsed, sighting: sighting)) }
             else if watch { say("\(stamp) - \(sighting.type) on \(sighting.interface ?? "?")") }
         case .allForNow:
-            typesAllForNow = true
             if json { emit(DiscoverRecord(event: "all_for_now", seconds: elapsed)) }
         case .daemonUnavailable(let reason):
             daemonUnavailable(reason: reason, backend: nil)
@@ -164,7 +161,7 @@ actor DiscoverOutput {
     /// `--all`, one-shot: the types as a table and what they say about mDNS here.
     func finishTypes(_ types: [ServiceTypeSighting]) {
         guard !json, !watch else { return }
-        print(DiscoverTable.renderTypes(types, ours: type, seconds: elapsedSeconds))
+        print(ServiceTypeWatcher.render(types, ours: type, seconds: elapsedSeconds))
     }
 
     /// `--resolve`: the host's addresses, as avahi-resolve prints them (name, tab, address).

@@ -72,6 +72,7 @@ struct DiscoverSession: Sendable {
             if case .daemonUnavailable(let reason) = event, !watch { return .daemonUnavailable(reason: reason) }
             var probe: HandshakeProbe.Result?
             if let prober {
+                await output.noteActivity()
                 switch event {
                 case .added(let service), .updated(let service): probe = await prober.probe(service)
                 default: break

@@ -45,38 +45,6 @@ enum DiscoverTable {
         }.joined(separator: "\n")
     }
 
-    /// A conflict and its fix, for people.
-    static func conflictText(_ conflict: DiscoveryConflict) -> String {
-        "conflict: \(conflict.explanation)\n  fix: \(conflict.fix)"
-    }
-
-    /// `--all`: every service type, and whether mDNS works and the bridge's type is among them.
-    static func renderTypes(_ types: [ServiceTypeSighting], ours: ServiceType, seconds: Double) -> String {
-        let within = String(format: "%.1f", seconds)
-        guard !types.isEmpty else {
-            return """
-            No mDNS service types at all within \(within) s: mDNS itself is not getting through here.
-            - Run 'oa-bridge doctor': it checks the daemon, multicast on each interface and publishes a test service.
-            - Guest Wi-Fi, VPNs, client isolation and firewalls block mDNS (UDP 5353 to 224.0.0.251 / ff02::fb).
-            """
-        }
-        var byType: [String: Set<String>] = [:]
-        for sighting in types { byType[sighting.type, default: []].insert(sighting.interface ?? "?") }
-        let names = byType.keys.sorted()
-        let width = max(4, names.map(\.count).max() ?? 0)
-        var lines = ["TYPE".padding(toLength: width, withPad: " ", startingAt: 0) + "  INTERFACES"]
-        for name in names {
-            lines.append(name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + (byType[name] ?? []).sorted().joined(separator: ","))
-        }
-        if byType[ours.rawValue] != nil {
-            lines.append("mDNS works: \(names.count) service type(s), \(ours) among them ('oa-bridge discover' lists the bridges).")
-        } else {
-            lines.append("mDNS works (\(names.count) service type(s) seen) but no \(ours): no bridge is announcing on this network. "
-                + "Start 'oa-bridge serve' on the desktop, or check it runs with discovery on (not --discovery off) and on this network's interface.")
-        }
-        return lines.joined(separator: "\n")
-    }
-
     static func txt(_ txt: [String: String]) -> String {
         txt.keys.sorted().map { "\($0)=\(txt[$0] ?? "")" }.joined(separator: " ")
     }

@@ -93,6 +93,16 @@ struct DiscoveryWatcherTests {
         #expect(DiscoveryConflict.renamedBase(of: "Desk #12")?.number == 12)
     }
 
+    @Test("an ALL_FOR_NOW that comes before any service does not settle a browse that just started, nor one whose sighting is being probed")
+    func earlyAllForNow() {
+        var watcher = DiscoveryWatcher(startedAt: start)
+        _ = watcher.apply(.allForNow, at: start + .milliseconds(16))
+        #expect(!watcher.isSettled(at: start + .milliseconds(100), quietFor: .milliseconds(400)))
+        watcher.touch(at: start + .milliseconds(300))
+        #expect(!watcher.isSettled(at: start + .milliseconds(600), quietFor: .milliseconds(400)))
+        #expect(watcher.isSettled(at: start + .milliseconds(700), quietFor: .milliseconds(400)))
+    }
+
     @Test("settled once ALL_FOR_NOW came and nothing happened for the quiet time; services keep their order")
     func settling() {
         var watcher = DiscoveryWatcher()
@@ -163,5 +173,37 @@ struct ServiceTypeSightingTests {
             try await HostLookup.collect(gone, hostName: "desk.local", timeout: .seconds(20))
         }
         continuation.finish()
+    }
+}
+
+/// `discover --all`'s state and verdict, without a daemon.
+@Suite("Service type watcher", .tags(.unit))
+struct ServiceTypeWatcherTests {
+    let start = ContinuousClock.now
+
+    @Test("no type at all, types without ours, ours among them: three verdicts")
+    func verdicts() {
+        let none = ServiceTypeWatcher.render([], ours: .openAgents, seconds: 2)
+        #expect(none.contains("No mDNS service types at all"))
+        let other = [ServiceTypeSighting(type: "_ipp._tcp", interface: "eth0")]
+        let without = ServiceTypeWatcher.render(other, ours: .openAgents, seconds: 2)
+        #expect(without.contains("_ipp._tcp") && without.contains("mDNS works (1 service type(s) seen) but no _openagents._tcp"))
+        let with = ServiceTypeWatcher.render(other + [ServiceTypeSighting(type: "_openagents._tcp", interface: "eth0")], ours: .openAgents, seconds: 2)
+        #expect(with.contains("_openagents._tcp among them"))
+    }
+
+    @Test("types come and go per interface; settled after ALL_FOR_NOW and a quiet time")
+    func state() {
+        var watcher = ServiceTypeWatcher()
+        let ipp = ServiceTypeSighting(type: "_ipp._tcp", interface: "eth0")
+        watcher.apply(.added(ipp), at: start)
+        watcher.apply(.added(ipp), at: start)
+        #expect(watcher.present == [ipp])
+        #expect(!watcher.isSettled(at: start + .seconds(1), quietFor: .milliseconds(400)))
+        watcher.apply(.allForNow, at: start)
+        #expect(watcher.isSettled(at: start + .milliseconds(400), quietFor: .milliseconds(400)))
+        watcher.apply(.removed(ipp), at: start + .seconds(1))
+        #expect(watcher.present.isEmpty)
+        #expect(!watcher.isSettled(at: start + .seconds(1), quietFor: .milliseconds(400)))
     }
 }
