@@ -205,6 +205,7 @@ let package = Package(
                 "BridgeClient",
                 "BridgeDiscovery",
                 "BridgePairing",
+                "BridgeTLS",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -33,17 +33,16 @@ extension DiscoveryChoice {
     /// The backend that advertises, or `nil` for `off`.
     /// - Throws: ``ConfigError/unsupported(_:)`` for avahi where libavahi-client is not built in.
     public func makeBackend(logger: Logger, interface: String? = nil) throws(ConfigError) -> (any DiscoveryBackend)? {
+        let kind: DiscoveryBackendKind
         switch self {
-        case .avahi:
-            #if canImport(CAvahi)
-            return AvahiBackend(logger: logger, interface: interface)
-            #else
-            throw .unsupported("the avahi backend is not available on this platform; use --backend dnssd")
-            #endif
-        case .dnssd:
-            return DNSSDBackend(logger: logger, interface: interface)
-        case .off:
-            return nil
+        case .avahi: kind = .avahi
+        case .dnssd: kind = .dnssd
+        case .off: return nil
+        }
+        do {
+            return try kind.make(logger: logger, interface: interface)
+        } catch {
+            throw .unsupported(error.description)
         }
     }
 }

@@ -1,4 +1,5 @@
 import BridgeClient
+import BridgeDiagnostics
 import BridgeDiscovery
 import Foundation
 
@@ -55,16 +56,16 @@ actor DiscoverOutput {
         case .added(let service):
             let result = probes[service.instance]
             if json {
-                emit(DiscoverRecord(event: "added", seconds: elapsed, service: service, probe: result.map(DiscoverProbeJSON.init)))
+                emit(DiscoverRecord(event: "added", seconds: elapsed, service: service, probe: result.map(DiscoveryProbeJSON.init)))
             } else if watch {
-                say("\(stamp) + added   \(DiscoverTable.summary(service, probe: result))")
+                say("\(stamp) + added   \(DiscoveryText.summary(service, probe: result))")
             }
         case .updated(let service, let diff):
             let result = probes[service.instance]
             if json {
-                emit(DiscoverRecord(event: "updated", seconds: elapsed, service: service, probe: result.map(DiscoverProbeJSON.init), diff: diff))
+                emit(DiscoverRecord(event: "updated", seconds: elapsed, service: service, probe: result.map(DiscoveryProbeJSON.init), diff: diff))
             } else if watch {
-                say("\(stamp) ~ updated \(DiscoverTable.summary(service, probe: result))")
+                say("\(stamp) ~ updated \(DiscoveryText.summary(service, probe: result))")
                 for line in diff.lines { say("            \(line)") }
             }
         case .removed(let instance):
@@ -107,25 +108,14 @@ actor DiscoverOutput {
         if json {
             emit(DiscoverRecord(event: "daemon_unavailable", seconds: elapsed, message: reason))
         }
-        let line = "discovery unavailable: \(reason).\n\(DiscoverOutput.daemonHint)\n"
+        let line = "discovery unavailable: \(reason).\n\(DiscoveryText.daemonHint)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     /// One-shot: the table, or why nothing was found, then any conflicts with their fixes.
     func finish(services found: [DiscoverSession.Found], timeout: Double) {
         guard !json, !watch else { return }
-        if found.isEmpty {
-            print("""
-            No \(type) services found within \(String(format: "%.1f", elapsedSeconds)) s.
-            - Is 'oa-bridge serve' running on the desktop? ('oa-bridge discover --watch' waits for it.)
-            - Does mDNS work at all here? 'oa-bridge discover --all' lists every service type on the network.
-            - Are both devices on the same network? Guest Wi-Fi, VPNs and some firewalls block mDNS \
-            (UDP 5353 to 224.0.0.251 / ff02::fb).
-            - Without multicast, connect by address instead: ws://HOST:9099/ or the desktop's Tailscale name.
-            """)
-        } else {
-            print(DiscoverTable.render(found, probe: probe))
-        }
+        print(found.isEmpty ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds) : DiscoveryText.table(found, probe: probe))
         for conflict in conflicts { print(conflict.text) }
     }
 
@@ -173,13 +163,6 @@ actor DiscoverOutput {
         for address in resolution.addresses { print("\(resolution.hostName)\t\(address)") }
         FileHandle.standardError.write(Data(String(format: "(resolved in %.0f ms)\n", resolution.seconds * 1_000).utf8))
     }
-
-    /// How to get the daemon going.
-    static let daemonHint = """
-        Start the daemon with 'sudo systemctl start avahi-daemon' (Debian: 'sudo apt-get install avahi-daemon'); \
-        it needs the D-Bus system bus ('sudo systemctl start dbus'). In a container without systemd: \
-        'dbus-daemon --system && avahi-daemon -D'.
-        """
 
     private var elapsedSeconds: Double {
         (ContinuousClock.now - start).inSeconds

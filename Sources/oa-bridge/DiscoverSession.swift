@@ -1,4 +1,5 @@
 import BridgeClient
+import BridgeDiagnostics
 import BridgeDiscovery
 import UnixSignals
 
@@ -13,11 +14,8 @@ struct DiscoverSession: Sendable {
         case finished([Found])
     }
 
-    /// A service as last seen, with its probe result.
-    struct Found: Sendable {
-        var service: ResolvedService
-        var probe: HandshakeProbe.Result?
-    }
+    /// A service found, with its probe result.
+    typealias Found = ProbedService
 
     let events: AsyncStream<BrowseEvent>
     let output: DiscoverOutput

@@ -51,9 +51,8 @@ struct DoctorCommand: AsyncParsableCommand {
         var options = Doctor.Options(backend: try backend.make(logger: logger), stateDirectory: StateDirectory.resolve(override: stateDir))
         options.port = port
         options.selfCheck = selfCheck
-        let tls = DoctorTLSRow.inspect(stateDirectory: StateDirectory.resolve(override: stateDir))
-        let checks = await Doctor(options: options, logger: logger).run() + [DoctorCheck(
-            name: tls.name, status: tls.level == .ok ? .ok : tls.level == .warn ? .warn : .fail, detail: tls.detail, fix: tls.fix)]
+        let checks = await Doctor(options: options, logger: logger).run()
+            + [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir))]
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

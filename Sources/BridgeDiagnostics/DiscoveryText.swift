@@ -2,10 +2,11 @@ import BridgeClient
 import BridgeDiscovery
 import Foundation
 
-/// Text rendering of discovered services for people.
-enum DiscoverTable {
+/// What `oa-bridge discover` prints for people: the table, the `--watch` lines and the advice when nothing is found,
+/// for any front end that shows the same.
+public enum DiscoveryText {
     /// A one-line summary for `--watch`.
-    static func summary(_ service: ResolvedService, probe: HandshakeProbe.Result?) -> String {
+    public static func summary(_ service: ResolvedService, probe: HandshakeProbe.Result?) -> String {
         var parts = [
             "'\(service.instance.name)'",
             "\(service.hostName):\(service.port)",
@@ -18,8 +19,8 @@ enum DiscoverTable {
         return parts.joined(separator: "  ")
     }
 
-    /// The one-shot table.
-    static func render(_ found: [DiscoverSession.Found], probe: Bool) -> String {
+    /// The one-shot table: a row per service, the handshake column when `probe` is set.
+    public static func table(_ found: [ProbedService], probe: Bool) -> String {
         var header = ["NAME", "HOST", "PORT", "ADDRESSES", "INTERFACE", "RESOLVED IN", "TXT"]
         if probe { header.append("HANDSHAKE") }
         var rows = [header]
@@ -45,15 +46,18 @@ enum DiscoverTable {
         }.joined(separator: "\n")
     }
 
-    static func txt(_ txt: [String: String]) -> String {
+    /// TXT entries as `key=value`, sorted by key.
+    public static func txt(_ txt: [String: String]) -> String {
         txt.keys.sorted().map { "\($0)=\(txt[$0] ?? "")" }.joined(separator: " ")
     }
 
-    static func milliseconds(_ seconds: Double) -> String {
+    /// Seconds as whole milliseconds, e.g. `12 ms`.
+    public static func milliseconds(_ seconds: Double) -> String {
         String(format: "%.0f ms", seconds * 1_000)
     }
 
-    static func probeText(_ probe: HandshakeProbe.Result) -> String {
+    /// The probe's best outcome, and per address what worked when there are several.
+    public static func probeText(_ probe: HandshakeProbe.Result) -> String {
         let best: String
         if probe.ok {
             let agent = probe.agent?["title"] ?? probe.agent?["name"] ?? "agent"
@@ -68,4 +72,23 @@ enum DiscoverTable {
         let each = probes.map { "\($0.address) \($0.outcome) \(String(format: "%.0f", $0.ms)) ms" }.joined(separator: "; ")
         return "\(best) [\(each)]"
     }
+
+    /// Why nothing of `type` was found within `seconds`, and what to try.
+    public static func nothingFound(type: ServiceType, seconds: Double) -> String {
+        """
+        No \(type) services found within \(String(format: "%.1f", seconds)) s.
+        - Is 'oa-bridge serve' running on the desktop? ('oa-bridge discover --watch' waits for it.)
+        - Does mDNS work at all here? 'oa-bridge discover --all' lists every service type on the network.
+        - Are both devices on the same network? Guest Wi-Fi, VPNs and some firewalls block mDNS \
+        (UDP 5353 to 224.0.0.251 / ff02::fb).
+        - Without multicast, connect by address instead: ws://HOST:9099/ or the desktop's Tailscale name.
+        """
+    }
+
+    /// How to get the mDNS daemon going.
+    public static let daemonHint = """
+        Start the daemon with 'sudo systemctl start avahi-daemon' (Debian: 'sudo apt-get install avahi-daemon'); \
+        it needs the D-Bus system bus ('sudo systemctl start dbus'). In a container without systemd: \
+        'dbus-daemon --system && avahi-daemon -D'.
+        """
 }
