@@ -106,10 +106,10 @@ struct DiscoverCommand: AsyncParsableCommand {
         let outcome = await session.run(deadline: watch ? nil : .milliseconds(Int(timeout * 1_000)))
         switch outcome {
         case .daemonUnavailable(let reason):
-            await output.daemonUnavailable(reason: reason, backend: backend)
+            await output.daemonUnavailable(reason: reason)
             throw ExitCode(2)
         case .finished(let services):
-            await output.finish(services: services, timeout: timeout)
+            await output.finish(services: services)
             if !watch && services.isEmpty { throw ExitCode(1) }
         }
     }
@@ -129,7 +129,7 @@ struct DiscoverCommand: AsyncParsableCommand {
         let end = await DiscoverSession.race(deadline: watch ? nil : .milliseconds(Int(timeout * 1_000)), settle: settle,
                                              body: body, fallback: { TypesEnd.ended })
         if case .unavailable(let reason) = end {
-            await output.daemonUnavailable(reason: reason, backend: backend)
+            await output.daemonUnavailable(reason: reason)
             throw ExitCode(2)
         }
         let types = await output.presentTypes()
