@@ -89,12 +89,12 @@ struct ProbeRunnerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
         try await TestBridge.with(configure: { $0.authenticator = authenticator; $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
-            let finding = await ProbeLocalBridge(port: port).check()
+            let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
             #expect(finding.running)
             #expect(finding.auth == .token)
         }
         try await TestBridge.with { port, _ in
-            let finding = await ProbeLocalBridge(port: port).check()
+            let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
             #expect(finding.running)
             #expect(finding.auth == ProbeLocalBridge.Auth.none)
         }
