@@ -207,6 +207,7 @@ let package = Package(
                 "BridgePairing",
                 "BridgeTLS",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -3,6 +3,7 @@ import BridgeDiscovery
 import BridgePairing
 import Foundation
 import Logging
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -65,7 +66,7 @@ public struct Doctor: Sendable {
         checks.append(contentsOf: await bridgePort())
         if let listening = listening() { checks.append(listening) }
         checks.append(contentsOf: await reachability(services.filter { !$0.isLocal }))
-        checks.append(contentsOf: firewall())
+        checks.append(contentsOf: await firewall())
         checks.append(await tailscale())
         checks.append(tokenStore())
         checks.append(clock())
@@ -205,7 +206,7 @@ public struct Doctor: Sendable {
             }
             outcomes.append((address, outcome))
         }
-        let neighbours = Doctor.neighbourTable()
+        let neighbours = await Doctor.neighbourTable()
         var parts: [String] = []
         var unlinked: [String] = []
         for (address, outcome) in outcomes {
@@ -232,9 +233,9 @@ public struct Doctor: Sendable {
     }
 
     /// `ip neigh show` (IPv4 and IPv6), or `nil` where `ip` is missing.
-    static func neighbourTable() -> String? {
+    static func neighbourTable() async -> String? {
         guard let ip = TailscaleStatusReader.find("ip") ?? ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].first(where: FileManager.default.isExecutableFile(atPath:)) else { return nil }
-        return Doctor.run(ip, ["neigh", "show"])
+        return await Doctor.run(ip, ["neigh", "show"])
     }
 
     /// Publishes a short-lived test service through the daemon and browses for it on this host: proves the daemon
@@ -332,10 +333,10 @@ public struct Doctor: Sendable {
         }
     }
 
-    func firewall() -> [DoctorCheck] {
+    func firewall() async -> [DoctorCheck] {
         var checks: [DoctorCheck] = []
         if let ufw = TailscaleStatusReader.find("ufw") {
-            let output = Doctor.run(ufw, ["status"])
+            let output = await Doctor.run(ufw, ["status"])
             if output.contains("Status: active") {
                 let openMDNS = output.contains("5353")
                 let openPort = output.contains(String(options.port))
@@ -345,8 +346,8 @@ public struct Doctor: Sendable {
                                           fix: status == .ok ? nil : "sudo ufw allow 5353/udp && sudo ufw allow \(options.port)/tcp"))
             }
         }
-        if let firewallCmd = TailscaleStatusReader.find("firewall-cmd"), Doctor.run(firewallCmd, ["--state"]).contains("running") {
-            let services = Doctor.run(firewallCmd, ["--list-all"])
+        if let firewallCmd = TailscaleStatusReader.find("firewall-cmd"), await Doctor.run(firewallCmd, ["--state"]).contains("running") {
+            let services = await Doctor.run(firewallCmd, ["--list-all"])
             let ok = services.contains("mdns") && services.contains("\(options.port)/tcp")
             checks.append(DoctorCheck(name: "firewall (firewalld)", status: ok ? .ok : .warn, detail: "running",
                                       fix: ok ? nil : "sudo firewall-cmd --add-service=mdns --add-port=\(options.port)/tcp --permanent && sudo firewall-cmd --reload"))
@@ -398,8 +399,13 @@ public struct Doctor: Sendable {
         return DoctorCheck(name: "clock", status: .ok, detail: "\(ISO8601DateFormatter().string(from: Date()))")
     }
 
-    /// Runs a command briefly and returns its output (empty on failure).
-    static func run(_ executable: String, _ arguments: [String]) -> String {
+    /// Runs a command briefly and returns its output (empty on failure). The wait for the child happens on NIO's
+    /// blocking-work thread pool, never on the cooperative pool that the rest of doctor runs on.
+    static func run(_ executable: String, _ arguments: [String]) async -> String {
+        (try? await NIOThreadPool.singleton.runIfActive { blockingRun(executable, arguments) }) ?? ""
+    }
+
+    private static func blockingRun(_ executable: String, _ arguments: [String]) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
