@@ -107,12 +107,10 @@ extension BridgeHub {
             } else {
                 deliver(JSONRPCResponse(id: request.id, result: .null), to: id, batch: batch)
             }
-        case ACPMethod.sessionNew:
+        case ACPMethod.sessionNew, ACPMethod.sessionFork:
             await newSession(request, params: params, from: id, batch: batch)
         case ACPMethod.sessionLoad, ACPMethod.sessionResume:
             await reattach(request, params: params, from: id, batch: batch)
-        case ACPMethod.sessionFork:
-            await fork(request, params: params, from: id, batch: batch)
         case ACPMethod.sessionClose, ACPMethod.sessionDelete:
             // From any client, attached or not: the agent decides; its answer drops the bridge's record.
             await forward(request, params: params, from: id, batch: batch, sessionID: params?["sessionId"]?.stringValue)
@@ -239,22 +237,32 @@ extension BridgeHub {
         return result
     }
 
+    /// `session/new` and `session/fork`: the new session's files come from `cwd` (and `additionalDirectories`); the
+    /// agent's answer registers it.
     private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
         if let error = sessionLimitError(id) {
             fail(id, request: request.id, error, batch: batch)
             return
         }
         var params = params
-        let files: WorkspaceFiles
-        let additional: [WorkspaceFiles]
+        let workspace: SessionWorkspace
         do {
-            files = try sessionFiles(&params)
-            additional = try additionalFiles(&params)
+            workspace = try sessionWorkspace(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional)
+        await forward(request, params: params, from: id, batch: batch, files: workspace.files, additional: workspace.additional)
+    }
+
+    /// A session's working directory and additional directories.
+    typealias SessionWorkspace = (files: WorkspaceFiles, additional: [WorkspaceFiles])
+
+    /// The session's working directory and additional directories from `params`, which are rewritten as the agent
+    /// must see them; the error is what the client gets.
+    func sessionWorkspace(_ params: inout JSONValue?) throws(JSONRPCError) -> SessionWorkspace {
+        let files = try sessionFiles(&params)
+        return (files, try additionalFiles(&params))
     }
 
     func attach(_ id: ConnectionID, to session: String) {

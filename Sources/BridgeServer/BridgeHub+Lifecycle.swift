@@ -52,19 +52,18 @@ extension BridgeHub {
             return
         }
         var params = params
-        let files: WorkspaceFiles
-        let additional: [WorkspaceFiles]
+        let workspace: SessionWorkspace
         do {
-            files = try sessionFiles(&params)
-            additional = try additionalFiles(&params)
+            workspace = try sessionWorkspace(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
             return
         }
         // Attach first: the agent replays the history as session/update before it answers.
-        sessions[session] = SessionRecord(files: files, additional: additional)
+        sessions[session] = SessionRecord(files: workspace.files, additional: workspace.additional)
         attach(id, to: session)
-        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional, sessionID: session)
+        await forward(request, params: params, from: id, batch: batch, files: workspace.files, additional: workspace.additional,
+                      sessionID: session)
     }
 
     /// Attaches a client to a session this bridge runs, without asking the agent: replays the buffered updates after
@@ -92,25 +91,6 @@ extension BridgeHub {
         ])
         let dialect = connections[id]?.dialect
         deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
-    }
-
-    /// `session/fork`: the new session's files come from `cwd` as for `session/new`; the answer registers it.
-    func fork(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
-        if let error = sessionLimitError(id) {
-            fail(id, request: request.id, error, batch: batch)
-            return
-        }
-        var params = params
-        let files: WorkspaceFiles
-        let additional: [WorkspaceFiles]
-        do {
-            files = try sessionFiles(&params)
-            additional = try additionalFiles(&params)
-        } catch {
-            fail(id, request: request.id, error, batch: batch)
-            return
-        }
-        await forward(request, params: params, from: id, batch: batch, files: files, additional: additional)
     }
 
     /// The modes, models and config options a client attaching to the session gets (official spelling).
