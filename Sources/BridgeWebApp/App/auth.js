@@ -127,12 +127,19 @@ export async function exchange(pairingToken, name, deviceId) {
 /** Makes sure the stored access token is fresh, refreshing it (once across all tabs) when it is about to expire or
  * when `stale` (an access token the bridge refused) is still the stored one. Returns the current tokens. */
 export async function fresh(stale) {
+  let waited = false;
   const run = async () => {
-    const state = load();
+    let state = load();
     if (!state || !state.tokens) throw new AuthError(401, "not_paired", "not paired");
+    if (waited && isDue(state.tokens, stale)) {
+      // Another tab held the lock: it may have just refreshed, and its localStorage write can reach this tab's
+      // process a moment after the lock does. Presenting the old refresh token again would revoke the device.
+      await storageChange(1_500);
+      state = load();
+      if (!state || !state.tokens) throw new AuthError(401, "not_paired", "not paired");
+    }
     const tokens = state.tokens;
-    const due = tokens.accessExp - Date.now() < REFRESH_MARGIN_MS;
-    if (!due && tokens.access !== stale) return tokens;
+    if (!isDue(tokens, stale)) return tokens;
     const { status, json } = await post("/api/auth/refresh", { refresh_token: tokens.refresh });
     if (status === 200) {
       const next = tokensFrom(json);
@@ -143,6 +150,33 @@ export async function fresh(stale) {
     }
     throw new AuthError(status, json.error, json.message);
   };
-  if (navigator.locks && navigator.locks.request) return navigator.locks.request("oa-bridge-refresh", run);
+  if (navigator.locks && navigator.locks.request) {
+    const busy = {};
+    const result = await navigator.locks.request("oa-bridge-refresh", { ifAvailable: true }, (lock) => (lock ? run() : busy));
+    if (result !== busy) return result;
+    waited = true;
+    return navigator.locks.request("oa-bridge-refresh", run);
+  }
   return run();
+}
+
+/** Whether `tokens` must be refreshed: the access token expires soon, or it is the one the bridge refused. */
+function isDue(tokens, stale) {
+  return tokens.accessExp - Date.now() < REFRESH_MARGIN_MS || tokens.access === stale;
+}
+
+/** Resolves when another tab changes the stored state, or after `ms`. */
+function storageChange(ms) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      window.removeEventListener("storage", onStorage);
+      resolve();
+    };
+    const onStorage = (event) => {
+      if (event.key === KEY) done();
+    };
+    const timer = setTimeout(done, ms);
+    window.addEventListener("storage", onStorage);
+  });
 }
