@@ -54,9 +54,9 @@ actor BridgeHub {
         self.configuration = configuration
         self.logger = logger
         do {
-            self.workspace = try WorkspaceFiles(root: configuration.workingDirectory)
+            self.workspace = try WorkspaceFiles(root: configuration.workingDirectory, scope: configuration.fileScope)
         } catch {
-            throw BridgeServerError.badWorkingDirectory(configuration.workingDirectory)
+            throw error.serverError(workingDirectory: configuration.workingDirectory)
         }
         (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
     }

@@ -102,6 +102,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// How long one `fs/read_text_file` or `fs/write_text_file` of the agent may take (it runs on a thread pool, off
     /// the hub); past it the agent is answered with an error (-32603) and the call is abandoned.
     public var fileRequestTimeout: Duration = .seconds(10)
+    /// How far `fs/read_text_file` and `fs/write_text_file` reach (`--fs-scope`): the session's directories (default),
+    /// also the home directory, or any path; never through a symbolic link beyond it.
+    public var fileScope: WorkspaceScope = .workspace
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
     /// The time the bridge's own timers run on (the sweeps of stuck clients and orphaned requests, the shutdown

@@ -6,6 +6,8 @@ public enum BridgeServerError: Error, Sendable, Hashable, CustomStringConvertibl
     case portNotPermitted(host: String, port: Int)
     /// The working directory does not exist or is not a directory.
     case badWorkingDirectory(String)
+    /// The directory `--fs-scope` needs (the home directory for `home`) cannot be opened; `nil` when none is known.
+    case badFileScopeDirectory(scope: String, directory: String?)
     /// An allowed network is not in CIDR notation.
     case badNetwork(String)
     /// Binding failed for another reason.
@@ -20,6 +22,8 @@ public enum BridgeServerError: Error, Sendable, Hashable, CustomStringConvertibl
             return "not allowed to listen on port \(port) on \(host) (ports below 1024 need privileges); choose another port with --port"
         case .badWorkingDirectory(let path):
             return "the working directory \(path) does not exist or is not a directory; pass an existing one with --working-directory"
+        case .badFileScopeDirectory(let scope, let directory):
+            return "--fs-scope \(scope) needs the directory \(directory ?? "(no home directory known)"), which cannot be opened; set HOME to an existing directory or choose another --fs-scope"
         case .badNetwork(let text):
             return "'\(text)' is not a network in CIDR notation; write it like 192.168.1.0/24 or fd00::/64"
         case .bindFailed(let host, let port, let reason):

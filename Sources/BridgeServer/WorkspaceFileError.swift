@@ -39,6 +39,8 @@ enum WorkspaceFileError: Error, Equatable, Sendable {
     case abandoned(path: String)
     /// The directory a workspace was asked for does not exist or cannot be opened.
     case missingWorkspace(directory: String)
+    /// The directory of a wider ``WorkspaceScope`` (the home directory) cannot be opened; `nil` when none is known.
+    case missingScopeDirectory(scope: WorkspaceScope, directory: String?)
 
     /// The JSON-RPC error the agent is answered with.
     var rpcError: JSONRPCError {
@@ -58,7 +60,8 @@ enum WorkspaceFileError: Error, Equatable, Sendable {
                 "\(path) could lead outside the session's working directory: paths with .. are not allowed", data: ["path": .string(path)])
         case .outside(let path, let root, let why):
             return .invalidParams(
-                "\(path) is outside the session's working directory \(root) (\(why))",
+                "\(path) is outside \(root), where this bridge serves files to the session (\(why)); the desktop's "
+                    + "`oa-bridge serve --fs-scope` sets how far that reaches",
                 data: ["path": .string(path), "root": .string(root)])
         case .notFound(let path):
             return JSONRPCError(code: BridgeErrors.resourceNotFoundCode, message: "File not found: \(path)", data: ["path": .string(path)])
@@ -88,6 +91,11 @@ enum WorkspaceFileError: Error, Equatable, Sendable {
             return .internalError("\(path): the bridge is stopping", data: ["path": .string(path)])
         case .missingWorkspace(let directory):
             return .invalidParams("the directory \(directory) does not exist", data: ["path": .string(directory)])
+        case .missingScopeDirectory(let scope, let directory):
+            return .internalError(
+                "--fs-scope \(scope) needs the directory \(directory ?? "(home directory unknown)"), which cannot be opened; "
+                    + "set HOME to an existing directory or choose another --fs-scope",
+                data: ["scope": .string(scope.rawValue)])
         }
     }
 }
@@ -98,5 +106,15 @@ extension JSONRPCError {
         var members = data?.objectValue ?? [:]
         members["path"] = .string(shortened ? String(decoding: path.utf8.prefix(256), as: UTF8.self) : path)
         return JSONRPCError(code: code, message: message, data: .object(members))
+    }
+}
+
+extension WorkspaceFileError {
+    /// Why the bridge cannot start with this workspace (its working directory, or the `--fs-scope` directory).
+    func serverError(workingDirectory: String) -> BridgeServerError {
+        if case .missingScopeDirectory(let scope, let directory) = self {
+            return .badFileScopeDirectory(scope: scope.rawValue, directory: directory)
+        }
+        return .badWorkingDirectory(workingDirectory)
     }
 }
