@@ -168,6 +168,10 @@ extension BridgeHub {
             // Awaited here, so the agent's later messages stay in order behind the answer; the hub serves others meanwhile.
             answerAgent(request.id, await serveFile(request), generation: current)
             return
+        case let method where TerminalMethod.all.contains(method):
+            // Answered at once, except a wait for a command still running (answered when it ends).
+            if let outcome = serveTerminal(request, generation: current) { answerAgent(request.id, outcome, generation: current) }
+            return
         default:
             break
         }
@@ -280,6 +284,7 @@ extension BridgeHub {
             }
         }
         asks = asks.filter { $0.value.generation != current }
+        terminals.releaseAll()
         earlyUpdates.removeAll()
         sessions.removeAll()
         for id in connections.keys { connections[id]?.sessions.removeAll() }

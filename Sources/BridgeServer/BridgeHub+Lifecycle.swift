@@ -198,6 +198,7 @@ extension BridgeHub {
     /// with `_oa/session_closed`; the agent's requests still waiting on it get an error.
     func dropSession(_ session: String, by method: String, requester: ConnectionID) {
         guard let record = sessions.removeValue(forKey: session) else { return }
+        terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }
         notify(record.members.filter { $0 != requester }, method: BridgeMethod.sessionClosed,
                params: ["sessionId": .string(session), "method": .string(method)])

@@ -41,6 +41,8 @@ actor BridgeHub {
     var loggingOut: Set<ConnectionID> = []
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
+    /// The agent's terminals (`terminal/*`), run on the desktop.
+    let terminals: TerminalHost
 
     /// Frames queued for one client beyond which it is disconnected if a write to it has waited
     /// ``clientStallTimeout`` for the peer (it stopped reading).
@@ -59,6 +61,7 @@ actor BridgeHub {
             throw error.serverError(workingDirectory: configuration.workingDirectory)
         }
         (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
+        terminals = TerminalHost(settings: configuration.terminal, clock: configuration.clock, logger: logger)
     }
 
     /// Runs and watches agents until cancelled (cancellation stops the agent); with auth on, also closes the
@@ -68,6 +71,7 @@ actor BridgeHub {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.sweepOrphanedAsks() }
             group.addTask { await self.sweepStuckClients() }
+            group.addTask { await self.terminals.run { await self.terminalUpdate($0) } }
             if let store = configuration.authenticator?.store {
                 let interval = configuration.revocationPollInterval
                 group.addTask {
@@ -92,6 +96,7 @@ actor BridgeHub {
     /// no new one (the run loop ends once running agents are gone). Without waiting when the task is cancelled.
     func shutdown() async {
         await finishPrompts()
+        terminals.close()
         launchSink.finish()
         if let liveAgent { await liveAgent.agent.stop() }
     }

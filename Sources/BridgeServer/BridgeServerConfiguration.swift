@@ -105,6 +105,8 @@ public struct BridgeServerConfiguration: Sendable {
     /// How far `fs/read_text_file` and `fs/write_text_file` reach (`--fs-scope`): the session's directories (default),
     /// also the home directory, or any path; never through a symbolic link beyond it.
     public var fileScope: WorkspaceScope = .workspace
+    /// The agent's `terminal/*` requests: served or not (`--no-terminal`), and their limits.
+    public var terminal = TerminalSettings()
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.
     public var shutdownGracePeriod: Duration = .seconds(5)
     /// The time the bridge's own timers run on (the sweeps of stuck clients and orphaned requests, the shutdown
