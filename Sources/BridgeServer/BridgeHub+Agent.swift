@@ -53,9 +53,7 @@ extension BridgeHub {
 
         let params: JSONValue = [
             "protocolVersion": .int(ACPDialect.officialVersion),
-            // What the bridge serves: files on the desktop; elicitation relayed to the phones that advertise it.
-            // Terminals are not served, so not advertised.
-            "clientCapabilities": ["fs": ["readTextFile": true, "writeTextFile": true], "terminal": false, "elicitation": ["form": [:]]],
+            "clientCapabilities": agentClientCapabilities(),
             "clientInfo": ["name": "oa-bridge", "title": .string("oa-bridge \(configuration.serverName)"), "version": .string(configuration.serverVersion)],
         ]
         let response = await bridgeRequest(to: launched, method: ACPMethod.initialize, params: params, timeout: configuration.agentInitializeTimeout)
@@ -192,7 +190,7 @@ extension BridgeHub {
             }
         }
         // A request only some clients can answer (elicitation) goes to those; none of them attached is an error now.
-        let targets = record.members.filter { canAnswer(request.method, $0) }
+        let targets = record.members.filter { canAnswer(request.method, $0) && answersMode(of: request, $0) }
         if targets.isEmpty && !record.members.isEmpty {
             answerAgent(request.id, .failure(JSONRPCError.internalError(
                 "no client attached to session \(session) advertises the capability \(request.method) needs",

@@ -116,6 +116,12 @@ extension BridgeHub {
             await forward(request, params: params, from: id, batch: batch, sessionID: params?["sessionId"]?.stringValue)
         case ACPMethod.sessionList:
             await forward(request, params: params, from: id, batch: batch)
+        case ACPMethod.authenticate:
+            if let refused = desktopOnlyAuthentication(params) {
+                fail(id, request: request.id, refused, batch: batch)
+            } else {
+                await forward(request, params: params, from: id, batch: batch)
+            }
         case BridgeMethod.sessionResume:
             resume(request, params: params, from: id, batch: batch)
         case BridgeMethod.me:
@@ -151,6 +157,9 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return
         }
+        // Kept before the agent starts: what the phones advertise decides what the agent is told (see
+        // agentClientCapabilities).
+        connections[id]?.capabilities = request.params.map(dialect.toAgent)?["clientCapabilities"]
         connections[id]?.initializing += 1
         let started = await ensureAgent()
         connections[id]?.initializing -= 1
@@ -163,7 +172,6 @@ extension BridgeHub {
         }
         guard connections[id] != nil else { return }
         connections[id]?.dialect = dialect
-        connections[id]?.capabilities = request.params.map(dialect.toAgent)?["clientCapabilities"]
         connections[id]?.logger.info("client initialized", metadata: ["dialect": "\(dialect)"])
         deliver(JSONRPCResponse(id: request.id, result: initializeResult(for: dialect, agent: handle)), to: id, batch: batch)
     }

@@ -519,7 +519,7 @@ struct ACPConformanceTests {
 
     // MARK: capabilities (item 2)
 
-    @Test("the agent is told what the bridge serves: files and elicitation, no terminal")
+    @Test("the agent is told what the bridge serves: files and terminals; no elicitation when no phone advertises it")
     func capabilitiesToAgent() async throws {
         try await ScriptAgent.bridge { port, _ in
             try await TestClient.with(port: port) { phone in
@@ -527,8 +527,8 @@ struct ACPConformanceTests {
                 let (log, _) = try await phone.call("_test/log", id: "log", [:])
                 let capabilities = log["result"]?["clientCapabilities"]
                 #expect(capabilities?["fs"]?["readTextFile"] == true, "\(log)")
-                #expect(capabilities?["terminal"] == false)
-                #expect(capabilities?["elicitation"]?["form"] != nil)
+                #expect(capabilities?["terminal"] == true)
+                #expect(capabilities?["elicitation"] == nil, "the phone advertised none (see ACPTerminalConformanceTests)")
             }
         }
     }

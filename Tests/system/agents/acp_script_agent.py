@@ -11,9 +11,14 @@ It advertises every session capability (load, resume, fork, close, delete, list)
 - `image`: reports `image bytes: <n>` for the base64 data of every image block;
 - `meta`: reports the prompt's `_meta` as JSON;
 - `mode <id>`: sends `current_mode_update` to `<id>`;
+- `call <method> <JSON object>`: sends that request with the session's id added, reports `call <result as JSON>` or
+  `call error: <code> <data>` (terminal/* tests);
+- `update <JSON object>`: sends it as the `update` of a `session/update` (e.g. a tool call with terminal content);
 - anything else: `heard: <text>`.
 
-`SCRIPT_AGENT_VERSION` in the environment changes the protocol version it answers `initialize` with.
+`SCRIPT_AGENT_VERSION` in the environment changes the protocol version it answers `initialize` with;
+`SCRIPT_AGENT_AUTH` makes it advertise three auth methods (`oauth` of the agent itself, `key` of type env_var needing
+`SCRIPT_TEST_KEY`, `tui` of type terminal); `authenticate` records the method id under `authenticated`.
 `_test/log` (an extension method) answers what the agent received that the test wants to see (`$/cancel_request`,
 deleted and closed sessions) and, under `echo`, its own params.
 """
@@ -27,7 +32,8 @@ import acp.agent.connection as agent_connection
 import acp.agent.router as agent_router
 from acp import PROTOCOL_VERSION, RequestError, run_agent, update_agent_message_text
 from acp.router import Route
-from acp.schema import (AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CloseSessionResponse,
+from acp.schema import (AgentCapabilities, AuthenticateResponse, AuthEnvVar, AuthMethodAgent, EnvVarAuthMethod,
+                        TerminalAuthMethod, AvailableCommand, AvailableCommandsUpdate, CloseSessionResponse,
                         CurrentModeUpdate, ForkSessionResponse, Implementation, InitializeResponse,
                         ListSessionsResponse, LoadSessionResponse, NewSessionResponse, PermissionOption,
                         PromptCapabilities, PromptResponse, ResumeSessionResponse, SessionCapabilities,
@@ -77,7 +83,16 @@ class ScriptAgent:
         response = InitializeResponse(protocol_version=version, agent_capabilities=caps,
                                       agent_info=Implementation(name="script-agent", title="Scripted SDK agent", version="1.0"))
         response.field_meta = {"vendor.example/build": {"commitHash": "abc", "snake_key": 1}}
+        if os.environ.get("SCRIPT_AGENT_AUTH"):
+            response.auth_methods = [
+                AuthMethodAgent(id="oauth", name="Log in"),
+                EnvVarAuthMethod(type="env_var", id="key", name="API key", vars=[AuthEnvVar(name="SCRIPT_TEST_KEY")]),
+                TerminalAuthMethod(type="terminal", id="tui", name="Terminal login", args=["--login"])]
         return response
+
+    async def authenticate(self, method_id, **kwargs):
+        LOG.setdefault("authenticated", []).append(method_id)
+        return AuthenticateResponse()
 
     async def announce(self, session_id):
         await self.conn.session_update(session_id, AvailableCommandsUpdate(
@@ -156,6 +171,11 @@ class ScriptAgent:
             await say("image bytes: %s" % ",".join(str(size) for size in sizes))
         elif word == "meta":
             await say("meta " + json.dumps(kwargs.get("field_meta"), sort_keys=True))
+        elif word == "call":
+            _, method, body = text.split(" ", 2)
+            await say("call " + await self.ask(method, dict(json.loads(body), sessionId=session_id)))
+        elif word == "update":
+            await self.conn._conn.send_notification("session/update", {"sessionId": session_id, "update": json.loads(text.split(" ", 1)[1])})
         elif word == "mode":
             await self.conn.session_update(session_id, CurrentModeUpdate(session_update="current_mode_update", current_mode_id=text.split(" ")[1]))
         elif word == "wait":
