@@ -123,6 +123,7 @@ extension BridgeHub {
             switch route {
             case .bridge(let continuation, _): continuation.resume(returning: response)
             case .client(let clientRoute): complete(clientRoute, outcome: response.outcome)
+            case .retention(let session, _): retentionCloseAnswered(session, outcome: response.outcome)
             }
         case .message(.notification(let notification)) where notification.method == ACPMethod.cancelRequest:
             agentCancelledRequest(notification.params, generation: eventGeneration)
@@ -279,6 +280,7 @@ extension BridgeHub {
             switch route {
             case .bridge(let continuation, _): continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
             case .client(let clientRoute): complete(clientRoute, outcome: .failure(error))
+            case .retention: break
             }
         }
         asks = asks.filter { $0.value.generation != current }

@@ -34,6 +34,10 @@ extension BridgeHub {
             attachLive(request, session: session, params: params, from: id, batch: batch)
             return
         }
+        if let dropped = droppedError(session) {
+            fail(id, request: request.id, dropped, batch: batch)
+            return
+        }
         let handle: AgentHandle
         switch await ensureAgent() {
         case .success(let running): handle = running
@@ -72,6 +76,7 @@ extension BridgeHub {
     /// `_meta: {lastSeq, replayed, promptRunning}`.
     private func attachLive(_ request: JSONRPCRequest, session: String, params: JSONValue?, from id: ConnectionID, batch: UInt64?) {
         attach(id, to: session)
+        sessions[session]?.idleSince = nil
         guard let record = sessions[session] else { return }
         let after: Int64? = request.method == ACPMethod.sessionLoad ? (BridgeHub.lastSeq(params) ?? 0) : BridgeHub.lastSeq(params)
         var replayed: Int64 = 0
@@ -163,6 +168,7 @@ extension BridgeHub {
     /// the agent sent for it before answering delivered (before the answer, as the agent sent them).
     func registerSession(_ session: String, files: WorkspaceFiles, additional: [WorkspaceFiles], result: JSONValue, requester: ConnectionID) {
         sessions[session] = SessionRecord(files: files, additional: additional, members: [])
+        droppedSessions.remove(session)
         keepState(of: session, from: result)
         attach(requester, to: session)
         if let early = earlyUpdates.removeValue(forKey: session) {

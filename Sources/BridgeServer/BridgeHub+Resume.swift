@@ -33,6 +33,11 @@ extension BridgeHub {
     /// session's attached clients with `_oa/prompt_finished`.
     func promptEndedAway(session: String, outcome: Result<JSONValue, JSONRPCError>) {
         guard sessions[session] != nil else { return }
+        defer {
+            // Nobody may be attached any more: the session's idle time starts now.
+            sessions[session]?.idleSince = nil
+            enforceRetention()
+        }
         let stopReason: String
         switch outcome {
         case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
@@ -68,7 +73,7 @@ extension BridgeHub {
             return
         }
         guard let record = sessions[session] else {
-            fail(id, request: request.id, BridgeErrors.unknownSession(session), batch: batch)
+            fail(id, request: request.id, droppedError(session) ?? BridgeErrors.unknownSession(session), batch: batch)
             return
         }
         if let error = sessionLimitError(id, joining: session) {
@@ -76,6 +81,7 @@ extension BridgeHub {
             return
         }
         attach(id, to: session)
+        sessions[session]?.idleSince = nil
         let latest = record.nextSeq - 1
         let oldest = record.replay.first?.seq ?? record.nextSeq
         if lastSeq < latest && lastSeq + 1 < oldest {
@@ -117,7 +123,8 @@ extension BridgeHub {
 
     /// Until cancelled: every `orphanCheckInterval`, answers agent requests that nobody could answer for
     /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
-    /// prompt whose phone never comes back does not wait forever.
+    /// prompt whose phone never comes back does not wait forever; then drops idle sessions past the bounds of
+    /// ``BridgeServerConfiguration/retention``.
     nonisolated func sweepOrphanedAsks() async {
         let timeout = configuration.orphanedRequestTimeout
         let shortest = min(timeout, configuration.clientRequestTimeout, configuration.permissionRequestTimeout)
@@ -125,6 +132,7 @@ extension BridgeHub {
         while !Task.isCancelled {
             try? await configuration.clock.sleep(for: max(interval, .milliseconds(10)))
             await expireOrphanedAsks(olderThan: timeout)
+            await enforceRetention()
         }
     }
 

@@ -41,6 +41,8 @@ actor BridgeHub {
     var loggingOut: Set<ConnectionID> = []
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
+    /// Sessions dropped for retention, so a resume of one gets a clear error (see ``SessionRetention``).
+    var droppedSessions = RetentionTombstones()
     /// The agent's terminals (`terminal/*`), run on the desktop.
     let terminals: TerminalHost
 
@@ -146,6 +148,7 @@ actor BridgeHub {
                 asks[askID] = ask
             }
         }
+        connectionLeft(id, client)
         client.logger.info("client disconnected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)
         BridgeMetrics.sessions.record(sessions.count)

@@ -85,6 +85,10 @@ public struct BridgeServerConfiguration: Sendable {
     /// How many bytes of `session/update` notifications (their JSON params) each session keeps for
     /// `_oa/session/resume`, besides ``replayBufferSize``; the oldest go first (default 8 MiB).
     public var replayBufferBytes: Int = 8 << 20
+    /// How many idle sessions (no connection attached, no prompt running) the bridge keeps, with how many bytes of
+    /// replay, and for how long (`--max-idle-sessions`, `--max-idle-replay-bytes`, `--idle-session-timeout`); past
+    /// that the longest idle are dropped (see ``SessionRetention``).
+    public var retention = SessionRetention()
     /// The most sessions one connection may create or attach to (`session/new`, `session/load`,
     /// `_oa/session/resume`); past it they get error -32003.
     public var maxSessionsPerConnection: Int = 64

@@ -33,6 +33,12 @@ final class ConnectionAdmission: Sendable {
             maxPendingPerAddress: configuration.maxPendingConnectionsPerAddress)
     }
 
+    /// How many addresses have connections waiting for their first answer (an address leaves the table with its last
+    /// one, so the table never outgrows the connections open).
+    var trackedAddresses: Int {
+        state.withLock { $0.pending.count }
+    }
+
     /// Connections open now, and those waiting for a first answer from `address`.
     func counts(for address: String) -> (accepted: Int, pending: Int) {
         state.withLock { ($0.accepted, $0.pending[address, default: 0]) }

@@ -48,6 +48,9 @@ struct SessionRecord {
     var replay = ReplayBuffer()
     /// The stop reason of the last prompt that ended while the client that sent it was gone.
     var finishedWhileAway: String?
+    /// Since when nobody is attached and no prompt runs (on the configuration's clock); `nil` while it is in use or
+    /// not looked at since. The longest idle are dropped first (see ``SessionRetention``).
+    var idleSince: ContinuousClock.Instant? = nil
 }
 
 /// One `session/update` kept for resume.
@@ -63,11 +66,15 @@ enum Route {
     case client(ClientRoute)
     /// To the bridge itself (its own `initialize`).
     case bridge(CheckedContinuation<JSONRPCResponse, Never>, generation: Int)
+    /// The `session/close` the bridge sent for a session it dropped (see ``SessionRetention``): nobody waits for the
+    /// answer, it is only logged.
+    case retention(session: String, generation: Int)
 
     var generation: Int {
         switch self {
         case .client(let route): return route.generation
         case .bridge(_, let generation): return generation
+        case .retention(_, let generation): return generation
         }
     }
 }

@@ -1,0 +1,134 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// Bounded retention (see ``SessionRetention``): idle sessions are dropped, the longest idle first, past the bounds
+/// in count, replay bytes and idle time; what a connection that went away leaves behind is released.
+extension BridgeHub {
+    /// A connection went away (called by `disconnect` once it is detached from its sessions and its asks): the
+    /// sessions it leaves idle start their idle time now, and its requests whose answer nobody can receive any more
+    /// (every one but `session/prompt`, which outlives its client) are released and the agent is told with
+    /// `$/cancel_request`. Then the bounds are enforced.
+    func connectionLeft(_ id: ConnectionID, _ client: ClientRecord) {
+        if client.pending > 0 { releaseRequests(of: id) }
+        guard !client.sessions.isEmpty else { return }
+        for session in client.sessions { sessions[session]?.idleSince = nil }
+        enforceRetention()
+    }
+
+    /// Drops the routes of requests of connection `id` (gone) that only it could receive the answer of.
+    private func releaseRequests(of id: ConnectionID) {
+        var released: [Int64] = []
+        for (agentID, route) in routes {
+            guard case .client(let client) = route, client.connection == id, client.method != ACPMethod.sessionPrompt else { continue }
+            released.append(agentID)
+        }
+        guard !released.isEmpty else { return }
+        let agent: AgentHandle? = if case .running(let handle) = agentState { handle } else { nil }
+        for agentID in released.sorted() {
+            guard let route = routes.removeValue(forKey: agentID) else { continue }
+            guard let agent, agent.generation == route.generation else { continue }
+            try? agent.agent.send(.notification(JSONRPCNotification(method: ACPMethod.cancelRequest, params: ["requestId": .int(agentID)])))
+        }
+        logger.debug("released the requests of a client that went away", metadata: ["connection": "\(id)", "requests": "\(released.count)"])
+    }
+
+    /// Notes which sessions are idle and since when, then drops idle sessions, the longest idle first: those idle for
+    /// ``SessionRetention/idleTimeout``, then as many as it takes to be within ``SessionRetention/maxIdleSessions``
+    /// and ``SessionRetention/maxIdleReplayBytes``. Runs on the orphaned-request sweep, when a connection goes away
+    /// and when a prompt ends while its client is gone.
+    func enforceRetention() {
+        guard !sessions.isEmpty else { return }
+        let retention = configuration.retention
+        let now = configuration.clock.now
+        let running = runningPromptSessions()
+        var idle: [(since: ContinuousClock.Instant, session: String, bytes: Int)] = []
+        var nowIdle: [String] = []
+        var nowBusy: [String] = []
+        for (session, record) in sessions {
+            if record.members.isEmpty && !running.contains(session) {
+                if record.idleSince == nil { nowIdle.append(session) }
+                idle.append((record.idleSince ?? now, session, record.replay.byteCount))
+            } else if record.idleSince != nil {
+                nowBusy.append(session)
+            }
+        }
+        for session in nowIdle { sessions[session]?.idleSince = now }
+        for session in nowBusy { sessions[session]?.idleSince = nil }
+        idle.sort { ($0.since, $0.session) < ($1.since, $1.session) }
+        var remaining = idle[...]
+        if let timeout = retention.idleTimeout {
+            while let oldest = remaining.first, now - oldest.since >= timeout {
+                retire(oldest.session, reason: .idleTimeout, idleFor: now - oldest.since)
+                remaining = remaining.dropFirst()
+            }
+        }
+        var count = remaining.count
+        var bytes = remaining.reduce(0) { $0 + $1.bytes }
+        while let oldest = remaining.first, count > max(retention.maxIdleSessions, 0) || bytes > retention.maxIdleReplayBytes {
+            retire(oldest.session, reason: count > max(retention.maxIdleSessions, 0) ? .maxIdleSessions : .maxIdleReplayBytes,
+                   idleFor: now - oldest.since)
+            count -= 1
+            bytes -= oldest.bytes
+            remaining = remaining.dropFirst()
+        }
+    }
+
+    /// Drops an idle session: its record and replay buffer, its early updates and the agent's requests still waiting
+    /// on it (a permission answered `cancelled`, anything else an error); the agent gets `session/close` if it
+    /// advertises `sessionCapabilities.close`; a later resume gets ``BridgeErrors/sessionDropped(_:reason:retention:)``.
+    private func retire(_ session: String, reason: RetentionReason, idleFor: Duration) {
+        guard let record = sessions.removeValue(forKey: session) else { return }
+        droppedSessions.insert(session, reason: reason)
+        earlyUpdates[session] = nil
+        for member in record.members { connections[member]?.sessions.remove(session) }
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
+            asks[askID] = nil
+            answerUnaskable(ask, reason: "session \(session) was dropped for retention")
+        }
+        let closing = closeInAgent(session)
+        logger.notice("dropped an idle session", metadata: [
+            "session": "\(session)", "reason": "\(reason.rawValue)", "idle": "\(idleFor.words)",
+            "replayBytes": "\(record.replay.byteCount)", "closeSent": "\(closing)",
+        ])
+        BridgeMetrics.sessions.record(sessions.count)
+    }
+
+    /// Sends `session/close` for `session` to the running agent if it advertises `sessionCapabilities.close`; returns
+    /// whether it was sent. Nobody waits for the answer (see ``retentionCloseAnswered(_:outcome:)``).
+    private func closeInAgent(_ session: String) -> Bool {
+        guard case .running(let handle) = agentState, BridgeHub.canClose(handle.initializeResult) else { return false }
+        let agentID = nextAgentRequestID
+        nextAgentRequestID += 1
+        routes[agentID] = .retention(session: session, generation: handle.generation)
+        do {
+            try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: ACPMethod.sessionClose, params: ["sessionId": .string(session)])))
+            return true
+        } catch {
+            routes[agentID] = nil
+            logger.notice("could not send session/close for a dropped session", metadata: ["session": "\(session)", "error": "\(error.description)"])
+            return false
+        }
+    }
+
+    /// Whether an agent's `initialize` result advertises `agentCapabilities.sessionCapabilities.close`.
+    static func canClose(_ initializeResult: JSONValue) -> Bool {
+        guard let close = initializeResult["agentCapabilities"]?["sessionCapabilities"]?["close"] else { return false }
+        return close != .null && close != .bool(false)
+    }
+
+    /// The agent answered the `session/close` of a dropped session.
+    func retentionCloseAnswered(_ session: String, outcome: Result<JSONValue, JSONRPCError>) {
+        switch outcome {
+        case .success:
+            logger.debug("the agent closed a dropped session", metadata: ["session": "\(session)"])
+        case .failure(let error):
+            logger.notice("the agent refused session/close for a dropped session", metadata: ["session": "\(session)", "error": "\(error.message)"])
+        }
+    }
+
+    /// The error for a resume of `session` if it was dropped for retention, else `nil`.
+    func droppedError(_ session: String) -> JSONRPCError? {
+        droppedSessions.reason(for: session).map { BridgeErrors.sessionDropped(session, reason: $0, retention: configuration.retention) }
+    }
+}
