@@ -260,18 +260,18 @@ actor BridgeHub {
             guard let dialect = connections[id]?.dialect else { continue }
             let frame: OutboundFrame
             if dialect.isSeed {
-                frame = seed ?? BridgeHub.notificationFrame(method: method, params: params, in: dialect)
+                frame = seed ?? notificationFrame(method: method, params: params, in: dialect)
                 seed = frame
             } else {
-                frame = official ?? BridgeHub.notificationFrame(method: method, params: params, in: dialect)
+                frame = official ?? notificationFrame(method: method, params: params, in: dialect)
                 official = frame
             }
             send(frame, to: id)
         }
     }
 
-    private static func notificationFrame(method: String, params: JSONValue?, in dialect: ACPDialect) -> OutboundFrame {
-        // An extension notification's params are free-form: never renamed.
-        .message(.notification(JSONRPCNotification(method: method, params: isExtension(method) ? params : params.map(dialect.toClient))))
+    private func notificationFrame(method: String, params: JSONValue?, in dialect: ACPDialect) -> OutboundFrame {
+        // An extension notification's params are free-form: never renamed; colliding keys are withheld (BridgeHub+Dialect).
+        .message(.notification(clientNotification(method: method, params: params, in: dialect)))
     }
 }

@@ -476,6 +476,55 @@ struct ACPConformanceTests {
         }
     }
 
+    @Test("seed dialect: an agent update whose keys collide in snake_case is withheld with its seq and logged; official phones get it whole")
+    func collidingAgentUpdate() async throws {
+        let logs = LogRecorder()
+        try await ScriptAgent.bridge(logs: logs) { port, _ in
+            try await TestClient.with(port: port) { seed in
+                try await TestClient.with(port: port) { official in
+                    try await seed.initialize(seed: true)
+                    try await official.initialize(seed: false)
+                    let session = try await seed.newSession(seed: true)
+                    _ = try await official.call("session/load", id: "l", ["sessionId": .string(session), "cwd": "/", "mcpServers": []])
+                    seed.prompt(seed: true, session: session, text: "collide")
+                    let (done, frames) = try await seed.collect(until: "prompt")
+                    #expect(done["result"]?["stop_reason"] == "end_turn", "\(done)")
+                    let withheld = try #require(frames.first { $0["method"] == "_oa/notification_withheld" }, "\(frames)")
+                    #expect(withheld["params"]?["session_id"] == .string(session))
+                    #expect(withheld["params"]?["method"] == "session/update")
+                    #expect(withheld["params"]?["error"]?["code"] == -32603)
+                    #expect(withheld["params"]?["error"]?["data"]?["key"] == "foo_bar")
+                    #expect(withheld["params"]?["error"]?["data"]?["sources"] == ["fooBar", "foo_bar"])
+                    let seq = try #require(withheld["params"]?["_meta"]?["seq"]?.intValue)
+                    // Nothing merged reaches the seed phone; the next update follows with the next seq.
+                    #expect(!frames.contains { $0["params"]?["update"]?["content"]?["text"] == "collide" }, "\(frames)")
+                    let after = try #require(frames.first { $0["params"]?["update"]?["content"]?["text"] == "after collide" })
+                    #expect(after["params"]?["_meta"]?["seq"]?.intValue == seq + 1)
+
+                    let (whole, _) = try await official.next { $0["method"] == "session/update" && $0["params"]?["update"]?["content"]?["text"] == "collide" }
+                    #expect(whole["params"]?["update"]?["content"]?["fooBar"] == 1)
+                    #expect(whole["params"]?["update"]?["content"]?["foo_bar"] == 2)
+                    #expect(whole["params"]?["_meta"]?["seq"]?.intValue == seq)
+                    #expect(await logs.waitFor("an agent notification has keys that collide in the client's dialect; sent _oa/notification_withheld instead"))
+                }
+            }
+        }
+    }
+
+    @Test("seed dialect: an agent request whose keys collide in snake_case is an error for the agent (-32602), not sent merged")
+    func collidingAgentRequest() async throws {
+        try await ScriptAgent.bridge { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: true)
+                let session = try await phone.newSession(seed: true)
+                phone.prompt(seed: true, session: session, text: "permission-collide")
+                let (_, frames) = try await phone.collect(until: "prompt")
+                #expect(!frames.contains { $0["method"] == "session/request_permission" }, "\(frames)")
+                #expect(chunkText(frames, seed: true) == #"permission-collide error: -32602 {"key": "tool_call_id"}"#)
+            }
+        }
+    }
+
     // MARK: files (item 10)
 
     @Test("fs/write_text_file is answered with an object ({}), as the schema's WriteTextFileResponse")
@@ -513,6 +562,25 @@ struct ACPConformanceTests {
                 phone.prompt(seed: true, session: session, text: "read \(root)/logs/run.log")
                 let (_, updates) = try await phone.collect(until: "prompt")
                 #expect(chunkText(updates, seed: true) == #"read {"content": "a log line"}"#)
+            }
+        }
+    }
+
+    @Test("--fs-scope: a read outside the session's directories is refused by default and served under any", arguments: [WorkspaceScope.workspace, .any])
+    func fileScope(scope: WorkspaceScope) async throws {
+        let outside = URL(fileURLWithPath: try TestBridge.makeDirectory()).resolvingSymlinksInPath().path
+        try "outside line".write(toFile: outside + "/notes.txt", atomically: true, encoding: .utf8)
+        try await ScriptAgent.bridge(configure: { $0.fileScope = scope }) { port, _ in
+            try await TestClient.with(port: port) { phone in
+                try await phone.initialize(seed: false)
+                let session = try await phone.newSession(seed: false)
+                phone.prompt(seed: false, session: session, text: "read \(outside)/notes.txt")
+                let (_, updates) = try await phone.collect(until: "prompt")
+                if scope == .workspace {
+                    #expect(chunkText(updates, seed: false).hasPrefix("read error: -32602"), "\(updates)")
+                } else {
+                    #expect(chunkText(updates, seed: false) == #"read {"content": "outside line"}"#)
+                }
             }
         }
     }

@@ -14,6 +14,9 @@ It advertises every session capability (load, resume, fork, close, delete, list)
 - `call <method> <JSON object>`: sends that request with the session's id added, reports `call <result as JSON>` or
   `call error: <code> <data>` (terminal/* tests);
 - `update <JSON object>`: sends it as the `update` of a `session/update` (e.g. a tool call with terminal content);
+- `collide`: sends a `session/update` whose content block has `fooBar` and `foo_bar` (one key in snake_case), then
+  `after collide`;
+- `permission-collide`: asks `session/request_permission` with `toolCallId` and `tool_call_id`, reports the error code;
 - anything else: `heard: <text>`.
 
 `SCRIPT_AGENT_VERSION` in the environment changes the protocol version it answers `initialize` with;
@@ -178,6 +181,16 @@ class ScriptAgent:
             await self.conn._conn.send_notification("session/update", {"sessionId": session_id, "update": json.loads(text.split(" ", 1)[1])})
         elif word == "mode":
             await self.conn.session_update(session_id, CurrentModeUpdate(session_update="current_mode_update", current_mode_id=text.split(" ")[1]))
+        elif word == "collide":
+            await self.conn._conn.send_notification("session/update", {"sessionId": session_id, "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "collide", "fooBar": 1, "foo_bar": 2}}})
+            await say("after collide")
+        elif word == "permission-collide":
+            result = await self.ask("session/request_permission", {
+                "sessionId": session_id, "toolCall": {"toolCallId": "call-1", "tool_call_id": "call-2"},
+                "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"}]})
+            await say("permission-collide " + result)
         elif word == "wait":
             event = self.cancelled.setdefault(session_id, asyncio.Event())
             await event.wait()
