@@ -21,6 +21,7 @@ extension ServeSettings {
         configuration.maxConnections = maxConnections.value
         configuration.maxPendingConnectionsPerAddress = maxPendingPerAddress.value
         configuration.allowPlaintext = allowPlaintext.value
+        configuration.terminal.enabled = terminal.value
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
         options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none
         options.discovery = try discovery.value.makeBackend(logger: logger, interface: interface.value)

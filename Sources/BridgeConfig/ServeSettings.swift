@@ -57,6 +57,8 @@ public struct ServeFlags: Sendable {
     public var allowNetwork: [String] = []
     /// `--allow-plaintext` / `--no-allow-plaintext`.
     public var allowPlaintext: Bool?
+    /// `--terminal` / `--no-terminal`.
+    public var terminal: Bool?
 
     /// Nothing given on the command line.
     public init() {}
@@ -103,6 +105,8 @@ public struct ServeSettings: Sendable {
     public var allowNetwork: Resolved<[String]>
     /// Whether other machines may use ws:// and http:// in clear.
     public var allowPlaintext: Resolved<Bool>
+    /// Whether the agent's `terminal/*` requests are served on the desktop.
+    public var terminal: Resolved<Bool>
     /// The config file consulted.
     public var configPath: String
     /// Whether that file exists.
@@ -112,7 +116,7 @@ public struct ServeSettings: Sendable {
     public static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "log-level", "log-format", "auth", "require-approval", "allow-network",
-        "allow-plaintext", "interface",
+        "allow-plaintext", "interface", "terminal",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -157,6 +161,7 @@ public struct ServeSettings: Sendable {
                                             parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
                                             expected: "CIDR networks, comma-separated", default: []),
             allowPlaintext: try resolver.pick("allow-plaintext", flags.allowPlaintext, parse: SettingResolver.bool, expected: "true or false", default: false),
+            terminal: try resolver.pick("terminal", flags.terminal, parse: SettingResolver.bool, expected: "true or false", default: true),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -186,6 +191,7 @@ public struct ServeSettings: Sendable {
             row("require-approval", requireApproval) { String($0) },
             row("allow-network", allowNetwork) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
             row("allow-plaintext", allowPlaintext) { String($0) },
+            row("terminal", terminal) { String($0) },
         ]
     }
 }

@@ -62,6 +62,9 @@ struct ServeOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Also accept pairing, tokens and WebSocket connections in clear (ws://, http://) from other machines, for clients that cannot do TLS yet. Anyone on the network can then read tokens and prompts. Default: off (TLS required from other machines; loopback is always allowed).")
     var allowPlaintext: Bool?
 
+    @Flag(inversion: .prefixedNo, help: "Serve the agent's terminal/* requests on the desktop: commands run in the session's directory, their output is shown to the phones. --no-terminal refuses them and tells the agent terminal: false. Default: on.")
+    var terminal: Bool?
+
     /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
     var flags: ServeFlags {
         var flags = ServeFlags()
@@ -84,6 +87,7 @@ struct ServeOptions: ParsableArguments {
         flags.requireApproval = requireApproval
         flags.allowNetwork = allowNetwork
         flags.allowPlaintext = allowPlaintext
+        flags.terminal = terminal
         return flags
     }
 }
