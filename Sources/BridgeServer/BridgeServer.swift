@@ -77,6 +77,7 @@ public struct BridgeServer: Service {
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let request = context.requestContext
+            request.releaseHandlerReference()  // breaks hummingbird-websocket's context cycle (WebSocketHandlerSlot)
             slots.open()
             defer { slots.close() }
             try await ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device)

@@ -30,8 +30,13 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestContext, TransportAwareRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
-    /// The WebSocket handler reference Hummingbird needs.
-    public let webSocket: WebSocketHandlerReference<Self>
+    /// The WebSocket handler reference Hummingbird needs, read from a slot the connection empties when it starts
+    /// (``releaseHandlerReference()``). hummingbird-websocket 2.8.1 stores this context in the reference's own box,
+    /// a cycle that kept every upgraded connection's context (its logger, address, upgrade outcome) forever:
+    /// notes/upstream-hummingbird-websocket-context-cycle.md.
+    public var webSocket: WebSocketHandlerReference<Self> { handlerSlot.reference }
+    /// Where ``webSocket`` lives until ``releaseHandlerReference()``.
+    let handlerSlot = WebSocketHandlerSlot<Self>()
     /// The peer's address, if the channel has one.
     public let remoteAddress: SocketAddress?
     /// What the upgrade check decided (the authenticated device), for the connection.
@@ -44,10 +49,15 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
     /// Creates the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
-        self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress
         self.channelID = ObjectIdentifier(source.channel)
         self.isTLS = source.isTLS
+    }
+
+    /// Drops this context's hold on the WebSocket handler reference, which breaks the reference → context cycle;
+    /// call it first thing in the upgraded connection's handler (Hummingbird has read the handler by then).
+    public func releaseHandlerReference() {
+        handlerSlot.release()
     }
 }
 
