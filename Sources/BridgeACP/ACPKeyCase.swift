@@ -117,6 +117,12 @@ public struct ACPKeyCollision: Error, Sendable, Equatable, CustomStringConvertib
     /// The keys as sent.
     public let sources: [String]
 
+    /// `sources` (sorted) would all become `key`.
+    public init(key: String, sources: [String]) {
+        self.key = key
+        self.sources = sources.sorted()
+    }
+
     /// The JSON-RPC error a client gets for it (-32602 for what it sent, -32603 for what the agent sent).
     public func rpcError(fromClient: Bool) -> JSONRPCError {
         let detail = "keys \(sources.joined(separator: " and ")) both become \(key) in the other dialect; send only one"
