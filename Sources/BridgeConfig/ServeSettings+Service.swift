@@ -20,6 +20,9 @@ extension ServeSettings {
         configuration.allowedNetworks = allowNetwork.value
         configuration.maxConnections = maxConnections.value
         configuration.maxPendingConnectionsPerAddress = maxPendingPerAddress.value
+        configuration.retention = SessionRetention(
+            maxIdleSessions: maxIdleSessions.value, maxIdleReplayBytes: maxIdleReplayBytes.value,
+            idleTimeout: idleSessionTimeout.value > 0 ? .seconds(idleSessionTimeout.value) : nil)
         configuration.allowPlaintext = allowPlaintext.value
         configuration.terminal.enabled = terminal.value
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))

@@ -45,6 +45,12 @@ public struct ServeFlags: Sendable {
     public var maxConnections: Int?
     /// `--max-pending-per-address`.
     public var maxPendingPerAddress: Int?
+    /// `--max-idle-sessions`.
+    public var maxIdleSessions: Int?
+    /// `--max-idle-replay-bytes`.
+    public var maxIdleReplayBytes: Int?
+    /// `--idle-session-timeout`, in seconds (0: no limit).
+    public var idleSessionTimeout: Int?
     /// `--log-level`.
     public var logLevel: Logger.Level?
     /// `--log-format`.
@@ -93,6 +99,12 @@ public struct ServeSettings: Sendable {
     public var maxConnections: Resolved<Int>
     /// Most unanswered connections from one address.
     public var maxPendingPerAddress: Resolved<Int>
+    /// Most idle sessions kept (no phone attached, no prompt running).
+    public var maxIdleSessions: Resolved<Int>
+    /// Most bytes of replay the idle sessions keep together.
+    public var maxIdleReplayBytes: Resolved<Int>
+    /// Seconds an idle session is kept; 0 keeps it without a time limit.
+    public var idleSessionTimeout: Resolved<Int>
     /// The log level.
     public var logLevel: Resolved<Logger.Level>
     /// The log line format.
@@ -115,7 +127,7 @@ public struct ServeSettings: Sendable {
     /// Every key a config file may hold (the long option names).
     public static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
-        "max-frame-size", "max-connections", "max-pending-per-address", "log-level", "log-format", "auth", "require-approval", "allow-network",
+        "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal",
     ]
 
@@ -153,6 +165,9 @@ public struct ServeSettings: Sendable {
             maxFrameSize: try resolver.pick("max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: BridgeServerConfiguration.defaultMaxFrameSize),
             maxConnections: try resolver.pick("max-connections", flags.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
             maxPendingPerAddress: try resolver.pick("max-pending-per-address", flags.maxPendingPerAddress, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 128),
+            maxIdleSessions: try resolver.pick("max-idle-sessions", flags.maxIdleSessions, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } }, expected: "a number of sessions, 0 or more", default: SessionRetention.defaultMaxIdleSessions),
+            maxIdleReplayBytes: try resolver.pick("max-idle-replay-bytes", flags.maxIdleReplayBytes, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } }, expected: "a number of bytes, 0 or more", default: SessionRetention.defaultMaxIdleReplayBytes),
+            idleSessionTimeout: try resolver.pick("idle-session-timeout", flags.idleSessionTimeout, parse: RetentionDuration.seconds, expected: "seconds, or a number with s, m, h or d (24h); 0 or off for no limit", default: Int(SessionRetention.defaultIdleTimeout.components.seconds)),
             logLevel: try resolver.pick("log-level", flags.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),
             logFormat: try resolver.pick("log-format", flags.logFormat, parse: BridgeLogging.Format.init(rawValue:), expected: "text or json", default: .text),
             auth: try resolver.pick("auth", flags.auth, parse: AuthMode.init(rawValue:), expected: "token or none", default: .token),
@@ -185,6 +200,9 @@ public struct ServeSettings: Sendable {
             row("max-frame-size", maxFrameSize) { String($0) },
             row("max-connections", maxConnections) { String($0) },
             row("max-pending-per-address", maxPendingPerAddress) { String($0) },
+            row("max-idle-sessions", maxIdleSessions) { String($0) },
+            row("max-idle-replay-bytes", maxIdleReplayBytes) { String($0) },
+            row("idle-session-timeout", idleSessionTimeout) { RetentionDuration.text($0) },
             row("log-level", logLevel) { $0.rawValue },
             row("log-format", logFormat) { $0.rawValue },
             row("auth", auth) { $0.rawValue },

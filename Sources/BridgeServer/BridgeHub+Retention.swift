@@ -74,13 +74,14 @@ extension BridgeHub {
         }
     }
 
-    /// Drops an idle session: its record and replay buffer, its early updates and the agent's requests still waiting
-    /// on it (a permission answered `cancelled`, anything else an error); the agent gets `session/close` if it
+    /// Drops an idle session: its record and replay buffer, its early updates, its terminals and the agent's requests
+    /// still waiting on it (a permission answered `cancelled`, anything else an error); the agent gets `session/close` if it
     /// advertises `sessionCapabilities.close`; a later resume gets ``BridgeErrors/sessionDropped(_:reason:retention:)``.
     private func retire(_ session: String, reason: RetentionReason, idleFor: Duration) {
         guard let record = sessions.removeValue(forKey: session) else { return }
         droppedSessions.insert(session, reason: reason)
         earlyUpdates[session] = nil
+        terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
             asks[askID] = nil

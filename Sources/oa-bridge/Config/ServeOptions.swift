@@ -44,6 +44,19 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "Most connections from one address still waiting for their first answer; beyond it new ones get 503. Default: 128.")
     var maxPendingPerAddress: Int?
 
+    @Option(help: "Most idle sessions kept for phones to resume (no phone attached, no prompt running); past it the longest idle is dropped and closed in the agent. Default: 64.")
+    var maxIdleSessions: Int?
+
+    @Option(help: "Most bytes of updates the idle sessions keep together for resume; past it the longest idle are dropped. Default: 67108864 (64 MiB).")
+    var maxIdleReplayBytes: Int?
+
+    @Option(help: ArgumentHelp("How long an idle session is kept: seconds, or 30m, 24h, 7d; 0 or off for no limit. Default: 24h.", valueName: "duration"),
+            transform: { text in
+                guard let seconds = RetentionDuration.seconds(text) else { throw ValidationError("--idle-session-timeout: expected seconds, or a number with s, m, h or d (24h); 0 or off for no limit; got \(text)") }
+                return seconds
+            })
+    var idleSessionTimeout: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical. Default: info.")
     var logLevel: Logger.Level?
 
@@ -81,6 +94,9 @@ struct ServeOptions: ParsableArguments {
         flags.maxFrameSize = maxFrameSize
         flags.maxConnections = maxConnections
         flags.maxPendingPerAddress = maxPendingPerAddress
+        flags.maxIdleSessions = maxIdleSessions
+        flags.maxIdleReplayBytes = maxIdleReplayBytes
+        flags.idleSessionTimeout = idleSessionTimeout
         flags.logLevel = logLevel
         flags.logFormat = logFormat
         flags.auth = auth
