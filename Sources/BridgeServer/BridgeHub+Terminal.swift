@@ -42,7 +42,8 @@ extension BridgeHub {
     }
 
     /// `terminal/create`: the command runs in `cwd`, which must be a directory inside the session's `cwd` or one of
-    /// its `additionalDirectories` (default: the session's `cwd`).
+    /// its `additionalDirectories` (default: the session's `cwd`), or, under a wider `--fs-scope`, beneath the scope's
+    /// directory, as for `fs/*` paths.
     private func createTerminal(_ params: JSONValue?, session: String, generation current: Int) throws(TerminalError) -> JSONValue {
         let method = TerminalMethod.create
         guard let record = sessions[session] else { throw .unknownSession(session) }
@@ -75,9 +76,9 @@ extension BridgeHub {
         var directory = record.files.root
         if let cwd = params?["cwd"], cwd != .null {
             guard let path = cwd.stringValue else { throw .badParams(method: method, detail: "cwd must be a string (an absolute path)") }
-            let files = record.additional.first { path == $0.root || path.hasPrefix($0.root + "/") } ?? record.files
             do {
-                directory = try files.subdirectory(path).root
+                // As fs/* paths: within the session's directories, or further under a wider --fs-scope.
+                directory = try WorkspaceFiles.serving(path, files: record.files, additional: record.additional).directory(path).root
             } catch {
                 throw .badDirectory(error.rpcError)
             }

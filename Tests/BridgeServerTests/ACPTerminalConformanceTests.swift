@@ -188,6 +188,19 @@ struct ACPTerminalConformanceTests {
         }
     }
 
+    @Test("when the agent dies, its terminals are killed")
+    func agentDeathKills() async throws {
+        try await twoPhones { alice, bob, session, _ in
+            let (created, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "echo $$; exec sleep 300"])
+            let terminal = try #require(created["terminalId"]?.stringValue)
+            let (told, _) = try await bob.next { $0["method"] == "_oa/terminal/output" && $0["params"]?["terminalId"] == .string(terminal) }
+            let pid = try #require(firstPID(told["params"]?["output"]?.stringValue ?? ""), "\(told)")
+            alice.prompt(seed: true, session: session, text: "die", id: "die")
+            _ = try await bob.next { $0["method"] == "_oa/agent_exited" }
+            #expect(try await isGone(pid), "the dead agent's terminal is killed")
+        }
+    }
+
     @Test("stopping the bridge kills the terminals it runs")
     func shutdownKills() async throws {
         let pid = try await ScriptAgent.bridge { port, _ in

@@ -14,6 +14,7 @@ It advertises every session capability (load, resume, fork, close, delete, list)
 - `call <method> <JSON object>`: sends that request with the session's id added, reports `call <result as JSON>` or
   `call error: <code> <data>` (terminal/* tests);
 - `update <JSON object>`: sends it as the `update` of a `session/update` (e.g. a tool call with terminal content);
+- `die`: the agent process exits at once (status 3);
 - `collide`: sends a `session/update` whose content block has `fooBar` and `foo_bar` (one key in snake_case), then
   `after collide`;
 - `permission-collide`: asks `session/request_permission` with `toolCallId` and `tool_call_id`, reports the error code;
@@ -177,6 +178,8 @@ class ScriptAgent:
         elif word == "call":
             _, method, body = text.split(" ", 2)
             await say("call " + await self.ask(method, dict(json.loads(body), sessionId=session_id)))
+        elif word == "die":
+            os._exit(3)
         elif word == "update":
             await self.conn._conn.send_notification("session/update", {"sessionId": session_id, "update": json.loads(text.split(" ", 1)[1])})
         elif word == "mode":
