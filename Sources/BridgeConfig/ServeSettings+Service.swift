@@ -16,6 +16,7 @@ extension ServeSettings {
         configuration.agentCommand = try agent.value.map(CommandLineSplitter.split)
         configuration.agentEnvironment = agentEnv.value
         configuration.agentWorkingDirectory = agentCwd.value
+        configuration.fileScope = fsScope.value
         configuration.maxFrameSize = maxFrameSize.value
         configuration.allowedNetworks = allowNetwork.value
         configuration.maxConnections = maxConnections.value

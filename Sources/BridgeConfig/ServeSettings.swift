@@ -33,6 +33,8 @@ public struct ServeFlags: Sendable {
     public var agentCwd: String?
     /// `--working-directory`.
     public var workingDirectory: String?
+    /// `--fs-scope`.
+    public var fsScope: WorkspaceScope?
     /// `--discovery` / `--backend`.
     public var discovery: DiscoveryChoice?
     /// `--interface`.
@@ -87,6 +89,8 @@ public struct ServeSettings: Sendable {
     public var agentCwd: Resolved<String?>
     /// The directory sessions work in.
     public var workingDirectory: Resolved<String>
+    /// How far the agent's file requests reach.
+    public var fsScope: Resolved<WorkspaceScope>
     /// mDNS advertising.
     public var discovery: Resolved<DiscoveryChoice>
     /// The interface to announce on; `nil` for every interface the daemon uses.
@@ -126,7 +130,7 @@ public struct ServeSettings: Sendable {
 
     /// Every key a config file may hold (the long option names).
     public static let knownKeys: Set<String> = [
-        "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "discovery", "state-dir",
+        "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal",
     ]
@@ -159,6 +163,7 @@ public struct ServeSettings: Sendable {
             agentEnv: agentEnv,
             agentCwd: try resolver.pickOptional("agent-cwd", flags.agentCwd, parse: { $0 }, expected: "a directory"),
             workingDirectory: try resolver.pick("working-directory", flags.workingDirectory, parse: { $0 }, expected: "a directory", default: FileManager.default.currentDirectoryPath),
+            fsScope: try resolver.pick("fs-scope", flags.fsScope, parse: WorkspaceScope.init(rawValue:), expected: "workspace, home or any", default: .workspace),
             discovery: try resolver.pick("discovery", flags.discovery, parse: DiscoveryChoice.init(rawValue:), expected: "avahi, dnssd or off", default: .platformDefault),
             interface: try resolver.pickOptional("interface", flags.interface, parse: { $0.isEmpty ? nil : $0 }, expected: "a network interface name, e.g. eth0"),
             stateDir: try resolver.pickOptional("state-dir", flags.stateDir, parse: { $0 }, expected: "a directory"),
@@ -194,6 +199,7 @@ public struct ServeSettings: Sendable {
             row("agent-env", agentEnv) { $0.isEmpty ? "{}" : $0.keys.sorted().map { "\($0)=…" }.joined(separator: " ") },
             row("agent-cwd", agentCwd) { $0 ?? "(working-directory)" },
             row("working-directory", workingDirectory) { $0 },
+            row("fs-scope", fsScope) { $0.rawValue },
             row("discovery", discovery) { $0.rawValue },
             row("interface", interface) { $0 ?? "(every interface)" },
             row("state-dir", stateDir) { $0 ?? "(XDG state directory)" },

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BridgeConfig
+import BridgeServer
 import Logging
 
 /// The options of `oa-bridge serve`. Each is optional here: a value not given on the command line
@@ -25,6 +26,9 @@ struct ServeOptions: ParsableArguments {
 
     @Option(help: "The directory sessions work in (fs/* requests are confined to it). Default: the current directory.")
     var workingDirectory: String?
+
+    @Option(help: "How far the agent's fs/read_text_file and fs/write_text_file reach: workspace (the session's directory and its additionalDirectories), home (also anything under your home directory) or any (any absolute path); never through a symbolic link beyond it. Default: workspace.")
+    var fsScope: WorkspaceScope?
 
     @Option(name: [.customLong("discovery"), .customLong("backend")], help: "mDNS advertising: avahi, dnssd, or off (--backend is the same option). Default: avahi on Linux.")
     var discovery: DiscoveryChoice?
@@ -88,6 +92,7 @@ struct ServeOptions: ParsableArguments {
         flags.agent = agent
         flags.agentCwd = agentCwd
         flags.workingDirectory = workingDirectory
+        flags.fsScope = fsScope
         flags.discovery = discovery
         flags.interface = interface
         flags.stateDir = stateDir

@@ -1,0 +1,5 @@
+import ArgumentParser
+import BridgeServer
+
+/// `--fs-scope workspace|home|any`.
+extension WorkspaceScope: ExpressibleByArgument {}
