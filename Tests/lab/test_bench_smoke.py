@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, build_dir
+from lab_support import REPO, build_dir
 
 
 def test_bench_harness_runs_on_a_tiny_setting(tmp_path):

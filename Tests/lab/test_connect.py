@@ -19,7 +19,7 @@ import json
 import re
 import time
 
-from conftest import fake_tailscale, wait_http, wait_resolved, wait_service_gone
+from lab_support import fake_tailscale, wait_http, wait_resolved, wait_service_gone
 
 OPEN = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "100.64.0.0/30"]
 TAILNET_NAME = "desk.tail-lab.ts.net"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SERVICE_TYPE, wait_http, wait_resolved
+from lab_support import SERVICE_TYPE, wait_http, wait_resolved
 
 BACKENDS = ["avahi", "dnssd"]
 OTHER_TYPE = "_oalabother._tcp"

@@ -19,7 +19,7 @@ import time
 import pytest
 
 import lab as labmod
-from conftest import HERE, SERVICE_TYPE, wait_resolved
+from lab_support import HERE, SERVICE_TYPE, wait_resolved
 
 BACKENDS = ["avahi", "dnssd"]
 TXT_KEYS = {"txtvers", "proto", "id", "auth", "path"}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import SERVICE_TYPE, wait_http, wait_resolved
+from lab_support import SERVICE_TYPE, wait_http, wait_resolved
 
 
 def show(cp) -> str:

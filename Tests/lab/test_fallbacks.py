@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from conftest import wait_http
+from lab_support import wait_http
 
 OPEN = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "100.64.0.0/30"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import wait_http
+from lab_support import wait_http
 
 OPEN = ["--auth", "none", "--allow-network", "198.18.0.0/15", "--allow-network", "fd00:6f60::/30",
         "--allow-network", "fe80::/10"]

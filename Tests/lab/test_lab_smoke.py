@@ -7,7 +7,7 @@ import signal
 import time
 
 import lab as labmod
-from conftest import SERVICE_TYPE, wait_resolved, wait_service_gone
+from lab_support import SERVICE_TYPE, wait_resolved, wait_service_gone
 
 
 def test_hosts_have_addresses_and_names(desk, phone):

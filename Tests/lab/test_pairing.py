@@ -9,7 +9,7 @@ import json
 import pytest
 
 import lab as labmod
-from conftest import build_dir, snapshot, wait_http
+from lab_support import build_dir, snapshot, wait_http
 
 
 def _request(host: labmod.Host, url: str, method: str = "GET", token: str | None = None) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import wait_http, wait_resolved
+from lab_support import wait_http, wait_resolved
 
 
 def show(cp) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import wait_resolved
+from lab_support import wait_resolved
 
 
 def test_cut_link_during_streaming_prompt_loses_nothing(lab, desk, phone, bridge_bin, timings):

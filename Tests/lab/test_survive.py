@@ -23,7 +23,7 @@ import time
 import pytest
 
 import lab as labmod
-from conftest import SERVICE_TYPE
+from lab_support import SERVICE_TYPE
 from test_discovery import (  # noqa: F401  (fixtures are used by name)
     _serve_backend_flag, backend, ipv4s, is_event, merged_state, parse_events, serve_help,
     start_serve, start_watch,

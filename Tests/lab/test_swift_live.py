@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, build_dir
+from lab_support import REPO, build_dir
 
 
 def test_swift_live_daemon_suite(lab):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import fake_tailscale
+from lab_support import fake_tailscale
 
 STATUS = {"BackendState": "Running", "Self": {"DNSName": "desk.tail-lab.ts.net.", "TailscaleIPs": ["100.64.0.1", "fd7a:115c:a1e0::1"]}}
 

@@ -13,7 +13,7 @@ import time
 import uuid
 
 import lab as labmod
-from conftest import wait_http
+from lab_support import wait_http
 
 # Runs on the phone with this interpreter (websockets): initialize, session/new, a prompt with a marker and the
 # permission round trip over wss:// (or ws://), the certificate checked against the pin by openssl.
