@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """A stdio ACP v1 agent that answers a prompt with FLOOD_COUNT session/update notifications (one JSON line each)
-as fast as it can write them, then stopReason end_turn. Used by scripts/bench for the relay figures."""
+as fast as it can write them, then stopReason end_turn. Used by scripts/bench for the relay figures.
+
+With FLOOD_RATE=N (updates per second) it paces them instead, flushing each line, and stamps each chunk's text with
+its send time (" t=<CLOCK_REALTIME ns>") so that a client can measure the latency from the agent's line to the phone
+(scripts/bench's latency section)."""
 import json
 import os
 import sys
+import time
 
 COUNT = int(os.environ.get("FLOOD_COUNT", "20000"))
 PAD = "x" * int(os.environ.get("FLOOD_PAD", "0"))  # extra bytes in every chunk's text
+RATE = float(os.environ.get("FLOOD_RATE", "0"))  # updates per second; 0: as fast as possible
 
 
 def send(obj):
@@ -32,8 +38,17 @@ def main():
             head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":' + json.dumps(sid) + \
                    ',"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"chunk '
             out = sys.stdout
-            for i in range(COUNT):
-                out.write(head + str(i) + PAD + '"}}}}\n')
+            if RATE > 0:
+                start = time.monotonic()
+                for i in range(COUNT):
+                    delay = start + i / RATE - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    out.write(head + str(i) + PAD + " t=" + str(time.time_ns()) + '"}}}}\n')
+                    out.flush()
+            else:
+                for i in range(COUNT):
+                    out.write(head + str(i) + PAD + '"}}}}\n')
             send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
         elif method == "session/cancel":
             send({"jsonrpc": "2.0", "id": mid, "result": None})

@@ -57,6 +57,13 @@ final class RawWebSocket: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// CLOCK_REALTIME in nanoseconds: the clock the flood agent stamps its send times with (`time.time_ns()`).
+    private func realtimeNanoseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
     private func write(_ bytes: [UInt8]) throws {
         let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == bytes.count else { throw Failure(description: "send failed (errno \(errno))") }
@@ -149,6 +156,31 @@ final class RawWebSocket: @unchecked Sendable {
             if seen < expected, readMore() == .closed { return seen }
         }
         return seen
+    }
+
+    /// For each text frame starting with `prefix` until `expected` were seen (or the connection closes, or
+    /// `deadline`): how long after the send time stamped in it (` t=<CLOCK_REALTIME ns>`) it was read, in µs.
+    func latencies(framesStartingWith prefix: [UInt8], expected: Int, until deadline: UInt64) -> [UInt32] {
+        let marker = Array(" t=".utf8)
+        var result: [UInt32] = []
+        result.reserveCapacity(expected)
+        while result.count < expected, now() < deadline {
+            while result.count < expected, let frame = bufferedFrame() {
+                if frame.opcode == 0x8 { return result }
+                guard frame.opcode == 0x1, buffer[frame.payload].starts(with: prefix) else { continue }
+                let received = realtimeNanoseconds()
+                guard let at = buffer[frame.payload].firstRange(of: marker) else { continue }
+                var stamp: UInt64 = 0
+                var index = at.upperBound
+                while index < frame.payload.upperBound, buffer[index] >= 0x30, buffer[index] <= 0x39 {
+                    stamp = stamp * 10 + UInt64(buffer[index] - 0x30)
+                    index += 1
+                }
+                result.append(UInt32(min(received > stamp ? (received - stamp) / 1000 : 0, UInt64(UInt32.max))))
+            }
+            if result.count < expected, readMore() == .closed { return result }
+        }
+        return result
     }
 
     /// Sends a close frame (masked, no payload).

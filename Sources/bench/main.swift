@@ -235,17 +235,9 @@ func runIdle(_ args: Args) async throws {
 /// How every `session/update` the bridge sends starts (it writes the envelope fields in a fixed order).
 let updatePrefix = Array(#"{"jsonrpc":"2.0","method":"session/update","#.utf8)
 
-/// Relay: client 0 makes a session and prompts; the others attach with session/load; everyone counts
-/// session/update notifications until the prompt's updates are in. Each client reads on a thread of its own
-/// with a raw socket (``RawWebSocket``), so counting costs next to nothing next to the bridge's work.
-func runRelay(_ args: Args) throws {
-    _ = raiseFileLimit(args.int("nofile", 65536))
-    let url = args.string("url", "ws://127.0.0.1:9099/")
-    let clients = max(args.int("clients", 1), 1)
-    let expected = args.int("count", 10000)
-    let timeout = min(args.double("timeout", 30), 120)
-    // The bridge confines sessions to its working directory: by default the directory both were started in.
-    let cwd = args.string("cwd", FileManager.default.currentDirectoryPath)
+/// Connects `clients` raw WebSockets and initializes them; client 0 makes a session and the others attach to it
+/// with session/load. Returns the sockets and the session's id.
+func relaySetup(url: String, clients: Int, cwd: String) throws -> ([RawWebSocket], String) {
     let setupDeadline = now() + 30_000_000_000
     let sockets = try (0..<clients).map { _ in try RawWebSocket(url: url) }
     for socket in sockets {
@@ -261,6 +253,21 @@ func runRelay(_ args: Args) throws {
         try socket.sendText(#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"\#(sessionID)","cwd":"\#(cwd)","mcpServers":[]}}"#)
         guard socket.nextText(until: setupDeadline) != nil else { throw RawWebSocket.Failure(description: "no answer to session/load") }
     }
+    return (sockets, sessionID)
+}
+
+/// Relay: client 0 makes a session and prompts; the others attach with session/load; everyone counts
+/// session/update notifications until the prompt's updates are in. Each client reads on a thread of its own
+/// with a raw socket (``RawWebSocket``), so counting costs next to nothing next to the bridge's work.
+func runRelay(_ args: Args) throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    let url = args.string("url", "ws://127.0.0.1:9099/")
+    let clients = max(args.int("clients", 1), 1)
+    let expected = args.int("count", 10000)
+    let timeout = min(args.double("timeout", 30), 120)
+    // The bridge confines sessions to its working directory: by default the directory both were started in.
+    let cwd = args.string("cwd", FileManager.default.currentDirectoryPath)
+    let (sockets, sessionID) = try relaySetup(url: url, clients: clients, cwd: cwd)
     let counts = Cell<[Int]>([])
     let finished = Cell<UInt64>(0)
     let done = DispatchGroup()
@@ -288,9 +295,41 @@ func runRelay(_ args: Args) throws {
           "seconds": seconds, "updates_per_s": Double(total / clients) / max(seconds, 1e-9)])
 }
 
+/// Latency: like relay, with an agent that paces its updates and stamps each with its send time (flood_agent.py with
+/// FLOOD_RATE); every client measures, for every update, the time from the agent's stamp to reading the frame.
+func runLatency(_ args: Args) throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    let url = args.string("url", "ws://127.0.0.1:9099/")
+    let clients = max(args.int("clients", 10), 1)
+    let expected = args.int("count", 500)
+    let timeout = min(args.double("timeout", 60), 120)
+    let cwd = args.string("cwd", FileManager.default.currentDirectoryPath)
+    let (sockets, sessionID) = try relaySetup(url: url, clients: clients, cwd: cwd)
+    let all = Cell<[[UInt32]]>([])
+    let done = DispatchGroup()
+    let end = now() + UInt64(timeout * 1e9)
+    for socket in sockets {
+        done.enter()
+        let thread = Thread {
+            let seen = socket.latencies(framesStartingWith: updatePrefix, expected: expected, until: end)
+            all.withLock { $0.append(seen) }
+            done.leave()
+        }
+        thread.start()
+    }
+    try sockets[0].sendText(#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"\#(sessionID)","prompt":[{"type":"text","text":"paced"}]}}"#)
+    done.wait()
+    for socket in sockets { socket.sendClose() }
+    let each = all.withLock { $0 }
+    let sorted = each.flatMap { $0 }.sorted()
+    func pct(_ p: Double) -> Double { sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
+    emit(["clients": clients, "updates": sorted.count, "min_per_client": each.map(\.count).min() ?? 0,
+          "p50_ms": pct(0.5), "p90_ms": pct(0.9), "p99_ms": pct(0.99), "max_ms": Double(sorted.last ?? 0) / 1000])
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay [--key value]...\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|latency [--key value]...\n".utf8))
     exit(2)
 }
 let args = Args(arguments.dropFirst(2))
@@ -300,6 +339,7 @@ case "bridge": try await runBridge(args)
 case "load": try await runLoad(args)
 case "idle": try await runIdle(args)
 case "relay": try runRelay(args)
+case "latency": try runLatency(args)
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)
