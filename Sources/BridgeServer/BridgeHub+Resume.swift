@@ -124,15 +124,21 @@ extension BridgeHub {
     /// Until cancelled: every `orphanCheckInterval`, answers agent requests that nobody could answer for
     /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
     /// prompt whose phone never comes back does not wait forever; then drops idle sessions past the bounds of
-    /// ``BridgeServerConfiguration/retention``.
+    /// ``BridgeServerConfiguration/retention``; every ``tokenPurgeInterval``, deletes token rows long expired.
     nonisolated func sweepOrphanedAsks() async {
         let timeout = configuration.orphanedRequestTimeout
         let shortest = min(timeout, configuration.clientRequestTimeout, configuration.permissionRequestTimeout)
         let interval = min(shortest / 4, .seconds(1))
+        let clock = configuration.clock
+        var nextPurge = clock.now + BridgeHub.tokenPurgeInterval
         while !Task.isCancelled {
-            try? await configuration.clock.sleep(for: max(interval, .milliseconds(10)))
+            try? await clock.sleep(for: max(interval, .milliseconds(10)))
             await expireOrphanedAsks(olderThan: timeout)
             await enforceRetention()
+            if clock.now >= nextPurge {
+                nextPurge = clock.now + BridgeHub.tokenPurgeInterval
+                await purgeExpiredTokens()
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgePairing
 import BridgeRPC
 import Logging
 
@@ -125,6 +126,21 @@ extension BridgeHub {
             logger.debug("the agent closed a dropped session", metadata: ["session": "\(session)"])
         case .failure(let error):
             logger.notice("the agent refused session/close for a dropped session", metadata: ["session": "\(session)", "error": "\(error.message)"])
+        }
+    }
+
+    /// How often the token store's long-expired rows are deleted (see ``purgeExpiredTokens()``).
+    static let tokenPurgeInterval: Duration = .seconds(3600)
+
+    /// With auth on: deletes the token rows that expired more than a week ago (``TokenStore/purgeExpiredTokens(olderThan:)``),
+    /// so `pairing.sqlite` does not grow by two rows with every refresh for as long as the bridge runs.
+    nonisolated func purgeExpiredTokens() async {
+        guard let store = configuration.authenticator?.store else { return }
+        do {
+            let purged = try await store.purgeExpiredTokens()
+            if purged > 0 { logger.info("purged expired tokens", metadata: ["rows": "\(purged)"]) }
+        } catch {
+            logger.notice("could not purge expired tokens", metadata: ["error": "\(error)"])
         }
     }
 
