@@ -10,8 +10,8 @@
 //   handler+wait: ... alive: 0           (handler, and waitUntilExit() right after run())
 //   wait: ... alive: 0                   (no handler, waitUntilExit())
 //   handler-then-wait: ... alive: 0      (handler, then waitUntilExit() once it ran)
-//   wait-in-handler: ... alive: 0        (waitUntilExit() inside the handler; but in oa-bridge that made the next
-//                                         session/new write to the dead agent: not used)
+//   wait-in-handler: ... alive: 0        (waitUntilExit() inside the handler; in oa-bridge the next
+//                                         session/new then often wrote to the dead agent: not kept)
 // The `@unchecked Sendable` is the test subclass of Foundation's own `@unchecked Sendable` Process.
 
 import Foundation
