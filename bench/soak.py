@@ -171,13 +171,28 @@ async def connection_cycle(url: str, headers: dict | None = None) -> None:
         await asyncio.wait_for(ws.recv(), 10)
 
 
+async def answer(ws, request_id, seconds: float) -> dict:
+    """The response to `request_id`, skipping notifications (e.g. `_oa/agent_exited`), within `seconds`."""
+    deadline = time.monotonic() + seconds
+    for _ in range(1_000):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        message = json.loads(await asyncio.wait_for(ws.recv(), remaining))
+        if message.get("id") == request_id and "method" not in message:
+            return message
+    raise TimeoutError(f"no answer to {request_id} within {seconds} s")
+
+
 async def session_cycle(url: str, cwd: str, text: str = "soak") -> None:
     """connect, initialize, session/new, one prompt (a permission asked by the agent is answered: allowed), close."""
     async with websockets.connect(url, open_timeout=10, close_timeout=5, max_size=2**24) as ws:
         await ws.send(INIT)
-        await asyncio.wait_for(ws.recv(), 10)
+        await answer(ws, 0, 10)
         await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}))
-        created = json.loads(await asyncio.wait_for(ws.recv(), 15))
+        created = await answer(ws, 1, 15)
+        if "result" not in created:
+            raise RuntimeError(f"session/new: {created}")
         session = created["result"]["sessionId"]
         await ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
                                   "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}))
