@@ -261,12 +261,20 @@ def test_session_cancel_stops_a_running_prompt(agent_bin):
                 await phone.initialize()
                 created, _ = await phone.call("session/new", {"cwd": str(bridge.workspace), "mcp_servers": []}, "new")
                 session = created["result"]["session_id"]
-                await ws.send(json.dumps({"jsonrpc": "2.0", "id": "prompt", "method": "session/prompt", "params": {
-                    "session_id": session, "prompt": [{"type": "text", "text": "take your time"}]}}))
-                await asyncio.sleep(1.0)  # the slow model waits 3 s before it answers
-                await ws.send(json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"session_id": session}}))
-                return await phone.until("prompt", 60)
-        done, frames = asyncio.run(scenario())
-        assert done["result"]["stop_reason"] == "cancelled", (done, frames)
+                outcomes = []
+                # The slow model waits 3 s before it answers; the cancel follows the prompt by 0.5 s on the same pipe.
+                # A second try only if a stalled machine let the whole 3 s pass first (then the answer is end_turn).
+                for attempt in range(2):
+                    await ws.send(json.dumps({"jsonrpc": "2.0", "id": f"prompt-{attempt}", "method": "session/prompt", "params": {
+                        "session_id": session, "prompt": [{"type": "text", "text": "take your time"}]}}))
+                    await asyncio.sleep(0.5)
+                    await ws.send(json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"session_id": session}}))
+                    done, _ = await phone.until(f"prompt-{attempt}", 60)
+                    outcomes.append(done["result"]["stop_reason"])
+                    if outcomes[-1] == "cancelled":
+                        break
+                return outcomes
+        outcomes = asyncio.run(scenario())
+        assert outcomes[-1] == "cancelled", outcomes
     finally:
         bridge.stop()
