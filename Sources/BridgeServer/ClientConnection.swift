@@ -18,8 +18,8 @@ struct ClientConnection {
         max(maxFrameSize * 2, maxFrameSize + 64 * 1024)
     }
 
-    /// Long enough to outlive any connection: tasks that only watch sleep this long once done.
-    static let forever: Duration = .seconds(365 * 24 * 3600)
+    /// Thrown by the reader, the writer and the cut-off watch when they end: it ends the connection's other tasks.
+    private struct Ended: Error {}
 
     /// Writes what was queued during a loan (see ``OutboundQueue/lend()``), then hands the queue back to the writer.
     static func writeLent(_ frames: OutboundQueue, to outbound: WebSocketOutboundWriter) async throws {
@@ -40,10 +40,13 @@ struct ClientConnection {
         let configuration = self.configuration
         let expiresAt = device?.accessTokenExpiresAt
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            // The connection ends when its reader, its writer or a cut-off ends (each throws ``Ended``); the
+            // initialize deadline and the token's expiry end once they have done their part, so an idle connection
+            // keeps three tasks.
+            try await withThrowingDiscardingTaskGroup { group in
                 // Writer: everything the hub queues, in order; a close frame ends it.
                 group.addTask {
-                    while let batch = await frames.next() {
+                    writing: while let batch = await frames.next() {
                         for frame in batch {
                             frames.taken()
                             switch frame {
@@ -52,14 +55,16 @@ struct ClientConnection {
                                 frames.written()
                             case .close(let kind, let reason):
                                 try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                                return
+                                break writing
                             }
                         }
                     }
+                    throw Ended()
                 }
                 // A client cut off for not reading closes at once, even with the writer blocked on it.
                 group.addTask {
                     await frames.waitForCutOff()
+                    throw Ended()
                 }
                 // The initialize deadline.
                 // (An initialize still being answered, while a slow agent starts, earns another period.)
@@ -67,8 +72,6 @@ struct ClientConnection {
                     repeat {
                         try await Task.sleep(for: configuration.initializeTimeout)
                     } while await hub.initializeDeadline(id) == .inProgress
-                    // Keep the group alive: only the reader or writer ending ends the connection.
-                    try await Task.sleep(for: ClientConnection.forever)
                 }
                 // The access token's expiry (a paired device only).
                 if let expiresAt {
@@ -76,7 +79,6 @@ struct ClientConnection {
                         let remaining = expiresAt.timeIntervalSinceNow
                         if remaining > 0 { try await Task.sleep(for: .milliseconds(Int64(remaining * 1000) + 1)) }
                         await hub.tokenExpired(id)
-                        try await Task.sleep(for: ClientConnection.forever)
                     }
                 }
                 // Reader.
@@ -98,10 +100,10 @@ struct ClientConnection {
                             await hub.rejectBinary(id)
                         }
                     }
+                    throw Ended()
                 }
-                _ = try await group.next()
-                group.cancelAll()
             }
+        } catch is Ended {
         } catch is CancellationError {
         } catch {
             await hub.disconnect(id)
