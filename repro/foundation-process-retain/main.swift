@@ -10,8 +10,8 @@
 //   handler+wait: ... alive: 0           (handler, and waitUntilExit() right after run())
 //   wait: ... alive: 0                   (no handler, waitUntilExit())
 //   handler-then-wait: ... alive: 0      (handler, then waitUntilExit() once it ran)
-//   wait-in-handler: ... alive: 0        (waitUntilExit() inside the handler; in oa-bridge the next
-//                                         session/new then often wrote to the dead agent: not kept)
+//   wait-in-handler: ... alive: 0        (waitUntilExit() inside the handler; tried in oa-bridge: inconclusive,
+//                                         see notes/upstream-swift-corelibs-foundation-process-retained.md)
 // The `@unchecked Sendable` is the test subclass of Foundation's own `@unchecked Sendable` Process.
 
 import Foundation
