@@ -100,6 +100,12 @@ extension BridgeHub {
     /// whether it was sent. Nobody waits for the answer (see ``retentionCloseAnswered(_:outcome:)``).
     private func closeInAgent(_ session: String) -> Bool {
         guard case .running(let handle) = agentState, BridgeHub.canClose(handle.initializeResult) else { return false }
+        // An agent that never answers session/close leaves at most `maxUnansweredCloses` routes behind.
+        let unanswered = routes.compactMap { entry -> Int64? in
+            if case .retention = entry.value { return entry.key }
+            return nil
+        }
+        if unanswered.count >= BridgeHub.maxUnansweredCloses, let oldest = unanswered.min() { routes[oldest] = nil }
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         routes[agentID] = .retention(session: session, generation: handle.generation)
@@ -128,6 +134,10 @@ extension BridgeHub {
             logger.notice("the agent refused session/close for a dropped session", metadata: ["session": "\(session)", "error": "\(error.message)"])
         }
     }
+
+    /// The most `session/close` requests of dropped sessions kept waiting for the agent's answer; past it the oldest
+    /// is forgotten (its answer, if it ever comes, is logged as unknown).
+    static let maxUnansweredCloses = 64
 
     /// How often the token store's long-expired rows are deleted (see ``purgeExpiredTokens()``).
     static let tokenPurgeInterval: Duration = .seconds(3600)
