@@ -45,14 +45,14 @@ run_case() {
     perf record -e cpu-clock -F "${FREQ:-4000}" -g -p "$pid" -o "$out" >/dev/null 2>&1 &
     local perf_pid=$!
     sleep 0.5
-    timeout 600 "$BIN_DIR/bench" "$@" --url "ws://127.0.0.1:$port/" | tail -1 | tee "$OUT_DIR/$LABEL-$name.client.json"
+    timeout 600 "$BIN_DIR/bench" "$@" --url "ws://127.0.0.1:$port/" | tail -1 | tee "$WORK/$name.client.json"
     kill -INT "$perf_pid"; wait "$perf_pid" || true
     local cpu1; cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     kill -TERM "$pid"; wait "$pid" || true
     local ticks; ticks=$(getconf CLK_TCK)
     {
         echo "# perf record -e cpu-clock -g: oa-bridge serve, case $name ($*), label $LABEL, $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
-        echo "# client result: $(cat "$OUT_DIR/$LABEL-$name.client.json")"
+        echo "# client result: $(cat "$WORK/$name.client.json")"
         echo "# serve CPU time while the client ran (utime+stime, /proc): $(( (cpu1 - cpu0) * 1000 / ticks )) ms"
         echo
         python3 "$REPO/bench/perf_top.py" "$out" "$BIN_DIR/oa-bridge" 70 "$pid"
