@@ -19,7 +19,9 @@ struct ProbeRunnerTests {
     @Test("a bridge without auth: every address answered initialize, with its agent")
     func answered() async throws {
         try await TestBridge.with(configure: { $0.host = "::" }) { port, _ in
-            let report = await ProbeRunner(logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
+            // The default 3 s is for a phone on a LAN; the whole suite running in parallel on 2 cores can take longer
+            // to start the demo agent, and this test is about the outcome, not the time.
+            let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
             #expect(report.probes.map(\.outcome) == [.answered, .answered])
             #expect(report.probes.map(\.address) == ["127.0.0.1", "::1"])
             #expect(report.probes.map(\.url) == ["ws://127.0.0.1:\(port)/", "ws://[::1]:\(port)/"])
@@ -35,7 +37,7 @@ struct ProbeRunnerTests {
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
         let closed = try await WebSocketConnectorTests.closedPort()
         try await TestBridge.with(configure: { $0.host = "::"; $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
-            let report = await ProbeRunner(logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
+            let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
             #expect(report.probes.map(\.outcome) == [.needsPairing, .needsPairing])
             #expect(report.probes.allSatisfy { $0.error?.contains("401") == true })
 

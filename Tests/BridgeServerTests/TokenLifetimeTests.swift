@@ -30,14 +30,15 @@ struct TokenLifetimeTests {
 
     @Test("the WebSocket closes with 4001 when its access token expires, after working until then")
     func expiry() async throws {
-        // Seconds apart, not milliseconds: a loaded 2-core CI machine stalls tasks for hundreds of milliseconds.
-        let store = try Self.makeStore(accessLifetime: 5)
+        // Seconds apart, not milliseconds: a loaded 2-core CI machine stalls tasks for hundreds of milliseconds, and
+        // with the whole suite running in parallel, starting the bridge, initialize and session/new took over 5 s.
+        let store = try Self.makeStore(accessLifetime: 12)
         let phone = try await Self.pair(store, name: "phone")
         try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }) { port, _ in
             try await TestClient.with(port: port, path: "/?token=\(phone.access)") { client in
                 try await client.initialize(seed: false)
                 _ = try await client.newSession(seed: false)
-                let frame = try await client.waitForEnd(timeout: .seconds(12))
+                let frame = try await client.waitForEnd(timeout: .seconds(25))
                 let closedAt = Date()
                 #expect(frame?.closeCode == .unknown(4001))
                 #expect(frame?.reason == "access token expired; refresh and reconnect")
