@@ -105,7 +105,12 @@ extension BridgeHub {
             if case .retention = entry.value { return entry.key }
             return nil
         }
-        if unanswered.count >= BridgeHub.maxUnansweredCloses, let oldest = unanswered.min() { routes[oldest] = nil }
+        if unanswered.count >= BridgeHub.maxUnansweredCloses, let oldest = unanswered.min() {
+            routes[oldest] = nil
+            logger.notice("the agent has not answered session/close for dropped sessions; forgetting the oldest", metadata: [
+                "waiting": "\(unanswered.count)", "limit": "\(BridgeHub.maxUnansweredCloses)",
+            ])
+        }
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         routes[agentID] = .retention(session: session, generation: handle.generation)

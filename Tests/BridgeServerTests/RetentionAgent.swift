@@ -4,13 +4,14 @@ import Foundation
 import Testing
 
 /// A small stdio agent (plain Python, no SDK) for the retention tests. With `close` it advertises
-/// `sessionCapabilities.close`. Sessions are `s1`, `s2`, …; a prompt `wait` runs until `_test/finish {"sessionId"}`,
+/// `sessionCapabilities.close` (with `silent`, it never answers `session/close`). Sessions are `s1`, `s2`, …; a prompt `wait` runs until `_test/finish {"sessionId"}`,
 /// `bytes N` sends one update of N characters, anything else ends at once. `_test/never` is never answered.
 /// `_test/log` answers what it received: `closed` (session ids), `cancelled` (`$/cancel_request` ids) and `methods`.
 enum RetentionAgent {
     static let script = """
     import json, sys
-    CLOSE = sys.argv[1] == "close"
+    CLOSE = sys.argv[1] in ("close", "silent")
+    SILENT = sys.argv[1] == "silent"
     log = {"closed": [], "cancelled": [], "methods": []}
     waiting = {}
     count = 0
@@ -44,7 +45,8 @@ enum RetentionAgent {
             answer(msg, {})
         elif method == "session/close":
             log["closed"].append(params["sessionId"])
-            answer(msg, {})
+            if not SILENT:
+                answer(msg, {})
         elif method == "$/cancel_request":
             log["cancelled"].append(params["requestId"])
         elif method == "_test/log":
@@ -57,11 +59,11 @@ enum RetentionAgent {
 
     /// A bridge running this agent on `clock`, with `retention`.
     static func bridge<T: Sendable>(
-        close: Bool, retention: SessionRetention, clock: ManualClock, logs: LogRecorder,
+        close: Bool, silent: Bool = false, retention: SessionRetention, clock: ManualClock, logs: LogRecorder,
         _ body: @Sendable (_ port: Int) async throws -> T
     ) async throws -> T {
         try await TestBridge.with(logs: logs, configure: {
-            $0.agentCommand = ["python3", "-u", "-c", script, close ? "close" : "plain"]
+            $0.agentCommand = ["python3", "-u", "-c", script, silent ? "silent" : close ? "close" : "plain"]
             $0.retention = retention
             $0.clock = clock
         }) { port, _ in try await body(port) }

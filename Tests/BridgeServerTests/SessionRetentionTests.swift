@@ -186,6 +186,25 @@ struct SessionRetentionTests {
         }
     }
 
+    @Test("an agent that never answers session/close leaves at most 64 of them waiting (the oldest forgotten)")
+    func unansweredClosesBounded() async throws {
+        let clock = ManualClock()
+        let logs = LogRecorder()
+        let limit = 64  // BridgeHub.maxUnansweredCloses
+        try await RetentionAgent.bridge(close: true, silent: true, retention: SessionRetention(maxIdleSessions: 0), clock: clock, logs: logs) { port in
+            // 65 sessions, 13 on each of five phones (a connection may hold 64); each is dropped once its phone leaves.
+            for phoneIndex in 0..<5 {
+                try await TestClient.with(port: port) { phone in
+                    try await phone.initialize(seed: false)
+                    for index in 0..<13 { _ = try await phone.newSession(seed: false, id: .string("new\(index)")) }
+                }
+                try #require(await logs.waitFor("client disconnected", times: phoneIndex + 1))
+            }
+            #expect(await logs.waitFor("dropped an idle session", times: limit + 1))
+            #expect(logs.count(of: "the agent has not answered session/close for dropped sessions; forgetting the oldest") == 1)
+        }
+    }
+
     @Test("requests of a client that went away are released (the agent gets $/cancel_request), all but its running prompt")
     func requestsReleasedOnDisconnect() async throws {
         let clock = ManualClock()
