@@ -101,6 +101,7 @@ final class Terminal: Sendable {
             channel?.channel.close(promise: nil)
         }
         let status = await process.wait()
+        process.reap()
         let last = state.withLock { state -> TerminalUpdate in
             state.exitStatus = status
             let (text, dropped) = state.unsent.take(final: true)

@@ -107,6 +107,14 @@ final class TerminalProcess: Sendable {
         }
     }
 
+    /// Lets Foundation free the `Process` once it has ended: swift-corelibs-foundation keeps a `Process` with a
+    /// `terminationHandler` alive until `waitUntilExit()` is called (repro/foundation-process-retain, mode
+    /// handler-then-wait: 0 of 200 alive). Called after the handler ran, so it does not wait.
+    func reap() {
+        guard exitStatus != nil else { return }
+        process.waitUntilExit()
+    }
+
     private func ended(_ result: TerminalExitStatus) {
         let resumed = state.withLock { state -> [CheckedContinuation<TerminalExitStatus, Never>] in
             guard state.status == nil else { return [] }
@@ -118,13 +126,14 @@ final class TerminalProcess: Sendable {
     }
 
     /// Hands the termination handler (set before the process exists) the object to tell; an exit seen before that is
-    /// kept and told on ``set(_:)``.
+    /// kept and told on ``set(_:)``. It lets go of the object once told (the handler, kept by the `Process`, would
+    /// otherwise keep it alive: a cycle).
     private final class ExitBox: Sendable {
         private let state = Mutex<(terminal: TerminalProcess?, early: TerminalExitStatus?)>((nil, nil))
 
         func set(_ terminal: TerminalProcess) {
             let early = state.withLock { state -> TerminalExitStatus? in
-                state.terminal = terminal
+                if state.early == nil { state.terminal = terminal }
                 return state.early
             }
             if let early { terminal.ended(early) }
@@ -133,6 +142,7 @@ final class TerminalProcess: Sendable {
         func ended(_ result: TerminalExitStatus) {
             let terminal = state.withLock { state -> TerminalProcess? in
                 if state.terminal == nil { state.early = result }
+                defer { state.terminal = nil }
                 return state.terminal
             }
             terminal?.ended(result)

@@ -85,6 +85,21 @@ struct TerminalHostTests {
         }
     }
 
+    @Test("a finished terminal's process object is freed: no reference cycle through its termination handler")
+    func processFreed() async throws {
+        weak var freed: TerminalProcess?
+        do {
+            let process = try TerminalProcess.launch(command: "true", args: [], environment: [], directory: NSTemporaryDirectory())
+            close(process.outputDescriptor)
+            freed = process
+            #expect(await process.wait() == .exited(0))
+            process.reap()
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while freed != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(freed == nil)
+    }
+
     /// What the host handed over, in order.
     private final class Updates: Sendable {
         private let list = Mutex<[TerminalUpdate]>([])
