@@ -8,6 +8,8 @@ import Synchronization
 /// It speaks official ACP in-process. On `session/prompt` it streams the prompt back as `agent_message_chunk`
 /// updates, shows a harmless `tool_call` ("Tell the time"), asks `session/request_permission` for it, reports the
 /// outcome as a `tool_call_update`, and answers `stopReason: "end_turn"` (or `"cancelled"` after `session/cancel`).
+/// It also answers `session/set_mode`, and `session/close` by forgetting the session (it advertises
+/// `sessionCapabilities.close`, so a bridge that drops an idle session releases the demo's side too).
 public final class DemoAgent: ACPAgent {
     /// How the demo agent introduces itself in `initialize`.
     public static let info = AgentInfo(name: "oa-bridge-demo-agent", title: "oa-bridge demo agent", version: "0.1.0")
@@ -98,7 +100,8 @@ public final class DemoAgent: ACPAgent {
         case ACPMethod.initialize:
             reply(request, .success([
                 "protocolVersion": .int(ACPDialect.officialVersion),
-                "agentCapabilities": [:],
+                // session/close lets the bridge release a session it stopped keeping (and the demo forget it).
+                "agentCapabilities": ["sessionCapabilities": ["close": [:]]],
                 "authMethods": [],
                 "agentInfo": DemoAgent.info.jsonValue,
             ]))
@@ -128,6 +131,16 @@ public final class DemoAgent: ACPAgent {
                 "sessionId": .string(session),
                 "update": ["sessionUpdate": "current_mode_update", "currentModeId": .string(mode)],
             ])))
+            reply(request, .success([:]))
+        case ACPMethod.sessionClose:
+            guard let session = knownSession(request) else {
+                reply(request, .failure(.invalidParams("session/close needs a known sessionId")))
+                return
+            }
+            state.withLock { state in
+                state.sessions.remove(session)
+                state.cancelled.remove(session)
+            }
             reply(request, .success([:]))
         case ACPMethod.sessionPrompt:
             guard let session = knownSession(request), let prompt = request.params?["prompt"]?.arrayValue else {
