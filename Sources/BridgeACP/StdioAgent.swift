@@ -166,6 +166,10 @@ public final class StdioAgent: ACPAgent {
     private func watchExit() async {
         let reason = await exit.wait()
         logger.notice("agent process ended", metadata: ["reason": "\(reason)"])
+        // swift-corelibs-foundation keeps a Process with a terminationHandler (and its copy of the environment, ~6 KB)
+        // alive until waitUntilExit() is called: notes/upstream-swift-corelibs-foundation-process-retained.md. The handler has run,
+        // so the process is no longer running and this returns at once.
+        process.waitUntilExit()
         outgoingSink.finish()
         let pipes = self.pipes
         pipes.stdout.channel.eventLoop.scheduleTask(in: StdioAgent.outputGrace) { pipes.closeOutput() }

@@ -183,15 +183,25 @@ extension BridgeHub {
             return
         }
         guard connections[id] != nil else { return }
+        let result: JSONValue
+        do throws(ACPKeyCollision) {
+            result = try initializeResult(for: dialect, agent: handle)
+        } catch {
+            // Never merged: the phone learns which keys of the agent's answer its dialect cannot tell apart.
+            connections[id]?.logger.warning("the agent's initialize answer has keys that collide in the client's dialect", metadata: ["collision": "\(error)"])
+            fail(id, request: request.id, error.rpcError(fromClient: false), batch: batch)
+            return
+        }
         connections[id]?.dialect = dialect
         connections[id]?.logger.info("client initialized", metadata: ["dialect": "\(dialect)"])
-        deliver(JSONRPCResponse(id: request.id, result: initializeResult(for: dialect, agent: handle)), to: id, batch: batch)
+        deliver(JSONRPCResponse(id: request.id, result: result), to: id, batch: batch)
     }
 
     /// The `initialize` answer for a client: every field the agent answered (capabilities, auth methods, info, and
     /// any other), in the client's dialect, with the protocol version negotiated for the client; `_meta` is the
     /// agent's, untouched, plus the bridge's working directory.
-    func initializeResult(for dialect: ACPDialect, agent handle: AgentHandle) -> JSONValue {
+    /// Throws when two of the agent's keys become one in `dialect` (``ACPKeyCollision``).
+    func initializeResult(for dialect: ACPDialect, agent handle: AgentHandle) throws(ACPKeyCollision) -> JSONValue {
         var official = handle.initializeResult.objectValue ?? [:]
         let agentMeta = official.removeValue(forKey: "_meta")?.objectValue ?? [:]
         official["protocolVersion"] = nil
@@ -203,7 +213,7 @@ extension BridgeHub {
                 title: configuration.agentCommand?.joined(separator: " ") ?? "agent",
                 version: "unknown").jsonValue
         }
-        var members = dialect.toClient(.object(official)).objectValue ?? [:]
+        var members = try dialect.checkedToClient(.object(official)).objectValue ?? [:]
         var meta = agentMeta
         switch dialect {
         case .seed(let version):

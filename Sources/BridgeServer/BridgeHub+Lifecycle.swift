@@ -94,8 +94,17 @@ extension BridgeHub {
         connections[id]?.logger.info("attached to a live session", metadata: [
             "session": "\(session)", "method": "\(request.method)", "replayed": "\(replayed)",
         ])
-        let dialect = connections[id]?.dialect
-        deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
+        guard let dialect = connections[id]?.dialect else {
+            deliver(JSONRPCResponse(id: request.id, result: .object(result)), to: id, batch: batch)
+            return
+        }
+        do throws(ACPKeyCollision) {
+            // The modes, models and config options are the agent's: never merged in the seed spelling.
+            deliver(JSONRPCResponse(id: request.id, result: try dialect.checkedToClient(.object(result))), to: id, batch: batch)
+        } catch {
+            connections[id]?.logger.warning("the session's present state has keys that collide in the client's dialect", metadata: ["session": "\(session)", "collision": "\(error)"])
+            fail(id, request: request.id, error.rpcError(fromClient: false), batch: batch)
+        }
     }
 
     /// The modes, models and config options a client attaching to the session gets (official spelling).
