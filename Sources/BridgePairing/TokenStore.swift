@@ -441,13 +441,18 @@ public final class TokenStore: Sendable {
         return ids
     }
 
-    /// Deletes tokens that expired more than `age` ago (default 7 days). Returns how many rows were deleted.
+    /// Deletes tokens that expired more than `age` ago (default 7 days), and devices revoked more than `age` ago with
+    /// every token they held (a phone that pairs and logs out daily would otherwise add a row a day for good; a revoked
+    /// device stays listed for a week). Returns how many rows were deleted.
     @discardableResult
     public func purgeExpiredTokens(olderThan age: TimeInterval = 7 * 24 * 3600) async throws(PairingError) -> Int {
         let cutoff = clock.now().addingTimeInterval(-age).timeIntervalSince1970
         return try await transaction { db in
             try db.execute(sql: "DELETE FROM token WHERE expires_at < ?", arguments: [cutoff])
-            return db.changesCount
+            let tokens = db.changesCount
+            // The device's tokens go with it (ON DELETE CASCADE).
+            try db.execute(sql: "DELETE FROM device WHERE revoked_at IS NOT NULL AND revoked_at < ?", arguments: [cutoff])
+            return tokens + db.changesCount
         }
     }
 

@@ -25,6 +25,25 @@ struct TokenStoreTests {
         return session
     }
 
+    @Test("the purge deletes devices revoked more than a week ago, with their tokens; newer ones stay listed")
+    func purgeRevokedDevices() async throws {
+        defer { temporary.cleanUp() }
+        let store = try makeStore()
+        let old = try await pair(store, name: "old phone")
+        _ = try await store.revoke(deviceID: old.deviceID)
+        clock.advance(by: 6 * 24 * 3600)
+        let recent = try await pair(store, name: "recent phone")
+        _ = try await store.revoke(deviceID: recent.deviceID)
+        let kept = try await pair(store, name: "phone in use")
+        clock.advance(by: 24 * 3600 + 60)  // the first revocation is now more than a week old, the second is not
+
+        #expect(try await store.purgeExpiredTokens() > 0)
+        let ids = try await store.listDevices(includeRevoked: true).map(\.id)
+        #expect(!ids.contains(old.deviceID), "revoked over a week ago: gone")
+        #expect(ids.contains(recent.deviceID), "revoked a day ago: still listed")
+        #expect(ids.contains(kept.deviceID))
+    }
+
     @Test("exchange gives a device access and refresh tokens; the pairing token works once")
     func exchangeIsSingleUse() async throws {
         defer { temporary.cleanUp() }
