@@ -34,10 +34,13 @@ struct TerminalHostTests {
                 try await Task.sleep(for: .milliseconds(10))
             }
             #expect(updates.all.isEmpty, "nothing is sent before the interval has passed")
-            try #require(await clock.waitForSleepers(1))
-            clock.advance(by: .milliseconds(100))
+            // Move the clock on in interval steps until both updates are out. The notification's sleep and the output
+            // grace's (until the pipe's end is read) park in either order, so waiting for one sleeper and moving once
+            // can move the clock before the notification's sleep began (a CI run hung that way).
+            let sent = ContinuousClock.now + .seconds(20)
             while updates.all.count < 2 {
-                try #require(ContinuousClock.now < deadline, "no update")
+                try #require(ContinuousClock.now < sent, "no update")
+                clock.advance(by: .milliseconds(100))
                 try await Task.sleep(for: .milliseconds(10))
             }
             let seen = updates.all
