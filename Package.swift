@@ -308,10 +308,17 @@ let package = Package(
             dependencies: ["BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG"],
             swiftSettings: swiftSettings
         ),
+        // Test helpers shared by the test targets (the hand-moved clock); not a product.
+        .target(
+            name: "BridgeTestSupport",
+            dependencies: ["BridgeServer"],
+            path: "Tests/BridgeTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "BridgeTLSTests",
             dependencies: [
-                "BridgeTLS", "BridgeServer", "BridgeDiscovery",
+                "BridgeTLS", "BridgeServer", "BridgeDiscovery", "BridgeTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -339,6 +346,7 @@ let package = Package(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgeTestSupport",
                 "BridgeDiscovery",
                 "BridgeWebApp",
                 "BridgePairingUI",

@@ -6,11 +6,6 @@ import NIOPosix
 import Synchronization
 import Testing
 
-/// The hand-moved test clock as a standard `Clock`, for ``WorkspaceIO``.
-extension ManualClock: Clock {
-    var minimumResolution: Duration { .zero }
-}
-
 /// Both ways of opening: `openat2(2)` first (`true`), and the component walk a kernel without it gets (`false`).
 private let confinements = [true, false]
 

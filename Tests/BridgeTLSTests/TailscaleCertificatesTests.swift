@@ -1,5 +1,6 @@
 @testable import BridgeServer
 import BridgeDiscovery
+import BridgeTestSupport
 import Crypto
 import Foundation
 import Logging
@@ -201,71 +202,5 @@ struct TestCA {
     }
 }
 
-/// A clock the test moves by hand; a task sleeping on it wakes when the clock passes its deadline.
-final class TestClock: BridgeClock {
-    private struct Sleeper {
-        let deadline: ContinuousClock.Instant
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-
-    private let start = ContinuousClock.now
-    private let state: Mutex<(now: ContinuousClock.Instant, sleepers: [UInt64: Sleeper], next: UInt64, cancelled: Set<UInt64>)>
-
-    init() { state = Mutex((start, [:], 0, [])) }
-
-    var now: ContinuousClock.Instant { state.withLock { $0.now } }
-
-    /// Seconds moved since the clock was made.
-    var elapsed: TimeInterval {
-        let duration = now - start
-        return Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
-
-    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
-        let id = state.withLock { state in
-            state.next += 1
-            return state.next
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Void, any Error>? in
-                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
-                    if deadline <= state.now { return .success(()) }
-                    state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
-                    return nil
-                }
-                if let outcome { continuation.resume(with: outcome) }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { state -> Sleeper? in
-                if let sleeper = state.sleepers.removeValue(forKey: id) { return sleeper }
-                state.cancelled.insert(id)
-                return nil
-            }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
-    }
-
-    func advance(by duration: Duration) {
-        let due = state.withLock { state -> [Sleeper] in
-            state.now += duration
-            let now = state.now
-            let due = state.sleepers.filter { $0.value.deadline <= now }
-            for id in due.keys { state.sleepers[id] = nil }
-            return Array(due.values)
-        }
-        for sleeper in due { sleeper.continuation.resume() }
-    }
-
-    /// Waits (real time, bounded) until `count` tasks sleep on the clock.
-    func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while sleeperCount < count {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return true
-    }
-}
+/// The shared hand-moved clock.
+typealias TestClock = ManualBridgeClock

@@ -1,0 +1,95 @@
+public import BridgeServer
+import Synchronization
+
+/// A clock the test moves by hand: ``now`` stands still until ``advance(by:)``, and a task sleeping on it wakes only
+/// when the clock is moved past its deadline (or the task is cancelled). Starts at the real `ContinuousClock.now`.
+///
+/// Shared by the test targets that drive the bridge's timers (``BridgeServerConfiguration/clock``).
+public final class ManualBridgeClock: BridgeClock {
+    private struct Sleeper {
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now: ContinuousClock.Instant
+        var sleepers: [UInt64: Sleeper] = [:]
+        var nextID: UInt64 = 0
+        /// Sleeps cancelled before they parked.
+        var cancelled: Set<UInt64> = []
+    }
+
+    private let state: Mutex<State>
+    private let start: ContinuousClock.Instant
+
+    /// A clock standing at `start`.
+    public init(start: ContinuousClock.Instant = .now) {
+        self.start = start
+        state = Mutex(State(now: start))
+    }
+
+    /// Where the clock stands.
+    public var now: ContinuousClock.Instant { state.withLock { $0.now } }
+
+    /// Seconds the clock was moved since it was made (for a wall clock that follows it).
+    public var elapsed: Double {
+        let moved = now - start
+        return Double(moved.components.seconds) + Double(moved.components.attoseconds) / 1e18
+    }
+
+    /// How many tasks sleep on the clock right now.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    public func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
+                    if deadline <= state.now { return .success(()) }
+                    state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state -> Sleeper? in
+                if let sleeper = state.sleepers.removeValue(forKey: id) { return sleeper }
+                state.cancelled.insert(id)
+                return nil
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves the clock on and wakes every task whose deadline is reached.
+    public func advance(by duration: Duration) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now += duration
+            let now = state.now
+            let due = state.sleepers.filter { $0.value.deadline <= now }
+            for id in due.keys { state.sleepers[id] = nil }
+            return Array(due.values)
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Waits until at least `count` tasks sleep on the clock (their timers are armed: whatever they did since they
+    /// last woke is done); false if that takes longer than `timeout` of real time.
+    public func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while sleeperCount < count {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return true
+    }
+}
+
+/// The hand-moved clock as a standard `Clock` too (for code that takes one, such as `WorkspaceIO`).
+extension ManualBridgeClock: Clock {
+    public var minimumResolution: Duration { .zero }
+}
