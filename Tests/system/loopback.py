@@ -47,9 +47,12 @@ class Serve:
     Its stderr goes to `base/serve.log`, a file and not a pipe: nobody drains a pipe while the test runs, and a full
     one would block the bridge's logging. `extra` arguments follow the defaults and so override them."""
 
-    def __init__(self, *extra: str, prefix: str = "oa-serve-", working_directory: Path | None = None) -> None:
+    def __init__(self, *extra: str, prefix: str = "oa-serve-", working_directory: Path | None = None,
+                 state: Path | None = None, env: dict | None = None) -> None:
+        """`state`: a state directory to use (kept across restarts) instead of a fresh one; `env`: added to the
+        environment."""
         self.base = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
-        self.state = self.base / "state"
+        self.state = state if state is not None else self.base / "state"
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/"
@@ -59,7 +62,8 @@ class Serve:
         if working_directory is not None:
             arguments += ["--working-directory", str(working_directory)]
         with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([*arguments, *extra], stdout=subprocess.DEVNULL, stderr=log, text=True)
+            self.proc = subprocess.Popen([*arguments, *extra], stdout=subprocess.DEVNULL, stderr=log, text=True,
+                                         env={**os.environ, **(env or {})})
         wait_healthy(self.port, self.proc, log=self.log_path)
 
     def stop(self, grace: float = 10.0) -> str:

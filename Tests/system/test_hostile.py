@@ -12,15 +12,13 @@ import os
 import random
 import resource
 import socket
-import subprocess
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import Serve
 
 websockets = pytest.importorskip("websockets")
 
@@ -78,30 +76,16 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-class Bridge:
+class Bridge(Serve):
     def __init__(self):
-        self.port = free_port()
-        self.state = tempfile.mkdtemp(prefix="oa-hostile-")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--auth", "none", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", self.state, "--log-level", "error", "--max-frame-size", "65536"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        wait_healthy(self.port, self.proc)
+        super().__init__("--auth", "none", "--log-level", "error", "--max-frame-size", "65536", prefix="oa-hostile-")
 
     @property
     def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/"
+        return self.ws_url
 
     def alive(self) -> bool:
         return self.proc.poll() is None
-
-    def stop(self) -> str:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        return self.proc.stderr.read().decode(errors="replace")
 
 
 async def witness(url: str, stop: asyncio.Event, results: list[float]) -> None:
@@ -233,7 +217,6 @@ async def never_reader(url: str, seconds: float) -> int:
 def test_hostile_clients_do_not_hurt_the_bridge_or_a_witness():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
-    rng = random.Random(SEED)
     bridge = Bridge()
     try:
         baseline = rss_kb(bridge.proc.pid)

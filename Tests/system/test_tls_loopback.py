@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import Serve
 from tls_support import check_pin, peer_pin, unverified_context
 
 websockets = pytest.importorskip("websockets")
@@ -35,25 +35,15 @@ SEED_INIT = {"jsonrpc": "2.0", "method": "initialize", "id": "1",
                         "client_info": {"name": "tls", "title": "tls", "version": "0"}}}
 
 
-class Bridge:
-    """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given)."""
+class Bridge(Serve):
+    """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given), which is also
+    its working directory."""
 
     def __init__(self, state: str | None = None, extra: list[str] | None = None, env: dict | None = None):
-        self.port = free_port()
-        self.state = state or tempfile.mkdtemp(prefix="oa-tls-")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", self.state, "--working-directory", self.state, "--log-level", "info", *(extra or [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-        wait_healthy(self.port, self.proc)
-
-    def stop(self) -> str:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        return self.proc.stderr.read().decode(errors="replace")
+        state_dir = Path(state) if state else Path(tempfile.mkdtemp(prefix="oa-tls-state-")).resolve()
+        super().__init__("--log-level", "info", *(extra or []), prefix="oa-tls-", working_directory=state_dir,
+                         state=state_dir, env=env)
+        self.state = str(state_dir)
 
     def pair_info(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/pair/info", timeout=5) as response:
