@@ -120,49 +120,4 @@ extension BridgeHub {
             send(.text(JSONRPCMessage.request(request).jsonText), to: id)
         }
     }
-
-    /// Until cancelled: every `orphanCheckInterval`, answers agent requests that nobody could answer for
-    /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
-    /// prompt whose phone never comes back does not wait forever; then drops idle sessions past the bounds of
-    /// ``BridgeServerConfiguration/retention``; every ``tokenPurgeInterval``, deletes token rows long expired.
-    nonisolated func sweepOrphanedAsks() async {
-        let timeout = configuration.orphanedRequestTimeout
-        let shortest = min(timeout, configuration.clientRequestTimeout, configuration.permissionRequestTimeout)
-        let interval = min(shortest / 4, .seconds(1))
-        let clock = configuration.clock
-        var nextPurge = clock.now + BridgeHub.tokenPurgeInterval
-        while !Task.isCancelled {
-            try? await clock.sleep(for: max(interval, .milliseconds(10)))
-            await expireOrphanedAsks(olderThan: timeout)
-            await enforceRetention()
-            if clock.now >= nextPurge {
-                nextPurge = clock.now + BridgeHub.tokenPurgeInterval
-                await purgeExpiredTokens()
-            }
-        }
-    }
-
-    private func expireOrphanedAsks(olderThan timeout: Duration) async {
-        let now = configuration.clock.now
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
-            let limit = ask.method == ACPMethod.requestPermission ? configuration.permissionRequestTimeout : configuration.clientRequestTimeout
-            if now - ask.askedAt >= limit {
-                asks[askID] = nil
-                logger.notice("no client answered the agent's request in time", metadata: [
-                    "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(limit.words)",
-                ])
-                for target in ask.targets {
-                    notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID), "outcome": "timeout"])
-                }
-                answerAgent(ask.agentRequestID, .failure(BridgeErrors.unanswered(ask.method, after: limit)), generation: ask.generation)
-                continue
-            }
-            guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
-            asks[askID] = nil
-            logger.notice("nobody came back to answer the agent's request", metadata: [
-                "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(timeout.words)",
-            ])
-            await answerUnaskable(ask, reason: "no client came back within \(timeout.words)")
-        }
-    }
 }

@@ -37,9 +37,11 @@ extension BridgeHub {
     /// Notes which sessions are idle and since when, then drops idle sessions, the longest idle first: those idle for
     /// ``SessionRetention/idleTimeout``, then as many as it takes to be within ``SessionRetention/maxIdleSessions``
     /// and ``SessionRetention/maxIdleReplayBytes``. Runs on the orphaned-request sweep, when a connection goes away
-    /// and when a prompt ends while its client is gone.
-    func enforceRetention() {
-        guard !sessions.isEmpty else { return }
+    /// and when a prompt ends while its client is gone. Returns when the longest idle session left reaches the idle
+    /// timeout (`nil`: none can), and moves the sweep's timer to then.
+    @discardableResult
+    func enforceRetention() -> ContinuousClock.Instant? {
+        guard !sessions.isEmpty else { return nil }
         let retention = configuration.retention
         let now = configuration.clock.now
         let running = runningPromptSessions()
@@ -73,6 +75,10 @@ extension BridgeHub {
             bytes -= oldest.bytes
             remaining = remaining.dropFirst()
         }
+        guard let timeout = retention.idleTimeout, let oldest = remaining.first else { return nil }
+        let due = oldest.since + timeout
+        orphanSweep.schedule(at: due)
+        return due
     }
 
     /// Drops an idle session: its record and replay buffer, its early updates, its terminals and the agent's requests

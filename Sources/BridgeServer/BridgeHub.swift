@@ -28,7 +28,10 @@ actor BridgeHub {
     var nextAgentRequestID: Int64 = 1
     var routes: [Int64: Route] = [:]
     var sessions: [String: SessionRecord] = [:]
-    var asks: [Int64: PendingAsk] = [:]
+    /// The agent's requests waiting for a client's answer; a change may move the orphaned-request sweep's timer.
+    var asks: [Int64: PendingAsk] = [:] {
+        didSet { asksChanged() }
+    }
     /// Notifications the agent sent for sessions it has not answered `session/new` / `session/fork` for yet.
     var earlyUpdates: [String: [JSONRPCNotification]] = [:]
     var nextAskID: Int64 = 1
@@ -45,6 +48,12 @@ actor BridgeHub {
     var droppedSessions = RetentionTombstones()
     /// The agent's terminals (`terminal/*`), run on the desktop.
     let terminals: TerminalHost
+    /// When the stuck-client sweep runs (``sweepStuckClients()``); the clients' queues move it.
+    let stuckSweep: SweepTimer
+    /// When the orphaned-request and retention sweep runs (``sweepOrphanedAsks()``).
+    let orphanSweep: SweepTimer
+    /// When the token store's expired rows are next purged (auth on; set by the sweep's first run).
+    var nextTokenPurge: ContinuousClock.Instant?
 
     /// Frames queued for one client beyond which it is disconnected if a write to it has waited
     /// ``clientStallTimeout`` for the peer (it stopped reading).
@@ -64,6 +73,8 @@ actor BridgeHub {
         }
         (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
         terminals = TerminalHost(settings: configuration.terminal, clock: configuration.clock, logger: logger)
+        stuckSweep = SweepTimer(clock: configuration.clock)
+        orphanSweep = SweepTimer(clock: configuration.clock)
     }
 
     /// Runs and watches agents until cancelled (cancellation stops the agent); with auth on, also closes the
@@ -110,7 +121,7 @@ actor BridgeHub {
         let id = nextConnectionID
         nextConnectionID += 1
         let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
-                                   stallTimeout: BridgeHub.clientStallTimeout, clock: configuration.clock)
+                                   stallTimeout: BridgeHub.clientStallTimeout, clock: configuration.clock, stuckTimer: stuckSweep)
         var connectionLogger = logger
         connectionLogger[metadataKey: "connection"] = "\(id)"
         if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
@@ -208,19 +219,6 @@ actor BridgeHub {
             "queued_at_least": "\(BridgeHub.maxQueuedFrames)", "stall_limit": "\(BridgeHub.clientStallTimeout.words)",
             "hard_limit": "\(BridgeHub.maxQueuedFramesWhileReading)"])
         client.outbound.cutOff()
-    }
-
-    /// Between frames too: every half second (on the configuration's clock), cuts off the clients that are stuck
-    /// (see ``OutboundQueue/isStuck``).
-    nonisolated func sweepStuckClients() async {
-        while !Task.isCancelled {
-            try? await configuration.clock.sleep(for: .milliseconds(500))
-            await cutOffStuckClients()
-        }
-    }
-
-    private func cutOffStuckClients() {
-        for client in connections.values where client.outbound.isStuck { cutOff(client) }
     }
 
     /// Sends a response, or adds it to its batch and sends the batch once complete.

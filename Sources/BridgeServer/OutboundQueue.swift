@@ -11,7 +11,9 @@ import Synchronization
 /// the peer to take data (it stopped reading), or `hardCapacity` frames are queued. A writer that is merely slow to be
 /// scheduled (a busy bridge) is not the client's fault and never counts. A client that reads, only more slowly than an
 /// agent bursts, keeps up to `hardCapacity`; one that stopped reading goes once it is `capacity` behind. ``isStuck``
-/// says the same between frames. ``cutOff()`` drops what is queued and wakes ``waitForCutOff()``, so the connection
+/// says the same between frames, and ``stuckDeadline`` when that can first be true, which the queue also tells its
+/// `stuckTimer` (the hub's stuck-client sweep) when a write starts, or the queue reaches `capacity`, with the client
+/// that far behind: the sweep need not look while no client is. ``cutOff()`` drops what is queued and wakes ``waitForCutOff()``, so the connection
 /// can close even while its writer is blocked on a peer that does not read.
 ///
 /// A connection's reader may lend itself as the writer for the answers to one message (``lend()``, ``takeLent()``,
@@ -66,16 +68,18 @@ final class OutboundQueue: Sendable {
     /// How long one write may wait for the peer before a client past `capacity` counts as stuck.
     let stallTimeout: Duration
     private let clock: any BridgeClock
+    private let stuckTimer: SweepTimer?
     private let state: Mutex<State>
 
     /// A queue that refuses frames past `capacity` when a write has waited `stallTimeout` on `clock`, and past
-    /// `hardCapacity` (default: ten times `capacity`) in any case.
+    /// `hardCapacity` (default: ten times `capacity`) in any case; `stuckTimer` is told when it may become stuck.
     init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
-         clock: any BridgeClock = ContinuousClock()) {
+         clock: any BridgeClock = ContinuousClock(), stuckTimer: SweepTimer? = nil) {
         self.capacity = capacity
         self.hardCapacity = max(capacity, hardCapacity ?? capacity * 10)
         self.stallTimeout = stallTimeout
         self.clock = clock
+        self.stuckTimer = stuckTimer
         self.state = Mutex(State())
     }
 
@@ -89,12 +93,15 @@ final class OutboundQueue: Sendable {
     /// Queues a frame for the writer.
     @discardableResult
     func yield(_ frame: OutboundFrame) -> YieldResult {
+        var stuckAt: ContinuousClock.Instant?
+        defer { if let stuckAt { stuckTimer?.schedule(at: stuckAt) } }
         let (result, handover) = state.withLock { state -> (YieldResult, Handover?) in
             if state.finished { return (.terminated, nil) }
             if state.queued >= capacity, state.queued >= hardCapacity || stalled(state, at: now()) {
                 return (.dropped, nil)
             }
             state.queued += 1
+            if state.queued == capacity { stuckAt = stuckDeadline(state) }
             if state.lent {
                 state.frames.append(frame)
                 if state.lentWriting { return (.enqueued, nil) }
@@ -166,6 +173,17 @@ final class OutboundQueue: Sendable {
         }
     }
 
+    /// When the client can first be stuck: the write in progress plus `stallTimeout`, if `capacity` frames are queued;
+    /// `nil` if it cannot be before something else happens (a write starts, more frames come).
+    var stuckDeadline: ContinuousClock.Instant? {
+        state.withLock { stuckDeadline($0) }
+    }
+
+    private func stuckDeadline(_ state: State) -> ContinuousClock.Instant? {
+        guard !state.finished, state.queued >= capacity, let started = state.writeStartedAt else { return nil }
+        return started + stallTimeout
+    }
+
     private func stalled(_ state: State, at time: ContinuousClock.Instant) -> Bool {
         guard let started = state.writeStartedAt else { return false }
         return time - started >= stallTimeout
@@ -222,11 +240,13 @@ final class OutboundQueue: Sendable {
     /// The writer started writing one of the frames it took: it no longer counts as queued.
     func taken() {
         let time = now()
-        state.withLock { state in
+        let stuckAt = state.withLock { state in
             // After a cut-off the count restarted at zero while the writer may still hold frames it took.
             state.queued = max(0, state.queued - 1)
             state.writeStartedAt = time
+            return stuckDeadline(state)
         }
+        if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
     }
 
     /// The write of the frame last ``taken()`` returned: the peer took it (or the kernel's buffer did).

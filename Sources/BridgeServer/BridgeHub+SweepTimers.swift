@@ -1,0 +1,101 @@
+import BridgeACP
+import BridgeRPC
+import Logging
+
+/// The hub's two sweeps, each run by a ``SweepTimer`` on the configuration's clock: they run when something can be
+/// due, and an idle bridge (no client behind, no agent request waiting, no idle session with a time limit) sleeps
+/// until the timer's backstop.
+extension BridgeHub {
+    /// Until cancelled: cuts off the clients that are stuck between frames too (see ``OutboundQueue/isStuck``), when
+    /// one can be (a client's queue announces it with ``OutboundQueue/stuckDeadline``).
+    nonisolated func sweepStuckClients() async {
+        await stuckSweep.run { await self.cutOffStuckClients() }
+    }
+
+    /// Cuts off the stuck clients; returns when the next one can be stuck.
+    private func cutOffStuckClients() -> ContinuousClock.Instant? {
+        var next: ContinuousClock.Instant?
+        for client in connections.values {
+            if client.outbound.isStuck {
+                cutOff(client)
+            } else if let due = client.outbound.stuckDeadline {
+                next = min(next ?? due, due)
+            }
+        }
+        return next
+    }
+
+    /// Until cancelled: answers agent requests nobody answered in time, or that nobody could answer for
+    /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
+    /// prompt whose phone never comes back does not wait forever; drops idle sessions past the bounds of
+    /// ``BridgeServerConfiguration/retention``; with auth on, every ``tokenPurgeInterval`` deletes token rows long
+    /// expired. Each when due: a new or orphaned request moves the timer (``asksChanged()``), so does a session going
+    /// idle (``enforceRetention()``).
+    nonisolated func sweepOrphanedAsks() async {
+        await orphanSweep.run { await self.sweepOrphans() }
+    }
+
+    /// One run of the orphaned-request sweep; returns when the next thing it watches can be due.
+    private func sweepOrphans() async -> ContinuousClock.Instant? {
+        await expireOrphanedAsks(olderThan: configuration.orphanedRequestTimeout)
+        var next = nextAskDeadline()
+        if let idle = enforceRetention() { next = min(next ?? idle, idle) }
+        if configuration.authenticator?.store != nil {
+            let now = configuration.clock.now
+            // The first hour counts from the sweep's start.
+            let purge = nextTokenPurge ?? now + BridgeHub.tokenPurgeInterval
+            if now >= purge {
+                nextTokenPurge = now + BridgeHub.tokenPurgeInterval
+                await purgeExpiredTokens()
+            } else {
+                nextTokenPurge = purge
+            }
+            if let purge = nextTokenPurge { next = min(next ?? purge, purge) }
+        }
+        return next
+    }
+
+    /// The agent's pending requests changed: the sweep runs by the earliest instant one of them can be due.
+    func asksChanged() {
+        if let due = nextAskDeadline() { orphanSweep.schedule(at: due) }
+    }
+
+    /// The earliest instant a pending request times out, or is orphaned long enough to be answered for nobody.
+    private func nextAskDeadline() -> ContinuousClock.Instant? {
+        var next: ContinuousClock.Instant?
+        for ask in asks.values {
+            var due = ask.askedAt + askTimeout(ask.method)
+            if ask.targets.isEmpty, let since = ask.orphanedSince { due = min(due, since + configuration.orphanedRequestTimeout) }
+            next = min(next ?? due, due)
+        }
+        return next
+    }
+
+    private func askTimeout(_ method: String) -> Duration {
+        method == ACPMethod.requestPermission ? configuration.permissionRequestTimeout : configuration.clientRequestTimeout
+    }
+
+    private func expireOrphanedAsks(olderThan timeout: Duration) async {
+        let now = configuration.clock.now
+        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
+            let limit = askTimeout(ask.method)
+            if now - ask.askedAt >= limit {
+                asks[askID] = nil
+                logger.notice("no client answered the agent's request in time", metadata: [
+                    "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(limit.words)",
+                ])
+                for target in ask.targets {
+                    notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID), "outcome": "timeout"])
+                }
+                answerAgent(ask.agentRequestID, .failure(BridgeErrors.unanswered(ask.method, after: limit)), generation: ask.generation)
+                continue
+            }
+            guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
+            asks[askID] = nil
+            logger.notice("nobody came back to answer the agent's request", metadata: [
+                "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(timeout.words)",
+            ])
+            await answerUnaskable(ask, reason: "no client came back within \(timeout.words)")
+        }
+    }
+}

@@ -1,0 +1,120 @@
+@testable import BridgeServer
+import Synchronization
+import Testing
+
+/// Issue 14 goal 5: an idle bridge uses no CPU. Its sweeps (stuck clients, orphaned requests and retention) sleep until
+/// something can be due instead of ticking, and still run when it is. All on the injected clock.
+@Suite("Sweeps sleep while nothing is due", .timeLimit(.minutes(1)))
+struct IdleSweepTests {
+    /// A ``ManualClock`` that counts the sleeps begun on it: a timer that ticks begins one per tick.
+    final class CountingClock: BridgeClock {
+        let manual = ManualClock()
+        private let begun = Mutex(0)
+
+        var now: ContinuousClock.Instant { manual.now }
+        var sleepsBegun: Int { begun.withLock { $0 } }
+
+        func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+            begun.withLock { $0 += 1 }
+            try await manual.sleep(until: deadline, tolerance: tolerance)
+        }
+    }
+
+    @Test("an idle bridge: moving its clock a minute in half-second steps wakes none of its sweeps", .tags(.loopback))
+    func idleBridgeSleeps() async throws {
+        let clock = CountingClock()
+        try await TestBridge.with(configure: { $0.clock = clock }) { port, _ in
+            // A client came and went: nothing of it is left to sweep.
+            try await TestClient.with(port: port) { phone in try await phone.initialize(seed: false) }
+            try #require(await clock.manual.waitForSleepers(2))
+            // Let the disconnect's effects settle (they may move a timer once).
+            try await Task.sleep(for: .milliseconds(200))
+            try #require(await clock.manual.waitForSleepers(2))
+            let begun = clock.sleepsBegun
+            for _ in 0..<120 {
+                clock.manual.advance(by: .milliseconds(500))
+                // A ticking sweep has slept again by the time both are armed.
+                try #require(await clock.manual.waitForSleepers(2))
+            }
+            #expect(clock.sleepsBegun == begun, "the sweeps slept \(clock.sleepsBegun - begun) more times in an idle minute")
+        }
+    }
+
+    @Test("the timer sleeps until the instant its sweep returns, or its backstop when nothing can be due", .tags(.unit))
+    func sleepsUntilDue() async throws {
+        let clock = ManualClock()
+        let timer = SweepTimer(clock: clock)
+        let runs = Mutex(0)
+        let due = Mutex<ContinuousClock.Instant?>(nil)
+        let task = Task {
+            await timer.run {
+                runs.withLock { $0 += 1 }
+                return due.withLock { $0 }
+            }
+        }
+        defer { task.cancel() }
+        try #require(await clock.waitForSleepers(1))
+        #expect(runs.withLock { $0 } == 1)
+        clock.advance(by: SweepTimer.horizon / 2)
+        try #require(await clock.waitForSleepers(1))
+        #expect(runs.withLock { $0 } == 1, "nothing due: it slept through")
+        // Something becomes due in 10 s: the timer is told, wakes, and sleeps until then.
+        due.withLock { $0 = clock.now + .seconds(10) }
+        timer.schedule(at: clock.now + .seconds(10))
+        try #require(await waitUntil { runs.withLock { $0 } == 2 })
+        try #require(await clock.waitForSleepers(1))
+        // A later instant does not wake it.
+        timer.schedule(at: clock.now + .seconds(20))
+        clock.advance(by: .seconds(9))
+        try #require(await clock.waitForSleepers(1))
+        #expect(runs.withLock { $0 } == 2)
+        due.withLock { $0 = nil }
+        clock.advance(by: .seconds(1))
+        #expect(await waitUntil { runs.withLock { $0 } == 3 }, "the sweep runs when due")
+        try #require(await clock.waitForSleepers(1))
+        task.cancel()
+        await task.value
+        #expect(clock.sleeperCount == 0, "cancelling the run ends its sleep")
+    }
+
+    @Test("a client's queue tells the stuck-client timer when it can be stuck; the sweep then finds it stuck", .tags(.unit))
+    func stuckClientWakesSweep() async throws {
+        let clock = ManualClock()
+        let timer = SweepTimer(clock: clock)
+        let queue = OutboundQueue(capacity: 2, hardCapacity: 100, stallTimeout: .seconds(5), clock: clock, stuckTimer: timer)
+        let runs = Mutex(0)
+        let found = Mutex(false)
+        let task = Task {
+            await timer.run {
+                runs.withLock { $0 += 1 }
+                if queue.isStuck { found.withLock { $0 = true } }
+                return queue.stuckDeadline
+            }
+        }
+        defer { task.cancel() }
+        try #require(await clock.waitForSleepers(1))
+        // Behind, but not writing (not stuck, and it cannot be yet): the sweep is not woken.
+        for text in ["a", "b", "c"] { #expect(queue.yield(.text(text)) == .enqueued) }
+        clock.advance(by: .seconds(60))
+        try #require(await clock.waitForSleepers(1))
+        #expect(runs.withLock { $0 } == 1)
+        // A write starts with two frames behind it: stuck in 5 s unless the peer takes it.
+        _ = await queue.next()
+        queue.taken()
+        #expect(queue.stuckDeadline == clock.now + .seconds(5))
+        try #require(await waitUntil { runs.withLock { $0 } == 2 })
+        try #require(await clock.waitForSleepers(1))
+        #expect(!found.withLock { $0 })
+        clock.advance(by: .seconds(5))
+        #expect(await waitUntil { found.withLock { $0 } }, "the sweep ran when the client became stuck")
+    }
+
+    private func waitUntil(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        return true
+    }
+}
