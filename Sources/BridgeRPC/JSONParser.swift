@@ -6,6 +6,11 @@ struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
+    /// Where the value of the top-level object's `params` member is (byte offsets), when it is an object: what a relay
+    /// forwards without encoding it again (``JSONRawParams``).
+    private(set) var paramsSpan: Range<Int>?
+    /// Whether some object repeated a key: its parsed value keeps only the last, so its bytes say more than it does.
+    private(set) var repeatedKey = false
 
     init(text: String) {
         self.bytes = Array(text.utf8)
@@ -84,7 +89,9 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':' after key") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue()
+            let start = index
+            if members.updateValue(try parseValue(), forKey: key) != nil { repeatedKey = true }
+            if depth == 1, bytes[start] == UInt8(ascii: "{"), key == "params" { paramsSpan = start..<index }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {

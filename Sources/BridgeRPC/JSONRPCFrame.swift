@@ -25,9 +25,14 @@ public enum JSONRPCFrame: Sendable, Hashable {
         self.init(parsedBy: { () throws(JSONParseError) in try JSONValue(parsing: text) })
     }
 
-    /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text. Never throws.
+    /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text. Never throws. A single notification whose
+    /// params is an object keeps their bytes (``JSONRPCNotification/rawParams``), so a relay need not encode them again.
     public init(parsingUTF8 bytes: [UInt8]) {
-        self.init(parsedBy: { () throws(JSONParseError) in try JSONValue(parsingUTF8: bytes) })
+        var parser = JSONParser(bytes: bytes)
+        self.init(parsedBy: { () throws(JSONParseError) in try parser.parseDocument() })
+        guard case .single(.message(.notification(let notification))) = self, let span = parser.paramsSpan else { return }
+        let raw = JSONRawParams(message: bytes, span: span, repeatedKey: parser.repeatedKey)
+        self = .single(.message(.notification(JSONRPCNotification(method: notification.method, params: notification.params, rawParams: raw))))
     }
 
     /// The frame of what `parse` returns, or a parse-error element where it throws.

@@ -146,6 +146,7 @@ extension BridgeHub {
         var notification = notification
         if notification.method == ACPMethod.sessionUpdate {
             if let update = notification.params?["update"] { keepState(of: session, update: update) }
+            if relaySpliced(notification, session: session) { return }
             notification = sequenced(notification, session: session)
         }
         let members = sessions[session]?.members ?? []

@@ -21,6 +21,50 @@ extension BridgeHub {
         return JSONRPCNotification(method: notification.method, params: stamped)
     }
 
+    /// Relays a `session/update` whose params came as bytes without `_meta` (``JSONRPCNotification/rawParams``):
+    /// official clients and the replay buffer get one frame made of the agent's bytes with `_meta.seq` spliced in
+    /// (``SplicedUpdate``: no stamping of the parsed value, no encoding, the byte count known); seed clients get the
+    /// stamped params converted, as ``sequenced(_:session:)`` makes them. Returns `false`, having done nothing, when
+    /// the update cannot go so (then it takes that path).
+    func relaySpliced(_ notification: JSONRPCNotification, session: String) -> Bool {
+        guard let raw = notification.rawParams, var params = notification.params?.objectValue, params["_meta"] == nil,
+              let index = sessions.index(forKey: session), raw.isForwardable else { return false }
+        let seq = sessions.values[index].nextSeq
+        sessions.values[index].nextSeq += 1
+        let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
+        sessions.values[index].replay.append(
+            BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes),
+            limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        let members = sessions.values[index].members
+        if members.isEmpty {
+            logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
+        }
+        var seedMembers: [ConnectionID] = []
+        for id in members {
+            guard let dialect = connections[id]?.dialect else { continue }
+            if dialect.isSeed {
+                seedMembers.append(id)
+            } else {
+                send(.textBytes(frame), to: id)
+            }
+        }
+        if !seedMembers.isEmpty {
+            params["_meta"] = ["seq": .int(seq)]
+            notify(seedMembers, method: notification.method, params: .object(params))
+        }
+        return true
+    }
+
+    /// Sends a buffered update to a client: the very frame official clients got when it was kept, else its params in
+    /// the client's dialect.
+    func replay(_ update: BufferedUpdate, to id: ConnectionID) {
+        if let frame = update.frame, connections[id]?.dialect?.isSeed == false {
+            send(.textBytes(frame), to: id)
+        } else {
+            notify(id, method: ACPMethod.sessionUpdate, params: update.params)
+        }
+    }
+
     /// Whether a `session/prompt` of `session` is waiting for the agent's answer.
     func promptRunning(_ session: String) -> Bool {
         routes.values.contains { route in
@@ -94,7 +138,7 @@ extension BridgeHub {
         }
         var replayed: Int64 = 0
         for update in record.replay where update.seq > lastSeq {
-            notify(id, method: ACPMethod.sessionUpdate, params: update.params)
+            replay(update, to: id)
             replayed += 1
         }
         askAgain(session, to: id)

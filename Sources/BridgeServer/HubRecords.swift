@@ -1,6 +1,7 @@
 import BridgeACP
 import BridgeRPC
 import Logging
+import NIOCore
 
 /// Identifies one WebSocket connection inside the hub.
 typealias ConnectionID = UInt64
@@ -53,11 +54,50 @@ struct SessionRecord {
     var idleSince: ContinuousClock.Instant? = nil
 }
 
-/// One `session/update` kept for resume.
+/// One `session/update` kept for resume: its params, or the very frame official clients got (``SplicedUpdate``).
 struct BufferedUpdate {
     let seq: Int64
-    /// The notification's params, official spelling, with `_meta.seq`.
-    let params: JSONValue
+    private let kept: Kept
+    /// The size of its params (see ``ReplayBuffer``), known when it is kept rather than measured again.
+    let byteCount: Int
+
+    private enum Kept {
+        case params(JSONValue)
+        case frame(ByteBuffer)
+    }
+
+    /// An update kept as its params (official spelling, with `_meta.seq`).
+    init(seq: Int64, params: JSONValue) {
+        self.seq = seq
+        kept = .params(params)
+        byteCount = ReplayBuffer.byteSize(of: params)
+    }
+
+    /// An update kept as the frame official clients got (shared with them, not copied), its params `paramsBytes` long.
+    init(seq: Int64, frame: ByteBuffer, paramsBytes: Int) {
+        self.seq = seq
+        kept = .frame(frame)
+        byteCount = paramsBytes
+    }
+
+    /// The frame official clients got, when it was kept: replayed to them as it is.
+    var frame: ByteBuffer? {
+        if case .frame(let frame) = kept { return frame }
+        return nil
+    }
+
+    /// The notification's params, official spelling, with `_meta.seq` (read back from the frame if that is what is kept).
+    var params: JSONValue {
+        switch kept {
+        case .params(let params):
+            return params
+        case .frame(let frame):
+            guard case .single(.message(.notification(let notification))) = JSONRPCFrame(parsingUTF8: Array(frame.readableBytesView)) else {
+                return .null  // not reached: the frame was made from parsed params
+            }
+            return notification.params ?? .null
+        }
+    }
 }
 
 /// Where the agent's answer to a forwarded request goes.

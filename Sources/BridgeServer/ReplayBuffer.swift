@@ -4,7 +4,8 @@ import BridgeRPC
 /// `byteLimit` bytes of params, the oldest dropped first. Keeping one more update costs the same however full the
 /// buffer is (amortised: dropped entries are released at once, the slots compacted now and then).
 ///
-/// Bytes are the params' size as compact JSON, not counting the extra bytes of escape sequences.
+/// Bytes are the params' size as compact JSON, not counting the extra bytes of escape sequences (for an update kept as
+/// the agent's own bytes, their size as written).
 struct ReplayBuffer: Sequence {
     fileprivate struct Entry {
         let update: BufferedUpdate
@@ -27,7 +28,7 @@ struct ReplayBuffer: Sequence {
     /// `byteLimit` on its own is not kept, and neither is anything before it (a resume then reports the gap rather
     /// than replaying around a hole). A `limit` of 0 or less keeps nothing.
     mutating func append(_ update: BufferedUpdate, limit: Int, byteLimit: Int = .max) {
-        let bytes = ReplayBuffer.byteSize(of: update.params)
+        let bytes = update.byteCount
         guard limit > 0, bytes <= byteLimit else {
             storage.removeAll()
             head = 0
