@@ -28,6 +28,12 @@ public final class StdioAgent: ACPAgent {
     private let pipes: StdioAgentPipes
     private let outstanding = OutstandingRequests()
     private let stopping = Mutex(false)
+    /// Why the agent can take no more input although its end may not be reported yet (see ``endReason``).
+    private let broken = Mutex<String?>(nil)
+    /// Requests whose write failed, until their owner takes them back (``takeUndelivered(_:)``).
+    private let undelivered = Mutex<[JSONRPCID: JSONRPCRequest]>([:])
+    /// Requests sent with ``resend(_:)``: a failed write of one of these is final.
+    private let resent = Mutex<Set<JSONRPCID>>([])
     private let configuration: StdioAgentConfiguration
     private let logger: Logger
 
@@ -40,6 +46,16 @@ public final class StdioAgent: ACPAgent {
 
     /// The process id, for logs.
     public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// Why this agent can take no more requests, or nil while it can: its process ended, its stdin is closed, a
+    /// write to it failed or its stdout ended. The pipes tell this as soon as the process dies; the process's end
+    /// is reported later (Foundation learns it from SIGCHLD on a thread of its own, tens of ms on a busy machine),
+    /// and a request sent in between would fail to be written.
+    public var endReason: String? {
+        if let reason = exit.reason { return reason }
+        if let reason = broken.withLock({ $0 }) { return reason }
+        return pipes.stdin.channel.isActive ? nil : "the agent's stdin is closed"
+    }
 
     private init(process: Process, exit: ProcessExit, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
         (events, eventSink) = AsyncStream.makeStream(of: ACPAgentEvent.self)
@@ -183,10 +199,13 @@ public final class StdioAgent: ACPAgent {
                 for await line in outgoing {
                     do {
                         try await writer.write(line.bytes)
+                        if let id = line.requestID { resent.withLock { _ = $0.remove(id) } }
                     } catch {
                         if !failed { logger.warning("could not write to the agent", metadata: ["error": "\(error)"]) }
                         failed = true
+                        markBroken("the agent stopped reading its input (\(error))")
                         if let id = line.requestID, outstanding.forget(id) {
+                            keepUndelivered(line, id: id)
                             let failure = ACPAgentError.writeFailed("\(error)")
                             eventSink.yield(.message(.response(JSONRPCResponse(id: id, error: failure.rpcError))))
                         }
@@ -197,6 +216,13 @@ public final class StdioAgent: ACPAgent {
         } catch {
             logger.debug("the agent's stdin closed with an error", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Keeps a request that never reached the agent for ``takeUndelivered(_:)``, unless it was already resent.
+    private func keepUndelivered(_ line: OutgoingLine, id: JSONRPCID) {
+        guard resent.withLock({ $0.remove(id) }) == nil,
+              case .single(.message(.request(let request))) = JSONRPCFrame(parsingUTF8: Array(line.bytes.readableBytesView)) else { return }
+        undelivered.withLock { $0[id] = request }
     }
 
     private func readStdout() async {
@@ -212,6 +238,12 @@ public final class StdioAgent: ACPAgent {
         } catch {
             logger.notice("reading the agent's stdout failed", metadata: ["error": "\(error)"])
         }
+        // An agent cannot answer once its stdout has ended, whether or not its process is still there.
+        markBroken("the agent closed its stdout")
+    }
+
+    private func markBroken(_ reason: String) {
+        broken.withLock { if $0 == nil { $0 = reason } }
     }
 
     private func readStderr() async {
@@ -285,5 +317,24 @@ public final class StdioAgent: ACPAgent {
         guard case .terminated = outgoingSink.yield(line) else { return }
         if let id = line.requestID { outstanding.forget(id) }
         throw ACPAgentError.notRunning(exit.reason ?? "the agent is stopping")
+    }
+
+    /// Takes back the request with `id` if its write failed: it never reached this agent, so its owner may send it
+    /// to another (its error response, ``ACPAgentError/writeFailed(_:)``, has been sent on ``events``). Nil for any
+    /// other request, and for one sent with ``resend(_:)``.
+    public func takeUndelivered(_ id: JSONRPCID) -> JSONRPCRequest? {
+        undelivered.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// Sends a request that another agent never received (``takeUndelivered(_:)``), like ``send(_:)``; if this
+    /// write fails too the request is not kept again, so a request goes to at most two agents.
+    public func resend(_ request: JSONRPCRequest) throws(ACPAgentError) {
+        resent.withLock { _ = $0.insert(request.id) }
+        do {
+            try send(.request(request))
+        } catch {
+            resent.withLock { _ = $0.remove(request.id) }
+            throw error
+        }
     }
 }

@@ -3,11 +3,21 @@ import BridgeRPC
 import Logging
 
 extension BridgeHub {
+    /// A client's request whose write failed: it never reached the agent, and goes to the next one.
+    typealias UndeliveredRequest = (route: ClientRoute, agentID: Int64, request: JSONRPCRequest)
+
     /// The running agent, starting and initializing it first if needed (after a crash, this is the restart).
     func ensureAgent() async -> Result<AgentHandle, JSONRPCError> {
+        var undelivered: [UndeliveredRequest] = []
         switch agentState {
         case .running(let handle):
-            return .success(handle)
+            // Its pipes tell of a dead agent before its exit is reported; a request sent in between used to fail
+            // with "could not write to the agent". Replaced now instead.
+            guard let reason = (handle.agent as? StdioAgent)?.endReason else { return .success(handle) }
+            agentState = .starting
+            logger.notice("the agent stopped reading or answering; restarting it", metadata: ["reason": "\(reason)", "agent.generation": "\(handle.generation)"])
+            undelivered = dropAgent(reason: reason, generation: handle.generation)
+            await handle.agent.stop()
         case .starting:
             return await withCheckedContinuation { continuation in
                 agentWaiters.append(continuation)
@@ -24,7 +34,45 @@ extension BridgeHub {
         let waiters = agentWaiters
         agentWaiters.removeAll()
         for waiter in waiters { waiter.resume(returning: result) }
+        for request in undelivered { resend(request, on: result) }
         return result
+    }
+
+    /// Sends a `session/new` that a dead agent never received to the next agent (started now if needed), once;
+    /// false for any other failed request, which the client gets as it is.
+    func resendUndelivered(_ route: ClientRoute, agentID: Int64) async -> Bool {
+        guard route.method == ACPMethod.sessionNew, let dead = liveAgent, dead.generation == route.generation,
+              let request = (dead.agent as? StdioAgent)?.takeUndelivered(.int(agentID)) else { return false }
+        logger.notice("a session/new did not reach the agent; sending it to the next one", metadata: ["agent.generation": "\(route.generation)"])
+        resend((route, agentID, request), on: await ensureAgent())
+        return true
+    }
+
+    /// Sends an undelivered request to the agent started for it, under its id; a new session only ever goes to two
+    /// agents (a failed ``StdioAgent/resend(_:)`` is final).
+    private func resend(_ undelivered: UndeliveredRequest, on started: Result<AgentHandle, JSONRPCError>) {
+        let old = undelivered.route
+        let handle: AgentHandle
+        switch started {
+        case .success(let running): handle = running
+        case .failure(let error):
+            complete(old, outcome: .failure(error))
+            return
+        }
+        routes[undelivered.agentID] = .client(ClientRoute(
+            connection: old.connection, clientID: old.clientID, method: old.method, batch: old.batch, files: old.files,
+            additional: old.additional, sessionID: old.sessionID, generation: handle.generation, requested: old.requested, started: old.started))
+        do throws(ACPAgentError) {
+            if let stdio = handle.agent as? StdioAgent {
+                try stdio.resend(undelivered.request)
+            } else {
+                try handle.agent.send(.request(undelivered.request))
+            }
+        } catch {
+            if case .client(let route) = routes.removeValue(forKey: undelivered.agentID) {
+                complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
+            }
+        }
     }
 
     private func startAgent() async -> Result<AgentHandle, JSONRPCError> {
@@ -122,7 +170,9 @@ extension BridgeHub {
             }
             switch route {
             case .bridge(let continuation, _): continuation.resume(returning: response)
-            case .client(let clientRoute): complete(clientRoute, outcome: response.outcome)
+            case .client(let clientRoute):
+                if case .failure = response.outcome, await resendUndelivered(clientRoute, agentID: agentID) { return }
+                complete(clientRoute, outcome: response.outcome)
             case .retention(let session, _): retentionCloseAnswered(session, outcome: response.outcome)
             }
         case .message(.notification(let notification)) where notification.method == ACPMethod.cancelRequest:
@@ -268,18 +318,36 @@ extension BridgeHub {
         }
     }
 
-    /// The agent is gone: fail what waits for it, drop its sessions, tell every client.
+    /// The agent is gone: fail what waits for it, drop its sessions, tell every client; then a `session/new` that
+    /// never reached it goes to a new one.
     private func agentExited(reason: String, generation current: Int) async {
         logger.warning("the agent exited", metadata: ["reason": "\(reason)", "agent.generation": "\(current)"])
+        let undelivered = dropAgent(reason: reason, generation: current)
+        guard !undelivered.isEmpty else { return }
+        let started = await ensureAgent()
+        for request in undelivered { resend(request, on: started) }
+    }
+
+    /// Forgets the agent of generation `current`: fails what waits for it (except the `session/new`s it never
+    /// received, returned to be sent to the next agent), drops its sessions, tells every client.
+    private func dropAgent(reason: String, generation current: Int) -> [UndeliveredRequest] {
         if case .running(let handle) = agentState, handle.generation == current {
             agentState = .idle(lastFailure: reason)
         }
+        let dead = liveAgent?.generation == current ? liveAgent?.agent as? StdioAgent : nil
         if liveAgent?.generation == current { liveAgent = nil }
         let error = BridgeErrors.agentGone(reason)
+        var undelivered: [UndeliveredRequest] = []
         for (agentID, route) in routes where route.generation == current {
             routes[agentID] = nil
             switch route {
             case .bridge(let continuation, _): continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
+            case .client(let clientRoute) where clientRoute.method == ACPMethod.sessionNew:
+                if let request = dead?.takeUndelivered(.int(agentID)) {
+                    undelivered.append((clientRoute, agentID, request))
+                } else {
+                    complete(clientRoute, outcome: .failure(error))
+                }
             case .client(let clientRoute): complete(clientRoute, outcome: .failure(error))
             case .retention: break
             }
@@ -290,5 +358,6 @@ extension BridgeHub {
         sessions.removeAll()
         for id in connections.keys { connections[id]?.sessions.removeAll() }
         notify(Array(connections.keys), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
+        return undelivered
     }
 }
