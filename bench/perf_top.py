@@ -7,6 +7,9 @@ offset 0); this symbolizes the executable's addresses with the toolchain's llvm-
 
   bench/perf_top.py PERF_DATA BINARY [TOP] [PID]
 
+With CALLERS=TEXT in the environment, it also prints who calls the functions whose name contains TEXT (the next
+frames up each chain, aggregated): where runtime calls such as swift_getGenericMetadata come from.
+
 With PID, only that process's samples count (perf record -p also samples the children it starts, e.g. the agent).
 """
 import collections
@@ -87,6 +90,18 @@ def main():
     show(incl_count)
     print(f"\n## self, top {top}")
     show(self_count)
+    import os
+    wanted_callers = os.environ.get("CALLERS")
+    if wanted_callers:
+        callers = collections.Counter()
+        for s in samples:
+            chain = [name(f) for f in s]
+            for position, n in enumerate(chain):
+                if wanted_callers in n:
+                    callers[" <- ".join(c[:70] for c in chain[position:position + 5])] += 1
+                    break
+        print(f"\n## callers of *{wanted_callers}* (5 frames up), top {top}")
+        show(callers)
 
 
 if __name__ == "__main__":

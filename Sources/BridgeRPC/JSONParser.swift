@@ -3,9 +3,16 @@ struct JSONParser {
     /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
     static let maxDepth = 256
 
-    private let bytes: [UInt8]
+    private let storage: [UInt8]
+    /// ``storage``'s bytes while ``parseDocument()`` runs (empty otherwise): read without bounds checks or retains.
+    private var bytes = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     private var index = 0
     private var depth = 0
+    /// The members of the objects being read, innermost last: each object becomes a dictionary of exactly its size
+    /// once complete, instead of one that grows (and rehashes) member by member.
+    private var memberStack: [(String, JSONValue)] = []
+    /// The elements of the arrays being read, innermost last.
+    private var elementStack: [JSONValue] = []
     /// Where the value of the top-level object's `params` member is (byte offsets), when it is an object: what a relay
     /// forwards without encoding it again (``JSONRawParams``).
     private(set) var paramsSpan: Range<Int>?
@@ -13,15 +20,24 @@ struct JSONParser {
     private(set) var repeatedKey = false
 
     init(text: String) {
-        self.bytes = Array(text.utf8)
+        self.storage = Array(text.utf8)
     }
 
     init(bytes: [UInt8]) {
-        self.bytes = bytes
+        self.storage = bytes
     }
 
     /// Parses exactly one value surrounded by optional whitespace.
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        let storage = self.storage
+        return try storage.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            bytes = buffer
+            defer { bytes = UnsafeBufferPointer(start: nil, count: 0) }
+            return try parseBuffer()
+        }
+    }
+
+    private mutating func parseBuffer() throws(JSONParseError) -> JSONValue {
         skipWhitespace()
         guard index < bytes.count else { throw fail("empty input: expected a JSON value") }
         let value = try parseValue()
@@ -57,10 +73,10 @@ struct JSONParser {
         }
     }
 
-    private mutating func expectLiteral(_ literal: String) throws(JSONParseError) {
-        let expected = Array(literal.utf8)
-        let count = expected.count
-        guard index + count <= bytes.count, bytes[index..<(index + count)].elementsEqual(expected) else {
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        let expected = UnsafeBufferPointer(start: literal.utf8Start, count: count)
+        guard index + count <= bytes.count, UnsafeBufferPointer(rebasing: bytes[index..<(index + count)]).elementsEqual(expected) else {
             throw fail("invalid literal, expected \(literal)")
         }
         index += count
@@ -75,12 +91,13 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
-            return .object(members)
+            return .object([:])
         }
+        let mark = memberStack.count
+        defer { memberStack.removeSubrange(mark...) }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -90,14 +107,20 @@ struct JSONParser {
             index += 1
             skipWhitespace()
             let start = index
-            if members.updateValue(try parseValue(), forKey: key) != nil { repeatedKey = true }
+            let value = try parseValue()
             if depth == 1, bytes[start] == UInt8(ascii: "{"), key == "params" { paramsSpan = start..<index }
+            memberStack.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated object") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                var members = [String: JSONValue](minimumCapacity: memberStack.count - mark)
+                for position in mark..<memberStack.count {
+                    // A repeated key keeps its last value.
+                    if members.updateValue(memberStack[position].1, forKey: memberStack[position].0) != nil { repeatedKey = true }
+                }
                 return .object(members)
             } else {
                 throw fail("expected ',' or '}' in object")
@@ -109,22 +132,24 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var elements: [JSONValue] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
             index += 1
-            return .array(elements)
+            return .array([])
         }
+        let mark = elementStack.count
+        defer { elementStack.removeSubrange(mark...) }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            elementStack.append(element)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unterminated array") }
             if bytes[index] == UInt8(ascii: ",") {
                 index += 1
             } else if bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                return .array(elements)
+                return .array(Array(elementStack[mark...]))
             } else {
                 throw fail("expected ',' or ']' in array")
             }
@@ -171,7 +196,7 @@ struct JSONParser {
             // -0 is kept as written; Int64.min's magnitude is one more than Int64.max.
             if negative, magnitude != 0, magnitude <= UInt64(Int64.max) + 1 { return .int(Int64(bitPattern: 0 &- magnitude)) }
         }
-        return .number(JSONNumber(validatedText: String(decoding: bytes[start..<index], as: UTF8.self)))
+        return .number(JSONNumber(validatedText: String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)))
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {
@@ -181,18 +206,29 @@ struct JSONParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         var runStart = index
+        // Most strings have no escapes: made in one piece.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
+                index += 1
+                return text
+            }
+            if byte < 0x20 || byte == UInt8(ascii: "\\") { break }
+            index += 1
+        }
         var out = ""
         while true {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                out += String(decoding: bytes[runStart..<index], as: UTF8.self)
+                out += String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
                 index += 1
                 return out
             }
             if byte < 0x20 { throw fail("control character in string (must be escaped)") }
             if byte == UInt8(ascii: "\\") {
-                out += String(decoding: bytes[runStart..<index], as: UTF8.self)
+                out += String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
                 index += 1
                 guard index < bytes.count else { throw fail("unterminated escape") }
                 let escape = bytes[index]

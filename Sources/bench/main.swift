@@ -329,7 +329,7 @@ func runLatency(_ args: Args) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|latency [--key value]...\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|latency|parse [--key value]...\n".utf8))
     exit(2)
 }
 let args = Args(arguments.dropFirst(2))
@@ -340,6 +340,7 @@ case "load": try await runLoad(args)
 case "idle": try await runIdle(args)
 case "relay": try runRelay(args)
 case "latency": try runLatency(args)
+case "parse": runParse(args)
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)
