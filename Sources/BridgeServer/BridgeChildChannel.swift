@@ -40,9 +40,11 @@ struct BridgeChildChannel: ServerChildChannel {
         let admission = self.admission
         let refusals = self.refusals
         let channelID = ObjectIdentifier(channel)
+        ChannelFrameWriter.channels.register(channel)
         channel.closeFuture.whenComplete { _ in
             admission.closed()
             _ = refusals.take(channelID)
+            _ = ChannelFrameWriter.channels.take(channelID)
         }
         do {
             let operations = channel.pipeline.syncOperations

@@ -78,10 +78,15 @@ public struct BridgeServer: Service {
         } onUpgrade: { inbound, outbound, context in
             let request = context.requestContext
             request.releaseHandlerReference()  // breaks hummingbird-websocket's context cycle (WebSocketHandlerSlot)
+            // The channel, for the hub's frames to go straight into (registered at accept by BridgeChildChannel).
+            guard let channel = ChannelFrameWriter.channels.take(request.channelID) else {
+                logger.error("WebSocket without its channel; closing it", metadata: ["remote": "\(request.remoteAddress?.ipAddress ?? "?")"])
+                return
+            }
             slots.open()
             defer { slots.close() }
             try await ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device)
-                .run(inbound: inbound, outbound: outbound, remote: request.remoteAddress?.ipAddress)
+                .run(inbound: inbound, outbound: outbound, channel: channel, remote: request.remoteAddress?.ipAddress)
         }
 
         let webSocketConfiguration = WebSocketServerConfiguration(

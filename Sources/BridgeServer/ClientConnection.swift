@@ -2,10 +2,11 @@ import BridgePairing
 import Foundation
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import NIOWebSocket
 
-/// Runs one WebSocket connection: reads frames into the hub, writes what the hub queues for it,
-/// closes it if `initialize` does not come in time, and (for a paired device) when its access token expires.
+/// Runs one WebSocket connection: reads frames into the hub (what the hub queues for it goes straight into the
+/// channel), closes it if `initialize` does not come in time, and (for a paired device) when its access token expires.
 struct ClientConnection {
     let hub: BridgeHub
     let configuration: BridgeServerConfiguration
@@ -18,52 +19,35 @@ struct ClientConnection {
         max(maxFrameSize * 2, maxFrameSize + 64 * 1024)
     }
 
-    /// Thrown by the reader, the writer and the cut-off watch when they end: it ends the connection's other tasks.
+    /// Thrown by the reader and the closer when they end: it ends the connection's other tasks.
     private struct Ended: Error {}
 
-    /// Writes what was queued during a loan (see ``OutboundQueue/lend()``), then hands the queue back to the writer.
-    static func writeLent(_ frames: OutboundQueue, to outbound: WebSocketOutboundWriter) async throws {
-        defer { frames.endLoan() }
-        for frame in frames.takeLent() {
-            frames.taken()
-            // A close ends a loan at once (the writer sends it), so only text frames are lent.
-            if case .textBytes(let bytes) = frame {
-                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
-            }
-            frames.written()
-        }
-    }
+    /// How long a close the bridge sent waits for the peer's answering close before the connection is closed (as the
+    /// WebSocket handler does after its own close).
+    static let closeTimeout: Duration = .seconds(15)
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, remote: String?) async throws {
+    /// Runs the connection on `channel` (whose WebSocket handler reads `inbound` and writes `outbound`) until it ends.
+    /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads; a close
+    /// the hub queues is sent through `outbound` by a small task that waits for it.
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device)
+        frames.attach(ChannelFrameWriter(channel: channel))
         let hub = self.hub
         let configuration = self.configuration
         let expiresAt = device?.accessTokenExpiresAt
         do {
-            // The connection ends when its reader, its writer or a cut-off ends (each throws ``Ended``); the
-            // initialize deadline and the token's expiry end once they have done their part, so an idle connection
-            // keeps three tasks.
+            // The connection ends when its reader (this task) or its closer ends (each throws ``Ended``); a cut-off
+            // closes the channel, which ends the reader. The initialize deadline and the token's expiry end once
+            // they have done their part, so an idle connection keeps one task of its own: the closer.
             try await withThrowingDiscardingTaskGroup { group in
-                // Writer: everything the hub queues, in order; a close frame ends it.
+                // Closer: a close frame the hub queued, after the frames queued before it.
                 group.addTask {
-                    writing: while let batch = await frames.next() {
-                        for frame in batch {
-                            frames.taken()
-                            switch frame {
-                            case .textBytes(let bytes):
-                                try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .text, data: bytes)))
-                                frames.written()
-                            case .close(let kind, let reason):
-                                try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                                break writing
-                            }
-                        }
+                    if case .close(let kind, let reason) = await frames.nextClose() {
+                        try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                        // The reader ends when the peer answers; a peer that does not is closed.
+                        try await Task.sleep(for: ClientConnection.closeTimeout)
+                        channel.close(promise: nil)
                     }
-                    throw Ended()
-                }
-                // A client cut off for not reading closes at once, even with the writer blocked on it.
-                group.addTask {
-                    await frames.waitForCutOff()
                     throw Ended()
                 }
                 // The initialize deadline.
@@ -81,27 +65,22 @@ struct ClientConnection {
                         await hub.tokenExpired(id)
                     }
                 }
-                // Reader.
-                group.addTask {
-                    let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)
-                    for try await message in inbound.messages(maxSize: limit) {
-                        switch message {
-                        case .text(let text):
-                            let size = text.utf8.count
-                            if size > configuration.maxFrameSize {
-                                await hub.rejectOversized(id, size: size)
-                            } else {
-                                // With the writer idle, the reader writes the answers itself (no wake-up).
-                                let lent = frames.lend()
-                                await hub.receive(text, from: id)
-                                if lent { try await ClientConnection.writeLent(frames, to: outbound) }
-                            }
-                        case .binary:
-                            await hub.rejectBinary(id)
+                // Reader, in this task.
+                let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)
+                for try await message in inbound.messages(maxSize: limit) {
+                    switch message {
+                    case .text(let text):
+                        let size = text.utf8.count
+                        if size > configuration.maxFrameSize {
+                            await hub.rejectOversized(id, size: size)
+                        } else {
+                            await hub.receive(text, from: id)
                         }
+                    case .binary:
+                        await hub.rejectBinary(id)
                     }
-                    throw Ended()
                 }
+                throw Ended()
             }
         } catch is Ended {
         } catch is CancellationError {

@@ -1,78 +1,80 @@
+import NIOCore
 import Synchronization
 
-/// The frames waiting for one client's writer.
+/// The frames on their way to one client, written straight into its connection (a ``FrameWriter``: the channel), with
+/// no writer task.
 ///
-/// A frame counts as queued until the writer takes it to write, and after ``finish()`` the writer still gets what is
-/// queued, then the end. The writer takes everything queued in one go (one lock, and one wake-up only when it had run
-/// dry), then marks each frame ``taken()`` as it starts writing it and ``written()`` once the write returned.
+/// The first frame queued while nothing waits schedules one job on the channel's event loop; by the time it runs,
+/// every frame queued meanwhile goes out with it, with one flush. A frame counts as queued from ``yield(_:)`` until
+/// its write completes (the socket took it), so what counts is what the client has not taken yet.
 ///
 /// How far behind a client may fall: up to `capacity` frames always. Beyond that a frame is refused (`.dropped`, and
-/// the hub cuts the client off) only if the client looks stuck: one write to it has been waiting `stallTimeout` for
-/// the peer to take data (it stopped reading), or `hardCapacity` frames are queued. A writer that is merely slow to be
-/// scheduled (a busy bridge) is not the client's fault and never counts. A client that reads, only more slowly than an
-/// agent bursts, keeps up to `hardCapacity`; one that stopped reading goes once it is `capacity` behind. ``isStuck``
-/// says the same between frames, and ``stuckDeadline`` when that can first be true, which the queue also tells its
-/// `stuckTimer` (the hub's stuck-client sweep) when a write starts, or the queue reaches `capacity`, with the client
-/// that far behind: the sweep need not look while no client is. ``cutOff()`` drops what is queued and wakes ``waitForCutOff()``, so the connection
-/// can close even while its writer is blocked on a peer that does not read.
+/// the hub cuts the client off) only if the client looks stuck: written frames have waited `stallTimeout` without
+/// any of them completing (it stopped reading), or `hardCapacity` frames are queued. Frames not yet handed to the
+/// channel (a busy event loop that has not run the job) are not the client's fault and never start that wait. A
+/// client that reads, only more slowly than an agent bursts, keeps up to `hardCapacity`; one that stopped reading goes
+/// once it is `capacity` behind. ``isStuck`` says the same between frames, and ``stuckDeadline`` when that can first
+/// be true, which the queue also tells its `stuckTimer` (the hub's stuck-client sweep) whenever the client is that far
+/// behind with a write waiting: the sweep need not look while no client is. ``cutOff()`` drops what is queued and
+/// closes the connection at once.
 ///
-/// A connection's reader may lend itself as the writer for the answers to one message (``lend()``, ``takeLent()``,
-/// ``endLoan()``): if the writer is idle with nothing queued, frames queued meanwhile do not wake it, and the reader
-/// writes them itself once the hub is done with the message, which saves a thread wake-up per answer. Until the reader
-/// takes them, a close frame or more than ``loanLimit`` frames end the loan at once and wake the writer, so a loan
-/// holds back little; once it took them, later frames wait for it to finish writing (order is kept).
+/// A close frame is not written here: the connection's task waits for it (``nextClose()``) and sends it through the
+/// WebSocket handler, which goes through the event loop after the text frames queued before it; nothing queued
+/// after a close is sent.
 final class OutboundQueue: Sendable {
     /// What ``yield(_:)`` did with a frame.
     enum YieldResult: Equatable {
         /// Queued.
         case enqueued
-        /// Refused: `capacity` frames are already queued.
+        /// Refused: the client is too far behind.
         case dropped
-        /// Refused: the queue was finished (or its writer cancelled).
+        /// Refused: the queue was finished.
         case terminated
     }
 
-    private struct State {
-        /// Takes the waiting writer, with the queued frames (`nil`: finished and empty), if there is something for it.
-        mutating func handOver() -> Handover? {
-            guard let waiter, !frames.isEmpty || finished else { return nil }
-            self.waiter = nil
-            defer { frames = [] }
-            return Handover(continuation: waiter, frames: frames.isEmpty ? nil : frames)
-        }
-
-        var frames: [OutboundFrame] = []
-        /// Frames yielded and not yet taken by the writer (including those it holds but has not started).
-        var queued = 0
-        var finished = false
-        var waiter: CheckedContinuation<[OutboundFrame]?, Never>?
-        /// The reader writes the frames queued now (the writer is idle, waiting in `waiter`).
-        var lent = false
-        /// The reader took them and is writing them: nothing may go to the writer before it is done.
-        var lentWriting = false
-        /// When the write in progress started (between ``taken()`` and ``written()``).
-        var writeStartedAt: ContinuousClock.Instant?
-        /// Cut off: what was queued is dropped and the connection is to close at once.
-        var cut = false
-        var cutWaiter: CheckedContinuation<Void, Never>?
-        var cutWaitCancelled = false
+    /// What ``nextClose()`` returns.
+    enum Closing: Equatable {
+        /// Send this close frame (everything queued before it is written).
+        case close(OutboundFrame.CloseKind, String)
+        /// The queue was finished or cut off: nothing more to send.
+        case ended
     }
 
-    /// Frames queued during a loan beyond which the writer takes over.
-    static let loanLimit = 16
+    private struct State {
+        /// Frames not yet handed to the channel.
+        var frames: [ByteBuffer] = []
+        /// Frames yielded whose write has not completed.
+        var queued = 0
+        /// Frames handed to the channel whose write has not completed.
+        var inFlight = 0
+        /// When the writes in flight last made progress (a batch went into an idle channel, or one completed).
+        var progressAt: ContinuousClock.Instant?
+        /// A job to write `frames` is scheduled on the event loop.
+        var scheduled = false
+        /// No more frames are taken (a close was queued, or the queue finished or was cut off).
+        var finished = false
+        var cut = false
+        /// The close frame queued, waiting for the frames before it to be handed to the channel.
+        var close: Closing?
+        var closeWaiter: CheckedContinuation<Closing, Never>?
+        var closeWaitCancelled = false
+        /// The connection, once attached.
+        var writer: (any FrameWriter)?
+    }
 
     /// Frames a client may always have queued.
     let capacity: Int
     /// Frames a client that is still reading may have queued.
     let hardCapacity: Int
-    /// How long one write may wait for the peer before a client past `capacity` counts as stuck.
+    /// How long written frames may wait for the peer before a client past `capacity` counts as stuck.
     let stallTimeout: Duration
     private let clock: any BridgeClock
     private let stuckTimer: SweepTimer?
     private let state: Mutex<State>
 
-    /// A queue that refuses frames past `capacity` when a write has waited `stallTimeout` on `clock`, and past
+    /// A queue that refuses frames past `capacity` when written frames have waited `stallTimeout` on `clock`, and past
     /// `hardCapacity` (default: ten times `capacity`) in any case; `stuckTimer` is told when it may become stuck.
+    /// Frames wait until ``attach(_:)`` gives the queue its connection.
     init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
          clock: any BridgeClock = ContinuousClock(), stuckTimer: SweepTimer? = nil) {
         self.capacity = capacity
@@ -83,198 +85,167 @@ final class OutboundQueue: Sendable {
         self.state = Mutex(State())
     }
 
-    private func now() -> ContinuousClock.Instant { clock.now }
-
-    /// Whether the writer is parked in ``next()`` waiting for frames (what a loan or a wake-up needs).
-    var writerIsWaiting: Bool {
-        state.withLock { $0.waiter != nil }
+    /// Gives the queue its connection; frames queued so far go out now.
+    func attach(_ writer: any FrameWriter) {
+        let schedule = state.withLock { state -> Bool in
+            state.writer = writer
+            if state.cut { return false }
+            guard !state.scheduled, !state.frames.isEmpty || state.close != nil else { return false }
+            state.scheduled = true
+            return true
+        }
+        if schedule { writer.execute { self.flush() } }
+        if state.withLock({ $0.cut }) { writer.close() }
     }
 
-    /// Queues a frame for the writer.
+    /// Queues a frame for the client.
     @discardableResult
     func yield(_ frame: OutboundFrame) -> YieldResult {
+        let time = clock.now
         var stuckAt: ContinuousClock.Instant?
-        defer { if let stuckAt { stuckTimer?.schedule(at: stuckAt) } }
-        let (result, handover) = state.withLock { state -> (YieldResult, Handover?) in
+        var closeWaiter: (CheckedContinuation<Closing, Never>, Closing)?
+        let (result, writer) = state.withLock { state -> (YieldResult, (any FrameWriter)?) in
             if state.finished { return (.terminated, nil) }
-            if state.queued >= capacity, state.queued >= hardCapacity || stalled(state, at: now()) {
+            if state.queued >= capacity, state.queued >= hardCapacity || stalled(state, at: time) {
                 return (.dropped, nil)
             }
-            state.queued += 1
-            if state.queued == capacity { stuckAt = stuckDeadline(state) }
-            if state.lent {
-                state.frames.append(frame)
-                if state.lentWriting { return (.enqueued, nil) }
-                var isClose = false
-                if case .close = frame { isClose = true }
-                if !isClose && state.frames.count <= OutboundQueue.loanLimit { return (.enqueued, nil) }
-                // The writer takes over: a close must not wait for the reader, nor many frames.
-                state.lent = false
-                return (.enqueued, state.handOver())
+            switch frame {
+            case .textBytes(let bytes):
+                state.queued += 1
+                state.frames.append(bytes)
+                if state.queued == capacity { stuckAt = stuckDeadline(state) }
+            case .close(let kind, let reason):
+                state.finished = true
+                // The frames before it are in the channel or in a job queued on its event loop; the close, written
+                // from a task, is queued on that loop after them.
+                if let waiter = state.closeWaiter {
+                    state.closeWaiter = nil
+                    closeWaiter = (waiter, .close(kind, reason))
+                } else {
+                    state.close = .close(kind, reason)
+                }
+                return (.enqueued, nil)
             }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return (.enqueued, Handover(continuation: waiter, frames: [frame]))
-            }
-            state.frames.append(frame)
-            return (.enqueued, nil)
+            guard !state.scheduled, let writer = state.writer else { return (.enqueued, nil) }
+            state.scheduled = true
+            return (.enqueued, writer)
         }
-        handover?.continuation.resume(returning: handover?.frames)
+        if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
+        writer?.execute { self.flush() }
+        if let (waiter, close) = closeWaiter { waiter.resume(returning: close) }
         return result
     }
 
-    /// Starts a loan if the writer is idle with nothing queued; true if the reader is now the writer.
-    func lend() -> Bool {
-        state.withLock { state in
-            guard !state.lent, state.waiter != nil, state.frames.isEmpty, !state.finished else { return false }
-            state.lent = true
-            return true
-        }
-    }
-
-    /// The frames queued since ``lend()``, for the reader to write (marking each ``taken()``), if the loan still holds.
-    func takeLent() -> [OutboundFrame] {
-        state.withLock { state in
-            guard state.lent else { return [] }
-            state.lentWriting = true
-            defer { state.frames = [] }
-            return state.frames
-        }
-    }
-
-    /// Ends a loan: the writer gets whatever was queued meanwhile (or the end, if finished).
-    func endLoan() {
-        let handover = state.withLock { state -> Handover? in
-            guard state.lent else { return nil }
-            state.lent = false
-            state.lentWriting = false
-            return state.handOver()
-        }
-        handover?.continuation.resume(returning: handover?.frames)
-    }
-
-    /// No more frames: the writer gets what is queued, then `nil`.
-    func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<[OutboundFrame]?, Never>? in
-            state.finished = true
-            // During a loan the writer waits for ``endLoan()``, which hands it what is left.
-            if state.lent { return nil }
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: nil)
-    }
-
-    /// Whether the client is `capacity` frames behind and a write to it has waited `stallTimeout` for the peer.
-    var isStuck: Bool {
-        let time = now()
-        return state.withLock { state in
-            !state.finished && state.queued >= capacity && stalled(state, at: time)
-        }
-    }
-
-    /// When the client can first be stuck: the write in progress plus `stallTimeout`, if `capacity` frames are queued;
-    /// `nil` if it cannot be before something else happens (a write starts, more frames come).
-    var stuckDeadline: ContinuousClock.Instant? {
-        state.withLock { stuckDeadline($0) }
-    }
-
-    private func stuckDeadline(_ state: State) -> ContinuousClock.Instant? {
-        guard !state.finished, state.queued >= capacity, let started = state.writeStartedAt else { return nil }
-        return started + stallTimeout
-    }
-
-    private func stalled(_ state: State, at time: ContinuousClock.Instant) -> Bool {
-        guard let started = state.writeStartedAt else { return false }
-        return time - started >= stallTimeout
-    }
-
-    /// Drops everything queued, refuses what comes, ends the writer's ``next()`` and wakes ``waitForCutOff()``.
-    func cutOff() {
-        let (waiter, cutWaiter) = state.withLock { state -> (CheckedContinuation<[OutboundFrame]?, Never>?, CheckedContinuation<Void, Never>?) in
-            state.finished = true
-            state.cut = true
+    /// On the event loop: hands everything queued to the channel with one flush.
+    private func flush() {
+        let time = clock.now
+        var stuckAt: ContinuousClock.Instant?
+        let (writer, frames) = state.withLock { state -> ((any FrameWriter)?, [ByteBuffer]) in
+            state.scheduled = false
+            let frames = state.frames
             state.frames = []
-            state.queued = 0
-            state.lent = false
-            state.lentWriting = false
-            defer {
-                state.waiter = nil
-                state.cutWaiter = nil
+            if !frames.isEmpty {
+                if state.inFlight == 0 { state.progressAt = time }
+                state.inFlight += frames.count
+                if state.queued >= capacity { stuckAt = stuckDeadline(state) }
             }
-            return (state.waiter, state.cutWaiter)
+            return (state.writer, frames)
         }
-        waiter?.resume(returning: nil)
-        cutWaiter?.resume()
-    }
-
-    /// Returns once the queue is cut off (at once if it is already), or when the calling task is cancelled. One task
-    /// waits at a time: the connection's.
-    func waitForCutOff() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.cut || state.cutWaitCancelled { return true }
-                    state.cutWaiter = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                state.cutWaitCancelled = true
-                defer { state.cutWaiter = nil }
-                return state.cutWaiter
-            }
-            continuation?.resume()
+        if let writer, !frames.isEmpty {
+            let count = frames.count
+            writer.write(frames) { self.completed(count) }
         }
+        if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
     }
 
-    /// A waiting writer and what to wake it with.
-    private struct Handover {
-        let continuation: CheckedContinuation<[OutboundFrame]?, Never>
-        /// `nil`: the end.
-        let frames: [OutboundFrame]?
-    }
-
-    /// The writer started writing one of the frames it took: it no longer counts as queued.
-    func taken() {
-        let time = now()
-        let stuckAt = state.withLock { state in
-            // After a cut-off the count restarted at zero while the writer may still hold frames it took.
-            state.queued = max(0, state.queued - 1)
-            state.writeStartedAt = time
+    /// `count` writes completed (or failed: the connection is going).
+    private func completed(_ count: Int) {
+        let time = clock.now
+        let stuckAt = state.withLock { state -> ContinuousClock.Instant? in
+            state.inFlight = max(0, state.inFlight - count)
+            state.queued = max(0, state.queued - count)
+            state.progressAt = state.inFlight > 0 ? time : nil
             return stuckDeadline(state)
         }
         if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
     }
 
-    /// The write of the frame last ``taken()`` returned: the peer took it (or the kernel's buffer did).
-    func written() {
-        state.withLock { $0.writeStartedAt = nil }
-    }
-
-    /// Everything queued, in order, waiting while there is nothing; `nil` once finished and drained, or when the
-    /// calling task is cancelled (which also finishes the queue, as cancelling a stream's reader does).
-    func next() async -> [OutboundFrame]? {
+    /// Waits for the close frame to send (the frames queued before it are in the channel, or queued on its event loop
+    /// ahead of anything the caller writes next), or the end; at most one task waits: the connection's, which must have
+    /// attached the queue. Cancelling it returns ``Closing/ended``.
+    func nextClose() async -> Closing {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<[OutboundFrame]?, Never>) in
-                let ready = state.withLock { state -> [OutboundFrame]?? in
-                    if !state.frames.isEmpty {
-                        defer { state.frames = [] }
-                        return .some(state.frames)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Closing, Never>) in
+                let ready = state.withLock { state -> Closing? in
+                    if state.cut || state.closeWaitCancelled { return .ended }
+                    if let close = state.close {
+                        state.close = nil
+                        return close
                     }
-                    if state.finished || Task.isCancelled {
-                        state.finished = true
-                        return .some(nil)
-                    }
-                    state.waiter = continuation
-                    return .none
+                    if state.finished && state.close == nil { return .ended }
+                    state.closeWaiter = continuation
+                    return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            finish()
+            let waiter = state.withLock { state -> CheckedContinuation<Closing, Never>? in
+                state.closeWaitCancelled = true
+                defer { state.closeWaiter = nil }
+                return state.closeWaiter
+            }
+            waiter?.resume(returning: .ended)
         }
+    }
+
+    /// No more frames: what is queued is still written; a waiting ``nextClose()`` ends (unless a close is queued).
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<Closing, Never>? in
+            state.finished = true
+            guard state.close == nil else { return nil }
+            defer { state.closeWaiter = nil }
+            return state.closeWaiter
+        }
+        waiter?.resume(returning: .ended)
+    }
+
+    /// Whether the client is `capacity` frames behind and written frames have waited `stallTimeout` for the peer.
+    var isStuck: Bool {
+        let time = clock.now
+        return state.withLock { state in
+            !state.cut && state.queued >= capacity && stalled(state, at: time)
+        }
+    }
+
+    /// When the client can first be stuck: the last progress of the writes in flight plus `stallTimeout`, if
+    /// `capacity` frames are queued; `nil` if it cannot be before something else happens (more frames, a write).
+    var stuckDeadline: ContinuousClock.Instant? {
+        state.withLock { stuckDeadline($0) }
+    }
+
+    private func stuckDeadline(_ state: State) -> ContinuousClock.Instant? {
+        guard !state.cut, state.queued >= capacity, let progress = state.progressAt else { return nil }
+        return progress + stallTimeout
+    }
+
+    private func stalled(_ state: State, at time: ContinuousClock.Instant) -> Bool {
+        guard let progress = state.progressAt else { return false }
+        return time - progress >= stallTimeout
+    }
+
+    /// Drops everything queued, refuses what comes, ends a waiting ``nextClose()`` and closes the connection at once
+    /// (its peer may not be reading).
+    func cutOff() {
+        let (waiter, writer) = state.withLock { state -> (CheckedContinuation<Closing, Never>?, (any FrameWriter)?) in
+            state.finished = true
+            state.cut = true
+            state.frames = []
+            state.close = nil
+            state.queued = 0
+            defer { state.closeWaiter = nil }
+            return (state.closeWaiter, state.writer)
+        }
+        waiter?.resume(returning: .ended)
+        writer?.close()
     }
 }

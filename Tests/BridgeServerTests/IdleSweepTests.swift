@@ -82,6 +82,8 @@ struct IdleSweepTests {
         let clock = ManualClock()
         let timer = SweepTimer(clock: clock)
         let queue = OutboundQueue(capacity: 2, hardCapacity: 100, stallTimeout: .seconds(5), clock: clock, stuckTimer: timer)
+        let writer = RecordingFrameWriter()
+        queue.attach(writer)
         let runs = Mutex(0)
         let found = Mutex(false)
         let task = Task {
@@ -93,14 +95,13 @@ struct IdleSweepTests {
         }
         defer { task.cancel() }
         try #require(await clock.waitForSleepers(1))
-        // Behind, but not writing (not stuck, and it cannot be yet): the sweep is not woken.
+        // Behind, but nothing written yet (not stuck, and it cannot be yet): the sweep is not woken.
         for text in ["a", "b", "c"] { #expect(queue.yield(.text(text)) == .enqueued) }
         clock.advance(by: .seconds(60))
         try #require(await clock.waitForSleepers(1))
         #expect(runs.withLock { $0 } == 1)
-        // A write starts with two frames behind it: stuck in 5 s unless the peer takes it.
-        _ = await queue.next()
-        queue.taken()
+        // Written, three behind: stuck in 5 s unless the peer takes them.
+        writer.runJobs()
         #expect(queue.stuckDeadline == clock.now + .seconds(5))
         try #require(await waitUntil { runs.withLock { $0 } == 2 })
         try #require(await clock.waitForSleepers(1))
