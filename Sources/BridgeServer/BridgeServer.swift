@@ -91,7 +91,8 @@ public struct BridgeServer: Service {
 
         let webSocketConfiguration = WebSocketServerConfiguration(
             maxFrameSize: ClientConnection.readLimit(for: configuration.maxFrameSize),
-            autoPing: configuration.pingInterval.map { .enabled(timePeriod: $0) } ?? .disabled)
+            // Keepalive pings run on the event loop (WebSocketKeepalive, added by ClientConnection), not in a task per connection.
+            autoPing: .disabled)
         let onListening = self.onListening
         let app = Application(
             responder: http.responder(),

@@ -32,6 +32,7 @@ struct ClientConnection {
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device)
         frames.attach(ChannelFrameWriter(channel: channel))
+        if let period = configuration.pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
         let hub = self.hub
         let configuration = self.configuration
         let expiresAt = device?.accessTokenExpiresAt
