@@ -13,7 +13,8 @@ extension BridgeHub {
         case .running(let handle):
             // Its pipes tell of a dead agent before its exit is reported; a request sent in between used to fail
             // with "could not write to the agent". Replaced now instead.
-            guard let reason = (handle.agent as? StdioAgent)?.endReason else { return .success(handle) }
+            // Not while shutting down: the agent is being stopped, and no new one would be run.
+            guard !shuttingDown, let reason = (handle.agent as? StdioAgent)?.endReason else { return .success(handle) }
             agentState = .starting
             logger.notice("the agent stopped reading or answering; restarting it", metadata: ["reason": "\(reason)", "agent.generation": "\(handle.generation)"])
             undelivered = dropAgent(reason: reason, generation: handle.generation)
@@ -41,7 +42,7 @@ extension BridgeHub {
     /// Sends a `session/new` that a dead agent never received to the next agent (started now if needed), once;
     /// false for any other failed request, which the client gets as it is.
     func resendUndelivered(_ route: ClientRoute, agentID: Int64) async -> Bool {
-        guard route.method == ACPMethod.sessionNew, let dead = liveAgent, dead.generation == route.generation,
+        guard !shuttingDown, route.method == ACPMethod.sessionNew, let dead = liveAgent, dead.generation == route.generation,
               let request = (dead.agent as? StdioAgent)?.takeUndelivered(.int(agentID)) else { return false }
         logger.notice("a session/new did not reach the agent; sending it to the next one", metadata: ["agent.generation": "\(route.generation)"])
         resend((route, agentID, request), on: await ensureAgent())
