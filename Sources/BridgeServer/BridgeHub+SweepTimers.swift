@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import Foundation
 import Logging
 
 /// The hub's two sweeps, each run by a ``SweepTimer`` on the configuration's clock: they run when something can be
@@ -7,13 +8,15 @@ import Logging
 /// until the timer's backstop.
 extension BridgeHub {
     /// Until cancelled: cuts off the clients that are stuck between frames too (see ``OutboundQueue/isStuck``), when
-    /// one can be (a client's queue announces it with ``OutboundQueue/stuckDeadline``).
+    /// one can be (a client's queue announces it with ``OutboundQueue/stuckDeadline``), and closes the connections of
+    /// paired devices whose access token expired (4001), when one does (the connection announces it with
+    /// ``tokenExpiresAt(_:)``): no task per connection sleeps until then.
     nonisolated func sweepStuckClients() async {
-        await stuckSweep.run { await self.cutOffStuckClients() }
+        await stuckSweep.run { await self.sweepConnections() }
     }
 
-    /// Cuts off the stuck clients; returns when the next one can be stuck.
-    private func cutOffStuckClients() -> ContinuousClock.Instant? {
+    /// Cuts off the stuck clients and closes those whose token expired; returns when the next one can be due.
+    private func sweepConnections() -> ContinuousClock.Instant? {
         var next: ContinuousClock.Instant?
         for client in connections.values {
             if client.outbound.isStuck {
@@ -22,7 +25,28 @@ extension BridgeHub {
                 next = min(next ?? due, due)
             }
         }
+        let now = Date()
+        let clockNow = configuration.clock.now
+        for (id, device) in credentials where connections[id]?.outbound.isFinished == false {
+            let remaining = device.accessTokenExpiresAt.timeIntervalSince(now)
+            if remaining <= 0 {
+                tokenExpired(id)
+            } else {
+                let due = clockNow + BridgeHub.expiryDelay(remaining)
+                next = min(next ?? due, due)
+            }
+        }
         return next
+    }
+
+    /// A connection of a paired device opened: its token expires at `expiresAt` (wall clock), when the sweep closes it.
+    nonisolated func tokenExpiresAt(_ expiresAt: Date) {
+        stuckSweep.schedule(at: configuration.clock.now + BridgeHub.expiryDelay(expiresAt.timeIntervalSinceNow))
+    }
+
+    /// Seconds from now as a duration on the bridge's clock, a millisecond late rather than early.
+    private static func expiryDelay(_ seconds: TimeInterval) -> Duration {
+        .milliseconds(Int64(max(seconds, 0) * 1000) + 1)
     }
 
     /// Until cancelled: answers agent requests nobody answered in time, or that nobody could answer for

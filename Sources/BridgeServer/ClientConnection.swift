@@ -32,14 +32,15 @@ struct ClientConnection {
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device)
         frames.attach(ChannelFrameWriter(channel: channel))
+        // The access token's expiry (a paired device only) is watched by the hub's connection sweep.
+        if let expiresAt = device?.accessTokenExpiresAt { hub.tokenExpiresAt(expiresAt) }
         if let period = configuration.pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
         let hub = self.hub
         let configuration = self.configuration
-        let expiresAt = device?.accessTokenExpiresAt
         do {
             // The connection ends when its reader (this task) or its closer ends (each throws ``Ended``); a cut-off
-            // closes the channel, which ends the reader. The initialize deadline and the token's expiry end once
-            // they have done their part, so an idle connection keeps one task of its own: the closer.
+            // closes the channel, which ends the reader. The initialize deadline ends once it has done its part, so
+            // an idle connection keeps one task of its own: the closer.
             try await withThrowingDiscardingTaskGroup { group in
                 // Closer: a close frame the hub queued, after the frames queued before it.
                 group.addTask {
@@ -57,14 +58,6 @@ struct ClientConnection {
                     repeat {
                         try await Task.sleep(for: configuration.initializeTimeout)
                     } while await hub.initializeDeadline(id) == .inProgress
-                }
-                // The access token's expiry (a paired device only).
-                if let expiresAt {
-                    group.addTask {
-                        let remaining = expiresAt.timeIntervalSinceNow
-                        if remaining > 0 { try await Task.sleep(for: .milliseconds(Int64(remaining * 1000) + 1)) }
-                        await hub.tokenExpired(id)
-                    }
                 }
                 // Reader, in this task.
                 let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)

@@ -209,6 +209,11 @@ final class OutboundQueue: Sendable {
         waiter?.resume(returning: .ended)
     }
 
+    /// Whether the queue takes no more frames (a close was queued, or it was finished or cut off).
+    var isFinished: Bool {
+        state.withLock { $0.finished }
+    }
+
     /// Whether the client is `capacity` frames behind and written frames have waited `stallTimeout` for the peer.
     var isStuck: Bool {
         let time = clock.now
