@@ -17,6 +17,15 @@ extension BridgeHub {
         for id in connections.keys { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
     }
 
+    /// Waits until every client has gone after ``beginShutdown()`` (each was sent 1001 and answers it), bounded by
+    /// `limit` of real time and by cancellation: the HTTP server's own shutdown comes after that.
+    func waitForClientsToLeave(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while !connections.isEmpty, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Sessions with a `session/prompt` waiting for the agent.
     func runningPromptSessions() -> Set<String> {
         var result = Set<String>()

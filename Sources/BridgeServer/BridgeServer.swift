@@ -117,9 +117,19 @@ public struct BridgeServer: Service {
                 await hub.run()
                 return .agent
             }
+            // The HTTP server runs in a service group of its own, shut down only once every client was told why
+            // (1001 "bridge shutting down"): on a graceful shutdown the WebSocket library closes its connections
+            // with 1000 itself, and that close raced the hub's. The group runs in a detached task because a nested
+            // group follows its parent's graceful shutdown; cancellation is passed on by hand.
+            let server = ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], logger: logger))
             group.addTask {
+                let running = Task.detached { try await server.run() }
                 do {
-                    try await app.run()
+                    try await withTaskCancellationHandler {
+                        try await running.value
+                    } onCancel: {
+                        running.cancel()
+                    }
                 } catch {
                     throw BridgeServer.explain(error, host: configuration.host, port: configuration.port)
                 }
@@ -137,6 +147,8 @@ public struct BridgeServer: Service {
                 // for the WebSockets to close; the hub closes them with 1001.
                 guard (try? await gracefulShutdown()) != nil else { return .shutdownWatch }
                 await hub.beginShutdown()
+                await hub.waitForClientsToLeave(within: BridgeServer.clientsToldLimit)
+                await server.triggerGracefulShutdown()
                 return .shutdownWatch
             }
             defer { group.cancelAll() }
@@ -151,6 +163,9 @@ public struct BridgeServer: Service {
             logger.info("bridge stopped")
         }
     }
+
+    /// How long a graceful shutdown waits for the clients told 1001 to go before the HTTP server shuts down too.
+    static let clientsToldLimit: Duration = .seconds(2)
 
     /// The tasks ``run()`` runs side by side.
     private enum Part: Sendable {
