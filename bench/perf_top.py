@@ -8,7 +8,8 @@ offset 0); this symbolizes the executable's addresses with the toolchain's llvm-
   bench/perf_top.py PERF_DATA BINARY [TOP] [PID]
 
 With CALLERS=TEXT in the environment, it also prints who calls the functions whose name contains TEXT (the next
-frames up each chain, aggregated): where runtime calls such as swift_getGenericMetadata come from.
+frames up each chain, aggregated): where runtime calls such as swift_getGenericMetadata come from. With CALLEES=TEXT,
+what the first function whose name contains TEXT spends its time in (the frame just below it, aggregated).
 
 With PID, only that process's samples count (perf record -p also samples the children it starts, e.g. the agent).
 """
@@ -102,6 +103,17 @@ def main():
                     break
         print(f"\n## callers of *{wanted_callers}* (5 frames up), top {top}")
         show(callers)
+    wanted_callees = os.environ.get("CALLEES")
+    if wanted_callees:
+        callees = collections.Counter()
+        for s in samples:
+            chain = [name(f) for f in s]
+            for position in range(len(chain) - 1, -1, -1):
+                if wanted_callees in chain[position]:
+                    callees[chain[position - 1] if position > 0 else "(self)"] += 1
+                    break
+        print(f"\n## what *{wanted_callees}* spends its time in (the frame below it), top {top}")
+        show(callees)
 
 
 if __name__ == "__main__":
