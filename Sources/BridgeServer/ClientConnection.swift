@@ -26,6 +26,19 @@ struct ClientConnection {
     /// WebSocket handler does after its own close).
     static let closeTimeout: Duration = .seconds(15)
 
+    /// The initialize deadline, as a timer on the connection's event loop rather than a task: at the deadline the hub
+    /// closes the connection if it has not initialized; an `initialize` still being answered (a slow agent starting)
+    /// earns another period.
+    static func watchInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> Scheduled<Void> {
+        eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+            Task {
+                if await hub.initializeDeadline(id) == .inProgress {
+                    _ = watchInitialize(id, hub: hub, on: eventLoop, after: timeout)
+                }
+            }
+        }
+    }
+
     /// Runs the connection on `channel` (whose WebSocket handler reads `inbound` and writes `outbound`) until it ends.
     /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads; a close
     /// the hub queues is sent through `outbound` by a small task that waits for it.
@@ -34,13 +47,14 @@ struct ClientConnection {
         frames.attach(ChannelFrameWriter(channel: channel))
         // The access token's expiry (a paired device only) is watched by the hub's connection sweep.
         if let expiresAt = device?.accessTokenExpiresAt { hub.tokenExpiresAt(expiresAt) }
+        let initializeDeadline = ClientConnection.watchInitialize(id, hub: hub, on: channel.eventLoop, after: configuration.initializeTimeout)
+        defer { initializeDeadline.cancel() }
         if let period = configuration.pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
         let hub = self.hub
         let configuration = self.configuration
         do {
             // The connection ends when its reader (this task) or its closer ends (each throws ``Ended``); a cut-off
-            // closes the channel, which ends the reader. The initialize deadline ends once it has done its part, so
-            // an idle connection keeps one task of its own: the closer.
+            // closes the channel, which ends the reader. An idle connection keeps one task of its own: the closer.
             try await withThrowingDiscardingTaskGroup { group in
                 // Closer: a close frame the hub queued, after the frames queued before it.
                 group.addTask {
@@ -51,13 +65,6 @@ struct ClientConnection {
                         channel.close(promise: nil)
                     }
                     throw Ended()
-                }
-                // The initialize deadline.
-                // (An initialize still being answered, while a slow agent starts, earns another period.)
-                group.addTask {
-                    repeat {
-                        try await Task.sleep(for: configuration.initializeTimeout)
-                    } while await hub.initializeDeadline(id) == .inProgress
                 }
                 // Reader, in this task.
                 let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)
