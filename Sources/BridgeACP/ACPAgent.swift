@@ -21,4 +21,29 @@ public protocol ACPAgent: Sendable {
 
     /// Asks the agent to end (a process gets SIGTERM, then SIGKILL); ``run()`` returns once it is gone.
     func stop() async
+
+    /// Why the agent can take no more requests although its end may not be on ``events`` yet (a process whose pipes
+    /// closed before its exit is reported), or nil while it can.
+    var endReason: String? { get }
+
+    /// Takes back the request with `id` if it never reached the agent (its write failed; the error response is on
+    /// ``events``), so its owner may send it to another agent; nil for any other request.
+    func takeUndelivered(_ id: JSONRPCID) -> JSONRPCRequest?
+
+    /// Sends a request another agent never received (``takeUndelivered(_:)``), like ``send(_:)``; if it fails to
+    /// reach this agent too it is not kept again.
+    func resend(_ request: JSONRPCRequest) throws(ACPAgentError)
+}
+
+extension ACPAgent {
+    /// An agent whose end is known only from ``events``.
+    public var endReason: String? { nil }
+
+    /// An agent that keeps no undelivered requests.
+    public func takeUndelivered(_ id: JSONRPCID) -> JSONRPCRequest? { nil }
+
+    /// Sends the request as any other.
+    public func resend(_ request: JSONRPCRequest) throws(ACPAgentError) {
+        try send(.request(request))
+    }
 }

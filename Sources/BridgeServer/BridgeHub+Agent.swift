@@ -14,7 +14,7 @@ extension BridgeHub {
             // Its pipes tell of a dead agent before its exit is reported; a request sent in between used to fail
             // with "could not write to the agent". Replaced now instead.
             // Not while shutting down: the agent is being stopped, and no new one would be run.
-            guard !shuttingDown, let reason = (handle.agent as? StdioAgent)?.endReason else { return .success(handle) }
+            guard !shuttingDown, let reason = handle.agent.endReason else { return .success(handle) }
             agentState = .starting
             logger.notice("the agent stopped reading or answering; restarting it", metadata: ["reason": "\(reason)", "agent.generation": "\(handle.generation)"])
             undelivered = dropAgent(reason: reason, generation: handle.generation)
@@ -43,7 +43,7 @@ extension BridgeHub {
     /// false for any other failed request, which the client gets as it is.
     func resendUndelivered(_ route: ClientRoute, agentID: Int64) async -> Bool {
         guard !shuttingDown, route.method == ACPMethod.sessionNew, let dead = liveAgent, dead.generation == route.generation,
-              let request = (dead.agent as? StdioAgent)?.takeUndelivered(.int(agentID)) else { return false }
+              let request = dead.agent.takeUndelivered(.int(agentID)) else { return false }
         logger.notice("a session/new did not reach the agent; sending it to the next one", metadata: ["agent.generation": "\(route.generation)"])
         resend((route, agentID, request), on: await ensureAgent())
         return true
@@ -60,15 +60,11 @@ extension BridgeHub {
             complete(old, outcome: .failure(error))
             return
         }
-        routes[undelivered.agentID] = .client(ClientRoute(
-            connection: old.connection, clientID: old.clientID, method: old.method, batch: old.batch, files: old.files,
-            additional: old.additional, sessionID: old.sessionID, generation: handle.generation, requested: old.requested, started: old.started))
+        var moved = undelivered.route
+        moved.generation = handle.generation
+        routes[undelivered.agentID] = .client(moved)
         do throws(ACPAgentError) {
-            if let stdio = handle.agent as? StdioAgent {
-                try stdio.resend(undelivered.request)
-            } else {
-                try handle.agent.send(.request(undelivered.request))
-            }
+            try handle.agent.resend(undelivered.request)
         } catch {
             if case .client(let route) = routes.removeValue(forKey: undelivered.agentID) {
                 complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
@@ -335,7 +331,7 @@ extension BridgeHub {
         if case .running(let handle) = agentState, handle.generation == current {
             agentState = .idle(lastFailure: reason)
         }
-        let dead = liveAgent?.generation == current ? liveAgent?.agent as? StdioAgent : nil
+        let dead = liveAgent?.generation == current ? liveAgent?.agent : nil
         if liveAgent?.generation == current { liveAgent = nil }
         let error = BridgeErrors.agentGone(reason)
         var undelivered: [UndeliveredRequest] = []

@@ -132,7 +132,8 @@ struct ClientRoute {
     /// For session/new, load, resume and fork: the session's `additionalDirectories`.
     var additional: [WorkspaceFiles] = []
     var sessionID: String?
-    let generation: Int
+    /// The agent the request went to (moved when a request that never reached a dead agent goes to the next one).
+    var generation: Int
     /// For `session/set_mode` / `session/set_model`: the mode or model asked for, kept as current once the agent agrees.
     var requested: JSONValue? = nil
     /// When the request came in, for the relay-latency metric.
