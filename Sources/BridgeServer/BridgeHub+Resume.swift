@@ -10,15 +10,24 @@ extension BridgeHub {
     func sequenced(_ notification: JSONRPCNotification, session: String) -> JSONRPCNotification {
         // Changed in place (through the index): copying the record out would copy its whole replay buffer.
         guard let index = sessions.index(forKey: session), var params = notification.params?.objectValue else { return notification }
-        let seq = sessions.values[index].nextSeq
-        sessions.values[index].nextSeq += 1
+        let seq = takeSeq(at: index)
         var meta = params["_meta"]?.objectValue ?? [:]
         meta["seq"] = .int(seq)
         params["_meta"] = .object(meta)
         let stamped = JSONValue.object(params)
-        sessions.values[index].replay.append(
-            BufferedUpdate(seq: seq, params: stamped), limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        keep(BufferedUpdate(seq: seq, params: stamped), at: index)
         return JSONRPCNotification(method: notification.method, params: stamped)
+    }
+
+    /// The session's next `_meta.seq`, taken (the record is changed in place through `index`).
+    private func takeSeq(at index: Dictionary<String, SessionRecord>.Index) -> Int64 {
+        defer { sessions.values[index].nextSeq += 1 }
+        return sessions.values[index].nextSeq
+    }
+
+    /// Keeps a stamped update in the session's replay buffer, within its bounds (in place through `index`).
+    private func keep(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index) {
+        sessions.values[index].replay.append(update, limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
     }
 
     /// Relays a `session/update` whose params came as bytes without `_meta` (``JSONRPCNotification/rawParams``):
@@ -29,12 +38,9 @@ extension BridgeHub {
     func relaySpliced(_ notification: JSONRPCNotification, session: String) -> Bool {
         guard let raw = notification.rawParams, var params = notification.params?.objectValue, params["_meta"] == nil,
               let index = sessions.index(forKey: session), raw.isForwardable else { return false }
-        let seq = sessions.values[index].nextSeq
-        sessions.values[index].nextSeq += 1
+        let seq = takeSeq(at: index)
         let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
-        sessions.values[index].replay.append(
-            BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes),
-            limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        keep(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes), at: index)
         let members = sessions.values[index].members
         if members.isEmpty {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])

@@ -87,15 +87,19 @@ final class OutboundQueue: Sendable {
 
     /// Gives the queue its connection; frames queued so far go out now.
     func attach(_ writer: any FrameWriter) {
-        let schedule = state.withLock { state -> Bool in
+        enum Next { case nothing, flush, close }
+        let next = state.withLock { state -> Next in
             state.writer = writer
-            if state.cut { return false }
-            guard !state.scheduled, !state.frames.isEmpty || state.close != nil else { return false }
+            if state.cut { return .close }
+            guard !state.scheduled, !state.frames.isEmpty || state.close != nil else { return .nothing }
             state.scheduled = true
-            return true
+            return .flush
         }
-        if schedule { writer.execute { self.flush() } }
-        if state.withLock({ $0.cut }) { writer.close() }
+        switch next {
+        case .nothing: break
+        case .flush: writer.execute { self.flush() }
+        case .close: writer.close()
+        }
     }
 
     /// Queues a frame for the client.
@@ -182,7 +186,7 @@ final class OutboundQueue: Sendable {
                         state.close = nil
                         return close
                     }
-                    if state.finished && state.close == nil { return .ended }
+                    if state.finished { return .ended }
                     state.closeWaiter = continuation
                     return nil
                 }
