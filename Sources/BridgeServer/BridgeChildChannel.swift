@@ -47,6 +47,10 @@ struct BridgeChildChannel: ServerChildChannel {
             _ = ChannelFrameWriter.channels.take(channelID)
         }
         do {
+            // A channel keeps its largest receive buffer for reuse while it lives: NIO's default first buffer (2 KB)
+            // is most of what an idle WebSocket holds in buffers, while an upgrade request and the messages of an
+            // idle phone fit in 512 bytes; a read that fills the buffer makes the next one larger (up to 64 KB).
+            try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: BridgeChildChannel.receiveAllocator)
             let operations = channel.pipeline.syncOperations
             // Transport security (issue 11) is added here, before everything else: `addHandler(…, position: .first)`
             // after the handlers below, or in this order before them.
@@ -58,6 +62,9 @@ struct BridgeChildChannel: ServerChildChannel {
         }
         return inner.setup(channel: channel, logger: logger).map { Value(inner: $0, channel: channel) }
     }
+
+    /// The receive buffers of an accepted connection: they start at 512 bytes (NIO's default: 2 KB) and adapt.
+    static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
 
     func handle(value: Value, logger: Logger) async {
         guard let inner = value.inner else { return }

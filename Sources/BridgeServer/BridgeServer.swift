@@ -76,17 +76,12 @@ public struct BridgeServer: Service {
             }
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            let request = context.requestContext
-            request.releaseHandlerReference()  // breaks hummingbird-websocket's context cycle (WebSocketHandlerSlot)
-            // The channel, for the hub's frames to go straight into (registered at accept by BridgeChildChannel).
-            guard let channel = ChannelFrameWriter.channels.take(request.channelID) else {
-                logger.error("WebSocket without its channel; closing it", metadata: ["remote": "\(request.remoteAddress?.ipAddress ?? "?")"])
-                return
-            }
+            // Only small values in this closure: its async frame stays in the connection's task while it is open.
+            guard let (connection, channel, remote) = ClientConnection.accept(context, hub: hub, configuration: configuration, logger: logger)
+            else { return }
             slots.open()
             defer { slots.close() }
-            try await ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device)
-                .run(inbound: inbound, outbound: outbound, channel: channel, remote: request.remoteAddress?.ipAddress)
+            try await connection.run(inbound: inbound, outbound: outbound, channel: channel, remote: remote)
         }
 
         let webSocketConfiguration = WebSocketServerConfiguration(

@@ -4,23 +4,57 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
+import Synchronization
 
 /// Runs one WebSocket connection: reads frames into the hub (what the hub queues for it goes straight into the
 /// channel), closes it if `initialize` does not come in time, and (for a paired device) when its access token expires.
+///
+/// It holds only the few settings it uses, not the whole configuration: the connection's task keeps it in its async
+/// frames for as long as the connection is open (issue 14 goal 4: bytes per idle connection).
 struct ClientConnection {
     let hub: BridgeHub
-    let configuration: BridgeServerConfiguration
+    /// ``BridgeServerConfiguration/maxFrameSize``.
+    let maxFrameSize: Int
+    /// ``BridgeServerConfiguration/initializeTimeout``.
+    let initializeTimeout: Duration
+    /// ``BridgeServerConfiguration/pingInterval``.
+    let pingInterval: Duration?
     /// The paired device the upgrade was authenticated as, if auth is on.
-    var device: AuthenticatedDevice? = nil
+    let device: AuthenticatedDevice?
+
+    init(hub: BridgeHub, configuration: BridgeServerConfiguration, device: AuthenticatedDevice? = nil) {
+        self.hub = hub
+        self.maxFrameSize = configuration.maxFrameSize
+        self.initializeTimeout = configuration.initializeTimeout
+        self.pingInterval = configuration.pingInterval
+        self.device = device
+    }
+
+    /// The upgraded connection of `context`: the connection to run, its channel (registered at accept by
+    /// ``BridgeChildChannel``, for the hub's frames to go straight into) and the peer's address; `nil` (logged) if the
+    /// channel is missing. It also releases the context's WebSocket handler reference (``WebSocketHandlerSlot``).
+    ///
+    /// Synchronous on purpose: the request context is large, and a local of the async upgrade handler would stay in
+    /// its frame, in the connection's task, for as long as the connection is open.
+    static func accept(
+        _ context: WebSocketRouterContext<BridgeWebSocketRequestContext>, hub: BridgeHub,
+        configuration: BridgeServerConfiguration, logger: Logger
+    ) -> (connection: ClientConnection, channel: any Channel, remote: String?)? {
+        let request = context.requestContext
+        request.releaseHandlerReference()  // breaks hummingbird-websocket's context cycle (WebSocketHandlerSlot)
+        let remote = request.remoteAddress?.ipAddress
+        guard let channel = ChannelFrameWriter.channels.take(request.channelID) else {
+            logger.error("WebSocket without its channel; closing it", metadata: ["remote": "\(remote ?? "?")"])
+            return nil
+        }
+        return (ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device), channel, remote)
+    }
 
     /// Messages up to this size are read and answered with an error if over ``BridgeServerConfiguration/maxFrameSize``;
     /// beyond it the connection is closed with 1009.
     static func readLimit(for maxFrameSize: Int) -> Int {
         max(maxFrameSize * 2, maxFrameSize + 64 * 1024)
     }
-
-    /// Thrown by the reader and the closer when they end: it ends the connection's other tasks.
-    private struct Ended: Error {}
 
     /// How long a close the bridge sent waits for the peer's answering close before the connection is closed (as the
     /// WebSocket handler does after its own close).
@@ -40,55 +74,100 @@ struct ClientConnection {
     }
 
     /// Runs the connection on `channel` (whose WebSocket handler reads `inbound` and writes `outbound`) until it ends.
-    /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads; a close
-    /// the hub queues is sent through `outbound` by a small task that waits for it.
+    /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads. A close
+    /// the hub queues is sent through `outbound` by a task started only then (``ConnectionCloser``): an idle
+    /// connection keeps no task of its own besides this one.
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device)
-        frames.attach(ChannelFrameWriter(channel: channel))
+        let closer = ConnectionCloser(outbound: outbound, channel: channel)
+        defer { closer.end() }
+        frames.attach(ChannelFrameWriter(channel: channel), onClose: closer.send)
         // The access token's expiry (a paired device only) is watched by the hub's connection sweep.
         if let expiresAt = device?.accessTokenExpiresAt { hub.tokenExpiresAt(expiresAt) }
-        let initializeDeadline = ClientConnection.watchInitialize(id, hub: hub, on: channel.eventLoop, after: configuration.initializeTimeout)
+        let initializeDeadline = ClientConnection.watchInitialize(id, hub: hub, on: channel.eventLoop, after: initializeTimeout)
         defer { initializeDeadline.cancel() }
-        if let period = configuration.pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
-        let hub = self.hub
-        let configuration = self.configuration
+        if let period = pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
+        // The reader ends when the peer closes (or answers the bridge's close), or the channel closes (a cut-off,
+        // the close timeout, a ping timeout).
         do {
-            // The connection ends when its reader (this task) or its closer ends (each throws ``Ended``); a cut-off
-            // closes the channel, which ends the reader. An idle connection keeps one task of its own: the closer.
-            try await withThrowingDiscardingTaskGroup { group in
-                // Closer: a close frame the hub queued, after the frames queued before it.
-                group.addTask {
-                    if case .close(let kind, let reason) = await frames.nextClose() {
-                        try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                        // The reader ends when the peer answers; a peer that does not is closed.
-                        try await Task.sleep(for: ClientConnection.closeTimeout)
-                        channel.close(promise: nil)
-                    }
-                    throw Ended()
-                }
-                // Reader, in this task.
-                let limit = ClientConnection.readLimit(for: configuration.maxFrameSize)
-                for try await message in inbound.messages(maxSize: limit) {
-                    switch message {
-                    case .text(let text):
-                        let size = text.utf8.count
-                        if size > configuration.maxFrameSize {
-                            await hub.rejectOversized(id, size: size)
-                        } else {
-                            await hub.receive(text, from: id)
-                        }
-                    case .binary:
-                        await hub.rejectBinary(id)
-                    }
-                }
-                throw Ended()
-            }
-        } catch is Ended {
+            try await read(inbound, from: id)
         } catch is CancellationError {
         } catch {
             await hub.disconnect(id)
             throw error
         }
         await hub.disconnect(id)
+    }
+
+    /// Reads the connection's messages into the hub until the peer or the channel ends them.
+    private func read(_ inbound: WebSocketInboundStream, from id: ConnectionID) async throws {
+        let maxFrameSize = self.maxFrameSize
+        let limit = ClientConnection.readLimit(for: maxFrameSize)
+        for try await message in inbound.messages(maxSize: limit) {
+            switch message {
+            case .text(let text):
+                let size = text.utf8.count
+                if size > maxFrameSize {
+                    await hub.rejectOversized(id, size: size)
+                } else {
+                    await hub.receive(text, from: id)
+                }
+            case .binary:
+                await hub.rejectBinary(id)
+            }
+        }
+    }
+}
+
+/// Sends the close frame the hub queued for a connection (``OutboundQueue/attach(_:onClose:)``) through its WebSocket
+/// handler, from a task started only when there is a close to send, and closes the channel if the peer has not
+/// answered within ``ClientConnection/closeTimeout``. ``end()`` (the connection ended) stops a close still under way.
+final class ConnectionCloser: Sendable {
+    private struct State {
+        var task: Task<Void, Never>?
+        var ended = false
+    }
+
+    private let outbound: WebSocketOutboundWriter
+    private let channel: any Channel
+    private let closeTimeout: Duration
+    private let state = Mutex(State())
+
+    init(outbound: WebSocketOutboundWriter, channel: any Channel, closeTimeout: Duration = ClientConnection.closeTimeout) {
+        self.outbound = outbound
+        self.channel = channel
+        self.closeTimeout = closeTimeout
+    }
+
+    /// Starts sending the close (once; not after ``end()``).
+    func send(_ kind: OutboundFrame.CloseKind, _ reason: String) {
+        let outbound = self.outbound
+        let channel = self.channel
+        let closeTimeout = self.closeTimeout
+        state.withLock { state in
+            guard !state.ended, state.task == nil else { return }
+            state.task = Task {
+                do {
+                    try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
+                    // The reader ends when the peer answers; a peer that does not is closed.
+                    try await Task.sleep(for: closeTimeout)
+                } catch is CancellationError {
+                    return
+                } catch {
+                    // The close could not be written: the connection is going anyway.
+                }
+                channel.close(promise: nil)
+            }
+        }
+    }
+
+    /// The connection ended: a close under way (waiting for the peer's answer) is stopped.
+    func end() {
+        let task = state.withLock { state in
+            state.ended = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
     }
 }

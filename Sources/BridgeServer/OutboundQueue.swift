@@ -18,9 +18,10 @@ import Synchronization
 /// behind with a write waiting: the sweep need not look while no client is. ``cutOff()`` drops what is queued and
 /// closes the connection at once.
 ///
-/// A close frame is not written here: the connection's task waits for it (``nextClose()``) and sends it through the
-/// WebSocket handler, which goes through the event loop after the text frames queued before it; nothing queued
-/// after a close is sent.
+/// A close frame is not written here: it goes to the close handler given to ``attach(_:onClose:)`` (the connection
+/// starts a task then, to send it through the WebSocket handler, so an idle connection keeps no task waiting for a
+/// close), or, without one, to a task waiting in ``nextClose()``. Either way it is sent through the event loop after
+/// the text frames queued before it; nothing queued after a close is sent.
 final class OutboundQueue: Sendable {
     /// What ``yield(_:)`` did with a frame.
     enum YieldResult: Equatable {
@@ -58,6 +59,8 @@ final class OutboundQueue: Sendable {
         var close: Closing?
         var closeWaiter: CheckedContinuation<Closing, Never>?
         var closeWaitCancelled = false
+        /// Where a close goes when it is queued, instead of to a ``nextClose()`` waiter (given at attach).
+        var closeHandler: (@Sendable (OutboundFrame.CloseKind, String) -> Void)?
         /// The connection, once attached.
         var writer: (any FrameWriter)?
     }
@@ -85,21 +88,32 @@ final class OutboundQueue: Sendable {
         self.state = Mutex(State())
     }
 
-    /// Gives the queue its connection; frames queued so far go out now.
-    func attach(_ writer: any FrameWriter) {
+    /// Gives the queue its connection; frames queued so far go out now. With `onClose`, a close frame queued (now, or
+    /// already) is handed to it once, after the frames before it were submitted to the connection, instead of waiting
+    /// for ``nextClose()``; it is called on the thread that queued the close, so it should only start the sending.
+    func attach(_ writer: any FrameWriter, onClose: (@Sendable (OutboundFrame.CloseKind, String) -> Void)? = nil) {
         enum Next { case nothing, flush, close }
+        var pendingClose: (OutboundFrame.CloseKind, String)?
         let next = state.withLock { state -> Next in
             state.writer = writer
             if state.cut { return .close }
-            guard !state.scheduled, !state.frames.isEmpty || state.close != nil else { return .nothing }
-            state.scheduled = true
-            return .flush
+            let flush = !state.scheduled && (!state.frames.isEmpty || state.close != nil)
+            if flush { state.scheduled = true }
+            if let onClose {
+                state.closeHandler = onClose
+                if case .close(let kind, let reason) = state.close {
+                    state.close = nil
+                    pendingClose = (kind, reason)
+                }
+            }
+            return flush ? .flush : .nothing
         }
         switch next {
         case .nothing: break
         case .flush: writer.execute { self.flush() }
         case .close: writer.close()
         }
+        if let pendingClose, let onClose { onClose(pendingClose.0, pendingClose.1) }
     }
 
     /// Queues a frame for the client.
@@ -108,6 +122,7 @@ final class OutboundQueue: Sendable {
         let time = clock.now
         var stuckAt: ContinuousClock.Instant?
         var closeWaiter: (CheckedContinuation<Closing, Never>, Closing)?
+        var closeHandler: (@Sendable (OutboundFrame.CloseKind, String) -> Void, OutboundFrame.CloseKind, String)?
         let (result, writer) = state.withLock { state -> (YieldResult, (any FrameWriter)?) in
             if state.finished { return (.terminated, nil) }
             if state.queued >= capacity, state.queued >= hardCapacity || stalled(state, at: time) {
@@ -122,7 +137,9 @@ final class OutboundQueue: Sendable {
                 state.finished = true
                 // The frames before it are in the channel or in a job queued on its event loop; the close, written
                 // from a task, is queued on that loop after them.
-                if let waiter = state.closeWaiter {
+                if let handler = state.closeHandler {
+                    closeHandler = (handler, kind, reason)
+                } else if let waiter = state.closeWaiter {
                     state.closeWaiter = nil
                     closeWaiter = (waiter, .close(kind, reason))
                 } else {
@@ -137,6 +154,7 @@ final class OutboundQueue: Sendable {
         if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
         writer?.execute { self.flush() }
         if let (waiter, close) = closeWaiter { waiter.resume(returning: close) }
+        if let (handler, kind, reason) = closeHandler { handler(kind, reason) }
         return result
     }
 
@@ -206,6 +224,7 @@ final class OutboundQueue: Sendable {
     func finish() {
         let waiter = state.withLock { state -> CheckedContinuation<Closing, Never>? in
             state.finished = true
+            state.closeHandler = nil
             guard state.close == nil else { return nil }
             defer { state.closeWaiter = nil }
             return state.closeWaiter
@@ -248,6 +267,7 @@ final class OutboundQueue: Sendable {
         let (waiter, writer) = state.withLock { state -> (CheckedContinuation<Closing, Never>?, (any FrameWriter)?) in
             state.finished = true
             state.cut = true
+            state.closeHandler = nil
             state.frames = []
             state.close = nil
             state.queued = 0
