@@ -120,54 +120,85 @@ struct ClientConnection {
 }
 
 /// Sends the close frame the hub queued for a connection (``OutboundQueue/attach(_:onClose:)``) through its WebSocket
-/// handler, from a task started only when there is a close to send, and closes the channel if the peer has not
-/// answered within ``ClientConnection/closeTimeout``. ``end()`` (the connection ended) stops a close still under way.
+/// handler, from a task started only when there is a close to send, and closes the connection if the peer has not
+/// answered within ``ClientConnection/closeTimeout`` of the close going out (a timer on the connection's event loop).
+/// ``end()`` (the connection ended) stops a close still under way and its timer.
 final class ConnectionCloser: Sendable {
     private struct State {
         var task: Task<Void, Never>?
+        var timeout: Scheduled<Void>?
         var ended = false
     }
 
-    private let outbound: WebSocketOutboundWriter
-    private let channel: any Channel
+    private let eventLoop: any EventLoop
     private let closeTimeout: Duration
+    private let sendClose: @Sendable (OutboundFrame.CloseKind, String) async throws -> Void
+    private let closeConnection: @Sendable () -> Void
     private let state = Mutex(State())
 
-    init(outbound: WebSocketOutboundWriter, channel: any Channel, closeTimeout: Duration = ClientConnection.closeTimeout) {
-        self.outbound = outbound
-        self.channel = channel
+    /// A closer that sends with `sendClose` and closes with `closeConnection`, timed on `eventLoop`.
+    init(
+        eventLoop: any EventLoop, closeTimeout: Duration = ClientConnection.closeTimeout,
+        sendClose: @escaping @Sendable (OutboundFrame.CloseKind, String) async throws -> Void,
+        closeConnection: @escaping @Sendable () -> Void
+    ) {
+        self.eventLoop = eventLoop
         self.closeTimeout = closeTimeout
+        self.sendClose = sendClose
+        self.closeConnection = closeConnection
+    }
+
+    /// The closer of a WebSocket connection: the close goes through `outbound` (the WebSocket handler then expects
+    /// the peer's answer), the timeout closes `channel`.
+    convenience init(outbound: WebSocketOutboundWriter, channel: any Channel) {
+        self.init(
+            eventLoop: channel.eventLoop,
+            sendClose: { kind, reason in try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing") },
+            closeConnection: { channel.close(promise: nil) })
     }
 
     /// Starts sending the close (once; not after ``end()``).
     func send(_ kind: OutboundFrame.CloseKind, _ reason: String) {
-        let outbound = self.outbound
-        let channel = self.channel
-        let closeTimeout = self.closeTimeout
         state.withLock { state in
             guard !state.ended, state.task == nil else { return }
-            state.task = Task {
-                do {
-                    try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
-                    // The reader ends when the peer answers; a peer that does not is closed.
-                    try await Task.sleep(for: closeTimeout)
-                } catch is CancellationError {
-                    return
-                } catch {
-                    // The close could not be written: the connection is going anyway.
-                }
-                channel.close(promise: nil)
-            }
+            state.task = Task { await self.close(kind, reason) }
         }
     }
 
-    /// The connection ended: a close under way (waiting for the peer's answer) is stopped.
+    private func close(_ kind: OutboundFrame.CloseKind, _ reason: String) async {
+        do {
+            try await sendClose(kind, reason)
+        } catch {
+            // Not written (the connection is going, or was cancelled): close it now.
+            if !Task.isCancelled { closeConnection() }
+            return
+        }
+        // The reader ends when the peer answers; a peer that does not is closed.
+        let closeConnection = self.closeConnection
+        let timeout = eventLoop.scheduleTask(in: TimeAmount(closeTimeout)) { closeConnection() }
+        let ended = state.withLock { state in
+            if !state.ended { state.timeout = timeout }
+            return state.ended
+        }
+        if ended { timeout.cancel() }
+    }
+
+    /// Whether a close went out and its timer waits for the peer's answer.
+    var waitsForAnswer: Bool {
+        state.withLock { $0.timeout != nil }
+    }
+
+    /// The connection ended: a close under way (being sent, or waiting for the peer's answer) is stopped.
     func end() {
-        let task = state.withLock { state in
+        let (task, timeout) = state.withLock { state in
             state.ended = true
-            defer { state.task = nil }
-            return state.task
+            defer {
+                state.task = nil
+                state.timeout = nil
+            }
+            return (state.task, state.timeout)
         }
         task?.cancel()
+        timeout?.cancel()
     }
 }

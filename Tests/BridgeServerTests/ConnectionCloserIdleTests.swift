@@ -1,0 +1,86 @@
+@testable import BridgeServer
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Synchronization
+import Testing
+
+/// What a ``ConnectionCloser`` did to its connection.
+private final class CloseLog: Sendable {
+    private let state = Mutex<(sent: [String], closed: Int)>(([], 0))
+    var sent: [String] { state.withLock { $0.sent } }
+    var closed: Int { state.withLock { $0.closed } }
+
+    func closer(on loop: any EventLoop, failing: Bool = false) -> ConnectionCloser {
+        ConnectionCloser(
+            eventLoop: loop, closeTimeout: .seconds(15),
+            sendClose: { kind, reason in
+                self.state.withLock { $0.sent.append("\(kind.code) \(reason)") }
+                if failing { throw ChannelError.ioOnClosedChannel }
+            },
+            closeConnection: { self.state.withLock { $0.closed += 1 } })
+    }
+}
+
+/// Waits (bounded: 5 s) for the closer's task to get somewhere; it is a task, not a timer, that is waited for.
+private func eventually(_ condition: () -> Bool) async throws {
+    for _ in 0..<5000 where !condition() {
+        try await Task.sleep(for: .milliseconds(1))
+    }
+}
+
+/// Issue 14 goal 4: the close the hub queues is sent from a task started only then, and its timeout is a timer on the
+/// event loop (tested on the loop's manual time).
+@Suite("A connection's close without a waiting task", .tags(.unit))
+struct ConnectionCloserIdleTests {
+    @Test("the close is sent once; a peer that does not answer is closed at the close timeout, not before")
+    func unanswered() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let log = CloseLog()
+        let closer = log.closer(on: loop)
+        closer.send(.goingAway, "bridge shutting down")
+        closer.send(.policyViolation, "again")
+        try await eventually { closer.waitsForAnswer }
+        #expect(log.sent == ["\(WebSocketErrorCode.goingAway) bridge shutting down"])
+        await loop.advanceTime(by: .seconds(14))
+        #expect(log.closed == 0)
+        await loop.advanceTime(by: .seconds(1))
+        #expect(log.closed == 1)
+        closer.end()
+        try await loop.shutdownGracefully()
+    }
+
+    @Test("a connection that ends (the peer answered) stops the timer: nothing is closed at the timeout")
+    func answered() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let log = CloseLog()
+        let closer = log.closer(on: loop)
+        closer.send(.tokenExpired, "token expired")
+        try await eventually { closer.waitsForAnswer }
+        closer.end()
+        #expect(!closer.waitsForAnswer)
+        await loop.advanceTime(by: .seconds(30))
+        #expect(log.closed == 0)
+        try await loop.shutdownGracefully()
+    }
+
+    @Test("a close that cannot be written closes the connection at once; none is sent after the end")
+    func failedAndEnded() async throws {
+        let loop = NIOAsyncTestingEventLoop()
+        let failing = CloseLog()
+        let closer = failing.closer(on: loop, failing: true)
+        closer.send(.messageTooBig, "too big")
+        try await eventually { failing.closed == 1 }
+        #expect(failing.closed == 1)
+        #expect(!closer.waitsForAnswer)
+
+        let ended = CloseLog()
+        let late = ended.closer(on: loop)
+        late.end()
+        late.send(.goingAway, "bye")
+        await loop.advanceTime(by: .seconds(30))
+        #expect(ended.sent.isEmpty)
+        #expect(ended.closed == 0)
+        try await loop.shutdownGracefully()
+    }
+}
