@@ -1,8 +1,9 @@
 import NIOCore
 
-/// The NIO side of ``LineFramer``: turns the bytes of an agent's pipe into ``AgentLine``s.
+/// The NIO side of ``LineFramer``: turns the bytes of an agent's pipe into ``AgentLine``s, all the lines completed by
+/// one read passed on together (in order), so that their reader takes one element per read rather than one per line.
 struct AgentLineDecoder: ByteToMessageDecoder {
-    typealias InboundOut = AgentLine
+    typealias InboundOut = [AgentLine]
 
     private var framer: LineFramer
 
@@ -12,14 +13,15 @@ struct AgentLineDecoder: ByteToMessageDecoder {
     }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let line = framer.next(&buffer) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(line))
-        return .continue
+        let lines = framer.lines(&buffer)
+        if !lines.isEmpty { context.fireChannelRead(Self.wrapInboundOut(lines)) }
+        // Everything complete was taken: the rest needs more bytes.
+        return .needMoreData
     }
 
     mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
-        guard let line = framer.finish(&buffer) else { return .needMoreData }
-        context.fireChannelRead(Self.wrapInboundOut(line))
-        return .continue
+        let lines = framer.finishLines(&buffer)
+        if !lines.isEmpty { context.fireChannelRead(Self.wrapInboundOut(lines)) }
+        return .needMoreData
     }
 }

@@ -53,6 +53,21 @@ struct LineFramer: Sendable {
         }
     }
 
+    /// Every line (and over-long report) complete in `buffer`, in order, consuming what they cover; the rest of an
+    /// unfinished line stays for the next bytes.
+    mutating func lines(_ buffer: inout ByteBuffer) -> [AgentLine] {
+        var lines: [AgentLine] = []
+        while let line = next(&buffer) { lines.append(line) }
+        return lines
+    }
+
+    /// Every line left once the stream has ended: the complete ones, then an unterminated last one.
+    mutating func finishLines(_ buffer: inout ByteBuffer) -> [AgentLine] {
+        var lines = self.lines(&buffer)
+        if let last = finish(&buffer) { lines.append(last) }
+        return lines
+    }
+
     /// What is left once the stream has ended without a final newline: the last line, if any.
     mutating func finish(_ buffer: inout ByteBuffer) -> AgentLine? {
         if let line = next(&buffer) { return line }

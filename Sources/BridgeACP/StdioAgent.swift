@@ -16,10 +16,14 @@ import Darwin
 /// Create it with ``launch(_:logger:)`` (which starts the process), then run ``run()`` in a task you own: it reads
 /// and writes the agent's pipes (SwiftNIO channels, no threads of its own) and returns once the process is gone;
 /// cancelling it stops the process (SIGTERM, then SIGKILL). ``send(_:)`` queues a line for stdin without waiting.
-public final class StdioAgent: ACPAgent {
-    /// What the agent sends; see ``ACPAgent/events``.
+/// Its events come one by one on ``events``, or, taken with ``takeEventBatches()`` before it runs, the messages of
+/// each read of its stdout together.
+public final class StdioAgent: ACPEventBatching {
+    /// What the agent sends; see ``ACPAgent/events``. Finishes at once when ``takeEventBatches()`` took them.
     public let events: AsyncStream<ACPAgentEvent>
     private let eventSink: AsyncStream<ACPAgentEvent>.Continuation
+    /// Where events go: chosen by ``takeEventBatches()`` until ``run()`` starts, then fixed.
+    private let delivery = Mutex(Delivery.open)
     /// Lines for stdin, in the order ``send(_:)`` queued them; finished when the agent stops or ends.
     private let outgoing: AsyncStream<OutgoingLine>
     private let outgoingSink: AsyncStream<OutgoingLine>.Continuation
@@ -36,6 +40,16 @@ public final class StdioAgent: ACPAgent {
     private let resent = Mutex<Set<JSONRPCID>>([])
     private let configuration: StdioAgentConfiguration
     private let logger: Logger
+
+    /// Where the agent's events go.
+    private enum Delivery {
+        /// Not chosen yet (``run()`` has not started): one by one, unless batches are taken now.
+        case open
+        /// One by one on ``events``.
+        case single
+        /// In batches, to the stream ``takeEventBatches()`` returned.
+        case batched(AsyncStream<[ACPAgentEvent]>.Continuation)
+    }
 
     /// The default longest line read from the agent (``StdioAgentConfiguration/maxLineLength``); longer ones are
     /// dropped and logged.
@@ -162,6 +176,7 @@ public final class StdioAgent: ACPAgent {
     /// Reads and writes the agent's pipes until the process is gone and its output read; then fails what is
     /// pending, emits ``ACPAgentEvent/exited(reason:)`` and returns. Cancelling the calling task stops the agent.
     public func run() async {
+        delivery.withLock { if case .open = $0 { $0 = .single } }
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.writeStdin() }
@@ -173,9 +188,31 @@ public final class StdioAgent: ACPAgent {
             self.stop()
         }
         let reason = await exit.wait()
-        for response in outstanding.failAll(reason: reason) { eventSink.yield(.message(response)) }
-        eventSink.yield(.exited(reason: reason))
+        var last = outstanding.failAll(reason: reason).map(ACPAgentEvent.message)
+        last.append(.exited(reason: reason))
+        emit(last)
         eventSink.finish()
+        if case .batched(let sink) = delivery.withLock({ $0 }) { sink.finish() }
+    }
+
+    /// Takes the events in batches (see ``ACPEventBatching``): each read of stdout gives one batch of its messages.
+    public func takeEventBatches() -> AsyncStream<[ACPAgentEvent]>? {
+        delivery.withLock { delivery in
+            guard case .open = delivery else { return nil }
+            let (batches, sink) = AsyncStream.makeStream(of: [ACPAgentEvent].self)
+            delivery = .batched(sink)
+            eventSink.finish()
+            return batches
+        }
+    }
+
+    /// Passes events on, in order: as one batch, or one by one on ``events``.
+    private func emit(_ batch: [ACPAgentEvent]) {
+        guard !batch.isEmpty else { return }
+        switch delivery.withLock({ $0 }) {
+        case .batched(let sink): sink.yield(batch)
+        case .open, .single: for event in batch { eventSink.yield(event) }
+        }
     }
 
     /// Waits for the process to end, then stops taking lines for it and gives its output a grace period.
@@ -207,7 +244,7 @@ public final class StdioAgent: ACPAgent {
                         if let id = line.requestID, outstanding.forget(id) {
                             keepUndelivered(line, id: id)
                             let failure = ACPAgentError.writeFailed("\(error)")
-                            eventSink.yield(.message(.response(JSONRPCResponse(id: id, error: failure.rpcError))))
+                            emit([.message(.response(JSONRPCResponse(id: id, error: failure.rpcError)))])
                         }
                     }
                 }
@@ -227,12 +264,18 @@ public final class StdioAgent: ACPAgent {
 
     private func readStdout() async {
         do {
-            try await pipes.stdout.executeThenClose { lines in
-                for try await line in lines {
-                    switch line {
-                    case .line(let bytes): received(line: Array(bytes.readableBytesView))
-                    case .overlong: overlong("stdout")
+            try await pipes.stdout.executeThenClose { reads in
+                // The messages of one read go on together: one hand-off to the consumer per read, not per line.
+                var batch: [ACPAgentEvent] = []
+                for try await lines in reads {
+                    for line in lines {
+                        switch line {
+                        case .line(let bytes): received(line: Array(bytes.readableBytesView), into: &batch)
+                        case .overlong: overlong("stdout")
+                        }
                     }
+                    emit(batch)
+                    batch.removeAll(keepingCapacity: true)
                 }
             }
         } catch {
@@ -248,11 +291,13 @@ public final class StdioAgent: ACPAgent {
 
     private func readStderr() async {
         do {
-            try await pipes.stderr.executeThenClose { lines in
-                for try await line in lines {
-                    switch line {
-                    case .line(let bytes): logger.info("agent stderr", metadata: ["line": "\(String(buffer: bytes))"])
-                    case .overlong: overlong("stderr")
+            try await pipes.stderr.executeThenClose { reads in
+                for try await lines in reads {
+                    for line in lines {
+                        switch line {
+                        case .line(let bytes): logger.info("agent stderr", metadata: ["line": "\(String(buffer: bytes))"])
+                        case .overlong: overlong("stderr")
+                        }
                     }
                 }
             }
@@ -265,7 +310,14 @@ public final class StdioAgent: ACPAgent {
         logger.warning("dropped an over-long line from the agent", metadata: ["stream": "\(stream)", "limit": "\(configuration.maxLineLength)"])
     }
 
-    private func received(line: [UInt8]) {
+    /// Parses one line of stdout, adding its messages to `batch` (a line that is not JSON-RPC is logged and skipped).
+    private func received(line: [UInt8], into batch: inout [ACPAgentEvent]) {
+        // Most lines are session/updates a relay forwards as they are: scanned, not parsed (their params are parsed
+        // only if something reads them). Anything else, or anything the scan is unsure of, is parsed in full.
+        if let update = JSONRPCNotification(scanning: line, method: ACPMethod.sessionUpdate) {
+            batch.append(.message(.notification(update)))
+            return
+        }
         let elements: [JSONRPCFrame.Element]
         switch JSONRPCFrame(parsingUTF8: line) {
         case .single(let element): elements = [element]
@@ -275,7 +327,7 @@ public final class StdioAgent: ACPAgent {
             switch element {
             case .message(let message):
                 outstanding.received(message)
-                eventSink.yield(.message(message))
+                batch.append(.message(message))
             case .invalid(_, let error):
                 logger.warning("the agent wrote a line that is not JSON-RPC; ignored", metadata: [
                     "error": "\(error.message)", "line": "\(String(decoding: line.prefix(200), as: UTF8.self))",

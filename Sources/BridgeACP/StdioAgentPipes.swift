@@ -8,17 +8,18 @@ import Darwin
 #endif
 
 /// The bridge's ends of an agent's stdin, stdout and stderr, as NIO channels: the agent's output is cut into
-/// ``AgentLine``s on the event loop, its input takes bytes.
+/// ``AgentLine``s on the event loop (the lines of one read come as one element), its input takes bytes.
 struct StdioAgentPipes: Sendable {
     /// Writes to the agent's stdin.
     let stdin: NIOAsyncChannel<Never, ByteBuffer>
-    /// The agent's stdout, line by line.
-    let stdout: NIOAsyncChannel<AgentLine, Never>
-    /// The agent's stderr, line by line.
-    let stderr: NIOAsyncChannel<AgentLine, Never>
+    /// The agent's stdout, the lines of each read together, in order.
+    let stdout: NIOAsyncChannel<[AgentLine], Never>
+    /// The agent's stderr, the lines of each read together, in order.
+    let stderr: NIOAsyncChannel<[AgentLine], Never>
 
-    /// Lines buffered ahead of the reader before NIO stops reading the pipe, and where it starts again.
-    private static let backPressure = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 64, highWatermark: 1024)
+    /// Reads (each up to the read allocator's maximum, a pipe's 64 KiB in practice) buffered ahead of the reader
+    /// before NIO stops reading the pipe, and where it starts again.
+    private static let backPressure = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 2, highWatermark: 16)
 
     /// Wraps the bridge's ends of three pipes, taking ownership of the descriptors (closed with the channels, or here
     /// if wrapping fails).
@@ -48,11 +49,11 @@ struct StdioAgentPipes: Sendable {
         }
     }
 
-    private static func lines(_ bootstrap: NIOPipeBootstrap, _ descriptor: CInt, maxLineLength: Int) async throws -> NIOAsyncChannel<AgentLine, Never> {
+    private static func lines(_ bootstrap: NIOPipeBootstrap, _ descriptor: CInt, maxLineLength: Int) async throws -> NIOAsyncChannel<[AgentLine], Never> {
         try await bootstrap.takingOwnershipOfDescriptor(input: descriptor) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(AgentLineDecoder(maxLineLength: maxLineLength)))
-                return try NIOAsyncChannel<AgentLine, Never>(
+                return try NIOAsyncChannel<[AgentLine], Never>(
                     wrappingChannelSynchronously: channel, configuration: .init(backPressureStrategy: backPressure))
             }
         }

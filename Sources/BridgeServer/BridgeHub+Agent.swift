@@ -156,6 +156,21 @@ extension BridgeHub {
 
     // MARK: events from the agent
 
+    /// Handles a batch of what an agent sent (one read of its output), in order, as ``agentEvent(_:generation:)``
+    /// handles each: a plain notification is relayed without a suspension point; the rest may wait (a file served,
+    /// the agent restarted), and what follows in the batch waits behind it.
+    func agentEvents(_ batch: [ACPAgentEvent], generation eventGeneration: Int) async {
+        for event in batch {
+            // An event may have replaced the agent: the rest of its batch is dropped as its later events would be.
+            guard eventGeneration == generation else { return }
+            if case .message(.notification(let notification)) = event, notification.method != ACPMethod.cancelRequest {
+                relay(notification)
+            } else {
+                await agentEvent(event, generation: eventGeneration)
+            }
+        }
+    }
+
     /// Handles what an agent sent; events of an agent that has been replaced are dropped.
     func agentEvent(_ event: ACPAgentEvent, generation eventGeneration: Int) async {
         guard eventGeneration == generation else { return }
@@ -185,6 +200,7 @@ extension BridgeHub {
 
     /// Sends a notification to the clients attached to its session (or to every client if it names none).
     func relay(_ notification: JSONRPCNotification) {
+        if let scanned = notification.scannedUpdate, relayScanned(notification, scanned) { return }
         guard let session = notification.params?["sessionId"]?.stringValue else {
             notify(connections.keys, method: notification.method, params: notification.params)  // initialized ones only
             return
@@ -201,6 +217,31 @@ extension BridgeHub {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
         }
         notify(members, method: notification.method, params: notification.params)
+    }
+
+    /// Relays a `session/update` the agent reader scanned rather than parsed (``JSONRPCNotification/scannedUpdate``)
+    /// without reading its params: for a known session whose attached clients are all official, an update that
+    /// changes no kept state, and bytes that can go out as they are, it does what ``relaySpliced(_:session:)`` does
+    /// (the same seq, frame and replay entry). Returns `false`, having done nothing, for anything else (the full path
+    /// then parses the params).
+    private func relayScanned(_ notification: JSONRPCNotification, _ scanned: ScannedUpdate) -> Bool {
+        // These two kinds change what the bridge keeps of the session (`keepState`), which reads the params.
+        guard notification.method == ACPMethod.sessionUpdate, scanned.kind != "current_mode_update", scanned.kind != "config_option_update",
+              let raw = notification.rawParams, let index = sessions.index(forKey: scanned.sessionID) else { return false }
+        let members = sessions.values[index].members
+        for id in members where connections[id]?.dialect?.isSeed == true { return false }
+        guard raw.isForwardable else { return false }
+        // The session's next seq and its replay entry, changed in place as `takeSeq`/`keep` (BridgeHub+Resume) do.
+        let seq = sessions.values[index].nextSeq
+        sessions.values[index].nextSeq += 1
+        let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
+        sessions.values[index].replay.append(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes),
+                                             limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        if members.isEmpty {
+            logger.debug("update for a session nobody is attached to", metadata: ["session": "\(scanned.sessionID)", "method": "\(notification.method)"])
+        }
+        for id in members where connections[id]?.dialect != nil { send(.textBytes(frame), to: id) }
+        return true
     }
 
     /// The agent asked the client something: files are served here, anything else goes to the session's clients.

@@ -94,7 +94,17 @@ actor BridgeHub {
                 }
             }
             for await launched in launches {
+                // Taken before the agent runs: the messages of one read of its output reach the hub in one hop.
+                let batches = (launched.agent as? any ACPEventBatching)?.takeEventBatches()
                 group.addTask { await launched.agent.run() }
+                if let batches {
+                    group.addTask {
+                        for await batch in batches {
+                            await self.agentEvents(batch, generation: launched.generation)
+                        }
+                    }
+                    continue
+                }
                 group.addTask {
                     for await event in launched.agent.events {
                         await self.agentEvent(event, generation: launched.generation)
