@@ -132,13 +132,9 @@ actor BridgeHub {
         nextConnectionID += 1
         let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
                                    stallTimeout: BridgeHub.clientStallTimeout, clock: configuration.clock, stuckTimer: stuckSweep)
-        var connectionLogger = logger
-        connectionLogger[metadataKey: "connection"] = "\(id)"
-        if let remote { connectionLogger[metadataKey: "remote"] = "\(remote)" }
-        if let device {
-            connectionLogger[metadataKey: "device"] = "\(device.deviceID)"
-            credentials[id] = device
-        }
+        // The connection's metadata is added as lines are written (ConnectionLogHandler): no metadata copy per connection.
+        let connectionLogger = ConnectionLogHandler.logger(logger, connection: id, remote: remote, device: device.map { "\($0.deviceID)" })
+        if let device { credentials[id] = device }
         connections[id] = ClientRecord(outbound: frames, logger: connectionLogger, device: device?.deviceID)
         connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)

@@ -79,7 +79,7 @@ struct ClientConnection {
     /// connection keeps no task of its own besides this one.
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
         let (id, frames) = await hub.connect(remote: remote, device: device)
-        let closer = ConnectionCloser(outbound: outbound, channel: channel)
+        let closer = ConnectionCloser(WebSocketCloseTarget(outbound: outbound, channel: channel))
         defer { closer.end() }
         frames.attach(ChannelFrameWriter(channel: channel), onClose: closer.send)
         // The access token's expiry (a paired device only) is watched by the hub's connection sweep.
@@ -119,42 +119,53 @@ struct ClientConnection {
     }
 }
 
-/// Sends the close frame the hub queued for a connection (``OutboundQueue/attach(_:onClose:)``) through its WebSocket
-/// handler, from a task started only when there is a close to send, and closes the connection if the peer has not
-/// answered within ``ClientConnection/closeTimeout`` of the close going out (a timer on the connection's event loop).
-/// ``end()`` (the connection ended) stops a close still under way and its timer.
-final class ConnectionCloser: Sendable {
+/// What a ``ConnectionCloser`` closes: a WebSocket connection (``WebSocketCloseTarget``), or a test's stand-in.
+protocol ConnectionCloseTarget: Sendable {
+    /// Where the close timeout runs.
+    var eventLoop: any EventLoop { get }
+    /// Sends the close frame (the WebSocket handler then expects the peer's answer).
+    func sendClose(_ kind: OutboundFrame.CloseKind, _ reason: String) async throws
+    /// Closes the connection at once.
+    func closeConnection()
+}
+
+/// A WebSocket connection as a ``ConnectionCloseTarget``: the close goes through its WebSocket handler's writer, the
+/// timeout closes its channel.
+struct WebSocketCloseTarget: ConnectionCloseTarget {
+    let outbound: WebSocketOutboundWriter
+    let channel: any Channel
+
+    var eventLoop: any EventLoop { channel.eventLoop }
+
+    func sendClose(_ kind: OutboundFrame.CloseKind, _ reason: String) async throws {
+        try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
+    }
+
+    func closeConnection() {
+        channel.close(promise: nil)
+    }
+}
+
+/// Sends the close frame the hub queued for a connection (``OutboundQueue/attach(_:onClose:)``), from a task started
+/// only when there is a close to send, and closes the connection if the peer has not answered within
+/// ``ClientConnection/closeTimeout`` of the close going out (a timer on the connection's event loop). ``end()`` (the
+/// connection ended) stops a close still under way and its timer. Generic over its target so that the target is
+/// stored inline (one allocation per connection).
+final class ConnectionCloser<Target: ConnectionCloseTarget>: Sendable {
     private struct State {
         var task: Task<Void, Never>?
         var timeout: Scheduled<Void>?
         var ended = false
     }
 
-    private let eventLoop: any EventLoop
+    private let target: Target
     private let closeTimeout: Duration
-    private let sendClose: @Sendable (OutboundFrame.CloseKind, String) async throws -> Void
-    private let closeConnection: @Sendable () -> Void
     private let state = Mutex(State())
 
-    /// A closer that sends with `sendClose` and closes with `closeConnection`, timed on `eventLoop`.
-    init(
-        eventLoop: any EventLoop, closeTimeout: Duration = ClientConnection.closeTimeout,
-        sendClose: @escaping @Sendable (OutboundFrame.CloseKind, String) async throws -> Void,
-        closeConnection: @escaping @Sendable () -> Void
-    ) {
-        self.eventLoop = eventLoop
+    /// A closer of `target` that waits `closeTimeout` for the peer's answer.
+    init(_ target: Target, closeTimeout: Duration = ClientConnection.closeTimeout) {
+        self.target = target
         self.closeTimeout = closeTimeout
-        self.sendClose = sendClose
-        self.closeConnection = closeConnection
-    }
-
-    /// The closer of a WebSocket connection: the close goes through `outbound` (the WebSocket handler then expects
-    /// the peer's answer), the timeout closes `channel`.
-    convenience init(outbound: WebSocketOutboundWriter, channel: any Channel) {
-        self.init(
-            eventLoop: channel.eventLoop,
-            sendClose: { kind, reason in try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing") },
-            closeConnection: { channel.close(promise: nil) })
     }
 
     /// Starts sending the close (once; not after ``end()``).
@@ -167,15 +178,15 @@ final class ConnectionCloser: Sendable {
 
     private func close(_ kind: OutboundFrame.CloseKind, _ reason: String) async {
         do {
-            try await sendClose(kind, reason)
+            try await target.sendClose(kind, reason)
         } catch {
             // Not written (the connection is going, or was cancelled): close it now.
-            if !Task.isCancelled { closeConnection() }
+            if !Task.isCancelled { target.closeConnection() }
             return
         }
         // The reader ends when the peer answers; a peer that does not is closed.
-        let closeConnection = self.closeConnection
-        let timeout = eventLoop.scheduleTask(in: TimeAmount(closeTimeout)) { closeConnection() }
+        let target = self.target
+        let timeout = target.eventLoop.scheduleTask(in: TimeAmount(closeTimeout)) { target.closeConnection() }
         let ended = state.withLock { state in
             if !state.ended { state.timeout = timeout }
             return state.ended
@@ -200,5 +211,64 @@ final class ConnectionCloser: Sendable {
         }
         task?.cancel()
         timeout?.cancel()
+    }
+}
+
+/// A connection's log handler: the bridge's own handler, with the connection's metadata (`connection`, `remote`,
+/// `device`) added to each line as it is written, instead of a copy of the handler holding a metadata dictionary of
+/// its own (issue 14 goal 4: that copy and its dictionary were ~0.5 KB per idle connection). As when they were set on
+/// the handler, the connection's keys win over the bridge handler's, and metadata given at the call site over both.
+struct ConnectionLogHandler: LogHandler {
+    private var parent: any LogHandler
+    private let connection: ConnectionID
+    private let remote: String?
+    private let device: String?
+
+    /// `base` with the connection's metadata.
+    static func logger(_ base: Logger, connection: ConnectionID, remote: String?, device: String?) -> Logger {
+        var logger = base
+        logger.handler = ConnectionLogHandler(parent: base.handler, connection: connection, remote: remote, device: device)
+        return logger
+    }
+
+    private init(parent: any LogHandler, connection: ConnectionID, remote: String?, device: String?) {
+        self.parent = parent
+        self.connection = connection
+        self.remote = remote
+        self.device = device
+    }
+
+    /// The connection's own metadata.
+    private var own: Logger.Metadata {
+        var metadata: Logger.Metadata = ["connection": "\(connection)"]
+        if let remote { metadata["remote"] = "\(remote)" }
+        if let device { metadata["device"] = "\(device)" }
+        return metadata
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.metadata = own.merging(event.metadata ?? [:]) { _, atCallSite in atCallSite }
+        parent.log(event: event)
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { own[key] ?? parent[metadataKey: key] }
+        set { parent[metadataKey: key] = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { parent.metadata.merging(own) { _, connections in connections } }
+        set { parent.metadata = newValue }
+    }
+
+    var logLevel: Logger.Level {
+        get { parent.logLevel }
+        set { parent.logLevel = newValue }
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { parent.metadataProvider }
+        set { parent.metadataProvider = newValue }
     }
 }

@@ -11,15 +11,26 @@ private final class CloseLog: Sendable {
     var sent: [String] { state.withLock { $0.sent } }
     var closed: Int { state.withLock { $0.closed } }
 
-    func closer(on loop: any EventLoop, failing: Bool = false) -> ConnectionCloser {
-        ConnectionCloser(
-            eventLoop: loop, closeTimeout: .seconds(15),
-            sendClose: { kind, reason in
-                self.state.withLock { $0.sent.append("\(kind.code) \(reason)") }
-                if failing { throw ChannelError.ioOnClosedChannel }
-            },
-            closeConnection: { self.state.withLock { $0.closed += 1 } })
+    func closer(on loop: any EventLoop, failing: Bool = false) -> ConnectionCloser<LoggedTarget> {
+        ConnectionCloser(LoggedTarget(log: self, eventLoop: loop, failing: failing), closeTimeout: .seconds(15))
     }
+
+    fileprivate func record(sent line: String) { state.withLock { $0.sent.append(line) } }
+    fileprivate func closedOnce() { state.withLock { $0.closed += 1 } }
+}
+
+/// A connection that records into a ``CloseLog``; its close frame can fail to go out.
+private struct LoggedTarget: ConnectionCloseTarget {
+    let log: CloseLog
+    let eventLoop: any EventLoop
+    let failing: Bool
+
+    func sendClose(_ kind: OutboundFrame.CloseKind, _ reason: String) async throws {
+        log.record(sent: "\(kind.code) \(reason)")
+        if failing { throw ChannelError.ioOnClosedChannel }
+    }
+
+    func closeConnection() { log.closedOnce() }
 }
 
 /// Waits (bounded: 5 s) for the closer's task to get somewhere; it is a task, not a timer, that is waited for.
@@ -47,7 +58,7 @@ struct ConnectionCloserIdleTests {
         await loop.advanceTime(by: .seconds(1))
         #expect(log.closed == 1)
         closer.end()
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 
     @Test("a connection that ends (the peer answered) stops the timer: nothing is closed at the timeout")
@@ -61,7 +72,7 @@ struct ConnectionCloserIdleTests {
         #expect(!closer.waitsForAnswer)
         await loop.advanceTime(by: .seconds(30))
         #expect(log.closed == 0)
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 
     @Test("a close that cannot be written closes the connection at once; none is sent after the end")
@@ -81,6 +92,6 @@ struct ConnectionCloserIdleTests {
         await loop.advanceTime(by: .seconds(30))
         #expect(ended.sent.isEmpty)
         #expect(ended.closed == 0)
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 }
