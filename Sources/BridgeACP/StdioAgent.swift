@@ -55,6 +55,9 @@ public final class StdioAgent: ACPEventBatching {
     /// dropped and logged.
     public static let maxLineLength = 64 << 20
 
+    /// The most messages in one batch of events (``takeEventBatches()``); a read with more gives several.
+    static let maxBatch = 64
+
     /// How long the output of an agent that has exited is still read: a grandchild may keep it open.
     static let outputGrace: TimeAmount = .seconds(2)
 
@@ -272,6 +275,11 @@ public final class StdioAgent: ACPEventBatching {
                         switch line {
                         case .line(let bytes): received(line: Array(bytes.readableBytesView), into: &batch)
                         case .overlong: overlong("stdout")
+                        }
+                        // A big read goes on in parts, so that its consumer (the hub) takes other work in between.
+                        if batch.count >= StdioAgent.maxBatch {
+                            emit(batch)
+                            batch.removeAll(keepingCapacity: true)
                         }
                     }
                     emit(batch)

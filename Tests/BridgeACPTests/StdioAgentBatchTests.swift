@@ -73,6 +73,22 @@ struct StdioAgentBatchTests {
         #expect(seen == [["first"], ["second", "third"], ["last"], ["exited"]])
     }
 
+    @Test("a read of more messages than a batch holds comes in full batches, in order")
+    func bigRead() async throws {
+        let agent = try await launch("""
+        import os
+        os.write(1, b"".join(b'{"jsonrpc":"2.0","method":"m%d"}\\n' % n for n in range(150)))
+        """)
+        // Its lines are in the pipe before the reader starts (not a timer: a shorter wait only makes smaller reads),
+        // so that one read holds them all.
+        try await Task.sleep(for: .milliseconds(500))
+        let (batches, _) = await runBatched(agent)
+        let messages = batches.dropLast().flatMap(methods)
+        #expect(messages == (0..<150).map { "m\($0)" })
+        #expect(batches.dropLast().allSatisfy { $0.count <= 64 })
+        #expect(batches.last.map(methods) == ["exited"])
+    }
+
     @Test("requests left unanswered by a dead agent fail in its last batch, just before exited")
     func lastBatch() async throws {
         let agent = try await launch("""
