@@ -9,7 +9,7 @@ extension BridgeHub {
         BridgeMetrics.messagesIn.increment()
         switch JSONRPCFrame(parsing: text) {
         case .single(let element):
-            await handle(element, from: id, batch: nil)
+            if let work = handle(element, from: id, batch: nil) { await perform(work, from: id) }
         case .batch(let elements):
             guard elements.count <= configuration.maxBatchSize else {
                 connections[id]?.logger.notice("batch over the size limit", metadata: [
@@ -35,32 +35,93 @@ extension BridgeHub {
                     await Task.yield()
                     guard connections[id] != nil else { return }
                 }
-                await handle(element, from: id, batch: batch)
+                if let work = handle(element, from: id, batch: batch) { await perform(work, from: id) }
             }
         }
     }
 
-    // Not inlined, here and in the handlers below: an async function's frame holds every path of the functions inlined
-    // into it, and a task keeps the largest frames it ever ran (the task allocator does not give slabs back until the
-    // task ends). A connection's reader runs these: with the handlers inlined, `handle`'s frame was 8.7 KB (heaptrack,
-    // release build), kept by every connection for its lifetime; 4.7 KB without.
+    /// What a client's message still has to do after a wait (for the agent to start, or for the token store): run by
+    /// ``perform(_:from:)`` in a child task of the connection's reader.
+    enum ReceiveWork: Sendable {
+        /// `initialize`: starts the agent if needed.
+        case initialize(JSONRPCRequest, batch: UInt64?)
+        /// A request for the agent, which is not running (or has to be restarted) yet.
+        case forward(ForwardedRequest)
+        /// `session/load` or `session/resume`.
+        case reattach(JSONRPCRequest, params: JSONValue?, batch: UInt64?)
+        /// `_oa/me`.
+        case me(JSONRPCRequest, batch: UInt64?)
+        /// `_oa/logout`.
+        case logout(JSONRPCRequest, batch: UInt64?)
+    }
+
+    /// A request to forward to the agent, with where its answer goes and what the bridge keeps of it.
+    struct ForwardedRequest: Sendable {
+        /// The client's request.
+        var request: JSONRPCRequest
+        /// Its params, in official spelling, rewritten as the agent must see them.
+        var params: JSONValue?
+        /// The batch the answer belongs to.
+        var batch: UInt64?
+        /// A new session's working directory.
+        var files: WorkspaceFiles?
+        /// A new session's additional directories.
+        var additional: [WorkspaceFiles] = []
+        /// The session the request is about.
+        var sessionID: String?
+        /// The mode, model or option asked for.
+        var requested: JSONValue?
+    }
+
+    /// Runs what has to wait in a task of its own, and waits for it (the client's next message is handled after it):
+    /// the frames of the awaited calls (starting the agent, the token store) are given back when that task ends,
+    /// instead of staying with the connection's reader task for the connection's life.
     @inline(never)
-    private func handle(_ element: JSONRPCFrame.Element, from id: ConnectionID, batch: UInt64?) async {
-        switch element {
-        case .invalid(let requestID, let error):
-            connections[id]?.logger.notice("invalid JSON-RPC from client", metadata: ["error": "\(error.message)"])
-            fail(id, request: requestID, error, batch: batch)
-        case .message(.response(let response)):
-            clientAnswered(response, from: id)
-        case .message(.notification(let notification)):
-            await handle(notification, from: id)
-        case .message(.request(let request)):
-            await handle(request, from: id, batch: batch)
+    private func perform(_ work: ReceiveWork, from id: ConnectionID) async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.run(work, from: id) }
         }
     }
 
     @inline(never)
-    private func handle(_ notification: JSONRPCNotification, from id: ConnectionID) async {
+    private func run(_ work: ReceiveWork, from id: ConnectionID) async {
+        switch work {
+        case .initialize(let request, let batch):
+            await initialize(request, from: id, batch: batch)
+        case .forward(let forwarded):
+            await forward(
+                forwarded.request, params: forwarded.params, from: id, batch: forwarded.batch, files: forwarded.files,
+                additional: forwarded.additional, sessionID: forwarded.sessionID, requested: forwarded.requested)
+        case .reattach(let request, let params, let batch):
+            await reattach(request, params: params, from: id, batch: batch)
+        case .me(let request, let batch):
+            await me(request, from: id, batch: batch)
+        case .logout(let request, let batch):
+            await logout(request, from: id, batch: batch)
+        }
+    }
+
+    // Synchronous, here and in the handlers below: an async function's frame is allocated in the calling task's
+    // allocator, and a task keeps the largest slabs it ever used until it ends (heaptrack: `handle` ~4.8 KB per idle
+    // connection when it was async). What must wait comes back as a ``ReceiveWork``.
+    private func handle(_ element: JSONRPCFrame.Element, from id: ConnectionID, batch: UInt64?) -> ReceiveWork? {
+        switch element {
+        case .invalid(let requestID, let error):
+            connections[id]?.logger.notice("invalid JSON-RPC from client", metadata: ["error": "\(error.message)"])
+            fail(id, request: requestID, error, batch: batch)
+            return nil
+        case .message(.response(let response)):
+            clientAnswered(response, from: id)
+            return nil
+        case .message(.notification(let notification)):
+            handle(notification, from: id)
+            return nil
+        case .message(.request(let request)):
+            return handle(request, from: id, batch: batch)
+        }
+    }
+
+    private func handle(_ notification: JSONRPCNotification, from id: ConnectionID) {
         guard let dialect = connections[id]?.dialect else {
             // Not JSON-RPC's usual silence for notifications: before initialize, every method gets an error.
             fail(id, request: .null, BridgeErrors.notInitialized(notification.method), batch: nil)
@@ -90,26 +151,22 @@ extension BridgeHub {
         try? handle.agent.send(.notification(JSONRPCNotification(method: notification.method, params: params)))
     }
 
-    @inline(never)
-    private func handle(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
+    private func handle(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) -> ReceiveWork? {
         if request.method == ACPMethod.initialize {
-            // In a task of its own: the frames of initialize (and of starting the agent) are given back when it ends,
-            // instead of staying with the connection's reader for its lifetime (once per connection).
-            await withDiscardingTaskGroup { group in
-                group.addTask { await self.initialize(request, from: id, batch: batch) }
-            }
-            return
+            // In a task of its own (perform): the frames of initialize (and of starting the agent) are given back
+            // when it ends.
+            return .initialize(request, batch: batch)
         }
         guard let client = connections[id], let dialect = client.dialect else {
             fail(id, request: request.id, BridgeErrors.notInitialized(request.method), batch: batch)
-            return
+            return nil
         }
         let params: JSONValue?
         do {
             params = try BridgeHub.fromClient(request.params, method: request.method, dialect: dialect)
         } catch {
             fail(id, request: request.id, error, batch: batch)
-            return
+            return nil
         }
         switch request.method {
         case ACPMethod.sessionCancel:
@@ -118,41 +175,43 @@ extension BridgeHub {
             } else {
                 deliver(JSONRPCResponse(id: request.id, result: .null), to: id, batch: batch)
             }
+            return nil
         case ACPMethod.sessionNew, ACPMethod.sessionFork:
-            await newSession(request, params: params, from: id, batch: batch)
+            return newSession(request, params: params, from: id, batch: batch)
         case ACPMethod.sessionLoad, ACPMethod.sessionResume:
-            await reattach(request, params: params, from: id, batch: batch)
+            return .reattach(request, params: params, batch: batch)
         case ACPMethod.sessionClose, ACPMethod.sessionDelete:
             // From any client, attached or not: the agent decides; its answer drops the bridge's record.
-            await forward(request, params: params, from: id, batch: batch, sessionID: params?["sessionId"]?.stringValue)
+            return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: params?["sessionId"]?.stringValue), from: id)
         case ACPMethod.sessionList:
-            await forward(request, params: params, from: id, batch: batch)
+            return forwardNow(ForwardedRequest(request: request, params: params, batch: batch), from: id)
         case ACPMethod.authenticate:
             if let refused = desktopOnlyAuthentication(params) {
                 fail(id, request: request.id, refused, batch: batch)
-            } else {
-                await forward(request, params: params, from: id, batch: batch)
+                return nil
             }
+            return forwardNow(ForwardedRequest(request: request, params: params, batch: batch), from: id)
         case BridgeMethod.sessionResume:
             resume(request, params: params, from: id, batch: batch)
+            return nil
         case BridgeMethod.me:
-            await me(request, from: id, batch: batch)
+            return .me(request, batch: batch)
         case BridgeMethod.logout:
-            await logout(request, from: id, batch: batch)
+            return .logout(request, batch: batch)
         default:
             if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
                 let error = sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
                 fail(id, request: request.id, error, batch: batch)
-                return
+                return nil
             }
             if request.method == ACPMethod.sessionPrompt, let session = params?["sessionId"]?.stringValue {
                 sessions[session]?.finishedWhileAway = nil
                 echoPrompt(params, session: session, from: id)
-                await forward(request, params: params, from: id, batch: batch, sessionID: session)
+                return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session), from: id)
             } else if let session = params?["sessionId"]?.stringValue, let requested = BridgeHub.choice(request.method, params) {
-                await forward(request, params: params, from: id, batch: batch, sessionID: session, requested: requested)
+                return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session, requested: requested), from: id)
             } else {
-                await forward(request, params: params, from: id, batch: batch)
+                return forwardNow(ForwardedRequest(request: request, params: params, batch: batch), from: id)
             }
         }
     }
@@ -269,11 +328,10 @@ extension BridgeHub {
 
     /// `session/new` and `session/fork`: the new session's files come from `cwd` (and `additionalDirectories`); the
     /// agent's answer registers it.
-    @inline(never)
-    private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) async {
+    private func newSession(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) -> ReceiveWork? {
         if let error = sessionLimitError(id) {
             fail(id, request: request.id, error, batch: batch)
-            return
+            return nil
         }
         var params = params
         let workspace: SessionWorkspace
@@ -281,9 +339,10 @@ extension BridgeHub {
             workspace = try sessionWorkspace(&params)
         } catch {
             fail(id, request: request.id, error, batch: batch)
-            return
+            return nil
         }
-        await forward(request, params: params, from: id, batch: batch, files: workspace.files, additional: workspace.additional)
+        return forwardNow(ForwardedRequest(
+            request: request, params: params, batch: batch, files: workspace.files, additional: workspace.additional), from: id)
     }
 
     /// A session's working directory and additional directories.
@@ -347,7 +406,8 @@ extension BridgeHub {
 
     // MARK: forwarding
 
-    /// Sends a client request to the agent under a fresh id, remembering where the answer goes.
+    /// Sends a client request to the agent under a fresh id, remembering where the answer goes; starts (or restarts)
+    /// the agent first if needed.
     @inline(never)
     func forward(
         _ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?,
@@ -372,15 +432,41 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        // From here on nothing suspends: the route and the queued line go together (a failed write comes back
-        // as the agent's error response on this route).
+        sendToAgent(ForwardedRequest(
+            request: request, params: params, batch: batch, files: files, additional: additional, sessionID: sessionID, requested: requested),
+            from: id, to: handle)
+    }
+
+    /// ``forward(_:params:from:batch:files:additional:sessionID:requested:)`` without a suspension when the agent is
+    /// running (what `ensureAgent` would answer at once); otherwise the work to run in a task of its own.
+    private func forwardNow(_ forwarded: ForwardedRequest, from id: ConnectionID) -> ReceiveWork? {
+        guard case .running(let handle) = agentState, shuttingDown || handle.agent.endReason == nil else {
+            return .forward(forwarded)
+        }
+        guard let client = connections[id] else { return nil }
+        guard client.pending < configuration.maxPendingRequests else {
+            client.logger.warning("too many pending requests", metadata: ["limit": "\(configuration.maxPendingRequests)"])
+            fail(id, request: forwarded.request.id, BridgeErrors.tooManyPending(configuration.maxPendingRequests), batch: forwarded.batch)
+            return nil
+        }
+        connections[id]?.pending += 1
+        sendToAgent(forwarded, from: id, to: handle)
+        return nil
+    }
+
+    /// Queues the request to the running agent under a fresh id with its route (the client's `pending` already
+    /// counts it). Nothing suspends here: the route and the queued line go together (a failed write comes back as
+    /// the agent's error response on this route).
+    private func sendToAgent(_ forwarded: ForwardedRequest, from id: ConnectionID, to handle: AgentHandle) {
+        let request = forwarded.request
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         routes[agentID] = .client(ClientRoute(
-            connection: id, clientID: request.id, method: request.method, batch: batch,
-            files: files, additional: additional, sessionID: sessionID, generation: handle.generation, requested: requested, started: .now))
+            connection: id, clientID: request.id, method: request.method, batch: forwarded.batch,
+            files: forwarded.files, additional: forwarded.additional, sessionID: forwarded.sessionID, generation: handle.generation,
+            requested: forwarded.requested, started: .now))
         do {
-            try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: params)))
+            try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: forwarded.params)))
         } catch {
             if case .client(let route) = routes.removeValue(forKey: agentID) {
                 complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
