@@ -16,7 +16,8 @@ struct TailscaleStatusTests {
         let socketPath = directory.path + "/tailscaled.sock"
         let server = try FakeLocalAPI(path: socketPath, response: "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + Self.status)
         defer { server.stop() }
-        let reader = TailscaleStatusReader(socketPaths: [socketPath], command: directory.path + "/no-such-tailscale")
+        // A generous bound: the fake answers at once, but a loaded 2-core CI machine has stalled its thread past 2 s.
+        let reader = TailscaleStatusReader(socketPaths: [socketPath], command: directory.path + "/no-such-tailscale", timeout: .seconds(20))
         let identity = try await reader.read()
         #expect(identity == TailnetIdentity(dnsName: "desk.tail1234.ts.net", addresses: ["100.101.102.103", "fd7a:115c:a1e0::1"], backendState: "Running", source: "localapi"))
         #expect(identity.isRunning)
