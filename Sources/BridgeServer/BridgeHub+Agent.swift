@@ -231,12 +231,9 @@ extension BridgeHub {
         let members = sessions.values[index].members
         for id in members where connections[id]?.dialect?.isSeed == true { return false }
         guard raw.isForwardable else { return false }
-        // The session's next seq and its replay entry, changed in place as `takeSeq`/`keep` (BridgeHub+Resume) do.
-        let seq = sessions.values[index].nextSeq
-        sessions.values[index].nextSeq += 1
+        let seq = takeSeq(at: index)
         let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
-        sessions.values[index].replay.append(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes),
-                                             limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        keep(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes), at: index)
         if members.isEmpty {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(scanned.sessionID)", "method": "\(notification.method)"])
         }

@@ -20,13 +20,13 @@ extension BridgeHub {
     }
 
     /// The session's next `_meta.seq`, taken (the record is changed in place through `index`).
-    private func takeSeq(at index: Dictionary<String, SessionRecord>.Index) -> Int64 {
+    func takeSeq(at index: Dictionary<String, SessionRecord>.Index) -> Int64 {
         defer { sessions.values[index].nextSeq += 1 }
         return sessions.values[index].nextSeq
     }
 
     /// Keeps a stamped update in the session's replay buffer, within its bounds (in place through `index`).
-    private func keep(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index) {
+    func keep(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index) {
         sessions.values[index].replay.append(update, limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
     }
 
