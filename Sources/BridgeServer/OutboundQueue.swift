@@ -20,8 +20,7 @@ import Synchronization
 ///
 /// A close frame is not written here: it goes to the close handler given to ``attach(_:onClose:)`` (the connection
 /// starts a task then, to send it through the WebSocket handler, so an idle connection keeps no task waiting for a
-/// close), or, without one, to a task waiting in ``nextClose()``. Either way it is sent through the event loop after
-/// the text frames queued before it; nothing queued after a close is sent.
+/// close), after the text frames queued before it were handed to the event loop; nothing queued after a close is sent.
 final class OutboundQueue: Sendable {
     /// What ``yield(_:)`` did with a frame.
     enum YieldResult: Equatable {
@@ -31,14 +30,6 @@ final class OutboundQueue: Sendable {
         case dropped
         /// Refused: the queue was finished.
         case terminated
-    }
-
-    /// What ``nextClose()`` returns.
-    enum Closing: Equatable {
-        /// Send this close frame (everything queued before it is written).
-        case close(OutboundFrame.CloseKind, String)
-        /// The queue was finished or cut off: nothing more to send.
-        case ended
     }
 
     private struct State {
@@ -55,11 +46,9 @@ final class OutboundQueue: Sendable {
         /// No more frames are taken (a close was queued, or the queue finished or was cut off).
         var finished = false
         var cut = false
-        /// The close frame queued, waiting for the frames before it to be handed to the channel.
-        var close: Closing?
-        var closeWaiter: CheckedContinuation<Closing, Never>?
-        var closeWaitCancelled = false
-        /// Where a close goes when it is queued, instead of to a ``nextClose()`` waiter (given at attach).
+        /// A close frame queued before the close handler was given (at attach).
+        var close: (kind: OutboundFrame.CloseKind, reason: String)?
+        /// Where a close goes when it is queued (given at attach).
         var closeHandler: (@Sendable (OutboundFrame.CloseKind, String) -> Void)?
         /// The connection, once attached.
         var writer: (any FrameWriter)?
@@ -89,22 +78,20 @@ final class OutboundQueue: Sendable {
     }
 
     /// Gives the queue its connection; frames queued so far go out now. With `onClose`, a close frame queued (now, or
-    /// already) is handed to it once, after the frames before it were submitted to the connection, instead of waiting
-    /// for ``nextClose()``; it is called on the thread that queued the close, so it should only start the sending.
+    /// already) is handed to it once, after the frames before it were submitted to the connection; it is called on the
+    /// thread that queued the close, so it should only start the sending. Without it, a close is not sent.
     func attach(_ writer: any FrameWriter, onClose: (@Sendable (OutboundFrame.CloseKind, String) -> Void)? = nil) {
         enum Next { case nothing, flush, close }
         var pendingClose: (OutboundFrame.CloseKind, String)?
         let next = state.withLock { state -> Next in
             state.writer = writer
             if state.cut { return .close }
-            let flush = !state.scheduled && (!state.frames.isEmpty || state.close != nil)
+            let flush = !state.scheduled && !state.frames.isEmpty
             if flush { state.scheduled = true }
             if let onClose {
                 state.closeHandler = onClose
-                if case .close(let kind, let reason) = state.close {
-                    state.close = nil
-                    pendingClose = (kind, reason)
-                }
+                pendingClose = state.close
+                state.close = nil
             }
             return flush ? .flush : .nothing
         }
@@ -121,7 +108,6 @@ final class OutboundQueue: Sendable {
     func yield(_ frame: OutboundFrame) -> YieldResult {
         let time = clock.now
         var stuckAt: ContinuousClock.Instant?
-        var closeWaiter: (CheckedContinuation<Closing, Never>, Closing)?
         var closeHandler: (@Sendable (OutboundFrame.CloseKind, String) -> Void, OutboundFrame.CloseKind, String)?
         let (result, writer) = state.withLock { state -> (YieldResult, (any FrameWriter)?) in
             if state.finished { return (.terminated, nil) }
@@ -139,11 +125,8 @@ final class OutboundQueue: Sendable {
                 // from a task, is queued on that loop after them.
                 if let handler = state.closeHandler {
                     closeHandler = (handler, kind, reason)
-                } else if let waiter = state.closeWaiter {
-                    state.closeWaiter = nil
-                    closeWaiter = (waiter, .close(kind, reason))
                 } else {
-                    state.close = .close(kind, reason)
+                    state.close = (kind, reason)
                 }
                 return (.enqueued, nil)
             }
@@ -153,7 +136,6 @@ final class OutboundQueue: Sendable {
         }
         if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
         writer?.execute { self.flush() }
-        if let (waiter, close) = closeWaiter { waiter.resume(returning: close) }
         if let (handler, kind, reason) = closeHandler { handler(kind, reason) }
         return result
     }
@@ -192,44 +174,12 @@ final class OutboundQueue: Sendable {
         if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
     }
 
-    /// Waits for the close frame to send (the frames queued before it are in the channel, or queued on its event loop
-    /// ahead of anything the caller writes next), or the end; at most one task waits: the connection's, which must have
-    /// attached the queue. Cancelling it returns ``Closing/ended``.
-    func nextClose() async -> Closing {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Closing, Never>) in
-                let ready = state.withLock { state -> Closing? in
-                    if state.cut || state.closeWaitCancelled { return .ended }
-                    if let close = state.close {
-                        state.close = nil
-                        return close
-                    }
-                    if state.finished { return .ended }
-                    state.closeWaiter = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Closing, Never>? in
-                state.closeWaitCancelled = true
-                defer { state.closeWaiter = nil }
-                return state.closeWaiter
-            }
-            waiter?.resume(returning: .ended)
-        }
-    }
-
-    /// No more frames: what is queued is still written; a waiting ``nextClose()`` ends (unless a close is queued).
+    /// No more frames: what is queued is still written; no close is handed over after this.
     func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<Closing, Never>? in
+        state.withLock { state in
             state.finished = true
             state.closeHandler = nil
-            guard state.close == nil else { return nil }
-            defer { state.closeWaiter = nil }
-            return state.closeWaiter
         }
-        waiter?.resume(returning: .ended)
     }
 
     /// Whether the queue takes no more frames (a close was queued, or it was finished or cut off).
@@ -261,20 +211,18 @@ final class OutboundQueue: Sendable {
         return time - progress >= stallTimeout
     }
 
-    /// Drops everything queued, refuses what comes, ends a waiting ``nextClose()`` and closes the connection at once
-    /// (its peer may not be reading).
+    /// Drops everything queued, refuses what comes, hands no close over and closes the connection at once (its peer
+    /// may not be reading).
     func cutOff() {
-        let (waiter, writer) = state.withLock { state -> (CheckedContinuation<Closing, Never>?, (any FrameWriter)?) in
+        let writer = state.withLock { state -> (any FrameWriter)? in
             state.finished = true
             state.cut = true
             state.closeHandler = nil
             state.frames = []
             state.close = nil
             state.queued = 0
-            defer { state.closeWaiter = nil }
-            return (state.closeWaiter, state.writer)
+            return state.writer
         }
-        waiter?.resume(returning: .ended)
         writer?.close()
     }
 }

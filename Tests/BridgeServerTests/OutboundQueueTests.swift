@@ -123,43 +123,4 @@ struct OutboundQueueTests {
         #expect(queue.stuckDeadline == nil)
         #expect(queue.yield(.text("d")) == .enqueued)
     }
-
-    @Test("a close is handed to the connection's task after the frames queued before it are written; nothing after it goes")
-    func close() async {
-        let queue = OutboundQueue(capacity: 10)
-        let writer = attached(queue)
-        let closer = Task { await queue.nextClose() }
-        queue.yield(.text("a"))
-        queue.yield(.close(.goingAway, "bye"))
-        #expect(queue.yield(.text("late")) == .terminated)
-        writer.runJobs()
-        #expect(await closer.value == .close(.goingAway, "bye"))
-        #expect(writer.writes == [["a"]])
-    }
-
-    @Test("a waiting close is ended by finish, by cancellation and by a cut-off, which also closes the connection")
-    func endings() async {
-        let finished = OutboundQueue(capacity: 5)
-        _ = attached(finished)
-        let ended = Task { await finished.nextClose() }
-        finished.finish()
-        #expect(await ended.value == .ended)
-        #expect(finished.yield(.text("x")) == .terminated)
-
-        let cancelled = OutboundQueue(capacity: 5)
-        let waiting = Task { await cancelled.nextClose() }
-        waiting.cancel()
-        #expect(await waiting.value == .ended)
-
-        let cut = OutboundQueue(capacity: 5)
-        let writer = attached(cut)
-        let closer = Task { await cut.nextClose() }
-        cut.yield(.text("dropped"))
-        cut.cutOff()
-        #expect(await closer.value == .ended)
-        #expect(writer.closed == 1)
-        writer.runJobs()
-        #expect(writer.writes.isEmpty, "what was queued is dropped")
-        #expect(cut.yield(.text("x")) == .terminated)
-    }
 }
