@@ -335,6 +335,7 @@ guard arguments.count >= 2 else {
 let args = Args(arguments.dropFirst(2))
 switch arguments[1] {
 case "echo": try await runEcho(args)
+case "nioecho": try await runNIOEcho(args)
 case "bridge": try await runBridge(args)
 case "load": try await runLoad(args)
 case "idle": try await runIdle(args)

@@ -1,0 +1,94 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+/// Bare SwiftNIO WebSocket echo, below Hummingbird: `--mode loop` answers in the channel handler on the event loop
+/// (no task at all); `--mode task` hands each message to a task per connection and writes the answer back through
+/// the event loop (one hand-off each way, as a server whose logic lives in Swift concurrency must).
+func runNIOEcho(_ args: Args) async throws {
+    _ = raiseFileLimit(args.int("nofile", 65536))
+    let port = args.int("port", 9197)
+    let onLoop = (args.values["mode"] ?? "task") == "loop"
+    let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .serverChannelOption(ChannelOptions.backlog, value: 4096)
+        .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+        .childChannelInitializer { channel in
+            let upgrader = NIOWebSocketServerUpgrader(
+                maxFrameSize: 1 << 20,
+                shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        if onLoop {
+                            try channel.pipeline.syncOperations.addHandler(EchoOnLoopHandler())
+                        } else {
+                            let (stream, continuation) = AsyncStream<ByteBuffer>.makeStream()
+                            try channel.pipeline.syncOperations.addHandler(EchoToTaskHandler(messages: continuation))
+                            Task {
+                                for await message in stream {
+                                    channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: message), promise: nil)
+                                }
+                            }
+                        }
+                    }
+                })
+            return channel.pipeline.configureHTTPServerPipeline(
+                withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
+        }
+    let server = try await bootstrap.bind(host: "127.0.0.1", port: port).get()
+    emit(["listening": port])
+    try await server.closeFuture.get()
+}
+
+/// Answers a text frame with the same text, on the event loop.
+private final class EchoOnLoopHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: frame.opcode, data: frame.unmaskedData)), promise: nil)
+        case .ping:
+            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.flush()
+    }
+}
+
+/// Passes text frames to a task.
+private final class EchoToTaskHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+    let messages: AsyncStream<ByteBuffer>.Continuation
+
+    init(messages: AsyncStream<ByteBuffer>.Continuation) {
+        self.messages = messages
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            messages.yield(frame.unmaskedData)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        messages.finish()
+        context.fireChannelInactive()
+    }
+}
