@@ -1,7 +1,6 @@
 import BridgePairing
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 
@@ -13,16 +12,16 @@ import NIOCore
 /// 2. transport security goes first, at the socket (issue 11: sniff the first byte, `0x16` → NIOSSL), added in
 ///    ``setup(channel:logger:)`` where marked, so everything after it sees plaintext;
 /// 3. ``ConnectionGuard`` (first answer within ``BridgeServerConfiguration/requestHeadTimeout``);
-/// 4. ``FlushCoalescer``; 5. Hummingbird's HTTP/1.1 + WebSocket upgrade channel, whose not-upgraded path carries
-///    ``RefusalResponseHandler`` (shaped refusals of upgrades) and Hummingbird's idle timeout.
+/// 4. ``FlushCoalescer``; 5. HTTP/1.1 with the WebSocket upgrade (``BridgeUpgradeChannel``), whose not-upgraded path
+///    carries ``RefusalResponseHandler`` (shaped refusals of upgrades) and Hummingbird's idle timeout.
 struct BridgeChildChannel: ServerChildChannel {
     /// The inner channel's value, or `nil` for a connection that was refused at admission.
     struct Value: ServerChildChannelValue {
-        let inner: HTTP1WebSocketUpgradeChannel.Value?
+        let inner: BridgeUpgradeChannel.Value?
         let channel: any Channel
     }
 
-    let inner: HTTP1WebSocketUpgradeChannel
+    let inner: BridgeUpgradeChannel
     let admission: ConnectionAdmission
     let refusals: UpgradeRefusals
     let requestHeadTimeout: Duration
@@ -40,11 +39,9 @@ struct BridgeChildChannel: ServerChildChannel {
         let admission = self.admission
         let refusals = self.refusals
         let channelID = ObjectIdentifier(channel)
-        ChannelFrameWriter.channels.register(channel)
         channel.closeFuture.whenComplete { _ in
             admission.closed()
             _ = refusals.take(channelID)
-            _ = ChannelFrameWriter.channels.take(channelID)
         }
         do {
             // A channel keeps its largest receive buffer for reuse while it lives: NIO's default first buffer (2 KB)
@@ -75,12 +72,12 @@ struct BridgeChildChannel: ServerChildChannel {
 extension HTTPServerBuilder {
     /// The bridge's server: HTTP/1.1 with WebSocket upgrade behind ``BridgeChildChannel``'s admission and time bounds;
     /// refused upgrades are answered with what the check decided (see ``UpgradeRefusals``).
-    static func bridge<Context: WebSocketRequestContext>(
-        webSocketRouter: Router<Context>,
-        webSocket: WebSocketServerConfiguration,
+    static func bridge(
+        webSocketRouter: Router<BridgeWebSocketRequestContext>,
         configuration: BridgeServerConfiguration,
         admission: ConnectionAdmission,
-        refusals: UpgradeRefusals
+        refusals: UpgradeRefusals,
+        connect: @escaping BridgeUpgradeChannel.Connect
     ) -> HTTPServerBuilder {
         let webSocketResponder = webSocketRouter.buildResponder()
         let http1 = HTTP1Channel.Configuration(
@@ -94,9 +91,9 @@ extension HTTPServerBuilder {
             let tls = try identity.map { identity throws(TLSSetupError) in try TLSServerContext(identity: identity, tailscale: tailscale) }
             return TLSSniffingChannel(
                 base: BridgeChildChannel(
-                    inner: HTTP1WebSocketUpgradeChannel(
-                        responder: responder, webSocketResponder: webSocketResponder,
-                        configuration: .init(http1: http1, ws: webSocket)),
+                    inner: BridgeUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder, http1: http1,
+                        maxMessageSize: ClientConnection.readLimit(for: configuration.maxFrameSize), connect: connect),
                     admission: admission, refusals: refusals, requestHeadTimeout: requestHeadTimeout),
                 tls: tls, timeout: TimeAmount(requestHeadTimeout))
         }

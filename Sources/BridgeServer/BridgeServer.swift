@@ -42,7 +42,9 @@ public struct BridgeServer: Service {
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
         let plaintext = PlaintextPolicy(for: configuration)
-        webSocketRouter.ws(RouterPath(configuration.path)) { request, context in
+        // A request this route answers `200 OK` is upgraded (BridgeUpgradeChannel); a refusal is thrown, recorded for
+        // the channel, and answered by RefusalResponseHandler.
+        webSocketRouter.get(RouterPath(configuration.path)) { request, context -> Response in
             let remote = context.remoteAddress?.ipAddress
             if let refusal = plaintext.upgradeRefusal(request, context: context, logger: logger) {
                 throw refusals.refuse(refusal, on: context)
@@ -74,26 +76,21 @@ public struct BridgeServer: Service {
                     throw refusals.refuse(JSONErrorResponse(denial: status, message), on: context)
                 }
             }
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
+            return Response(status: .ok)
+        }
+        let connect: BridgeUpgradeChannel.Connect = { upgraded in
             // Only small values in this closure: its async frame stays in the connection's task while it is open.
-            guard let (connection, channel, remote) = ClientConnection.accept(context, hub: hub, configuration: configuration, logger: logger)
-            else { return }
+            let (connection, remote) = ClientConnection.accept(upgraded, hub: hub, configuration: configuration)
             slots.open()
             defer { slots.close() }
-            try await connection.run(inbound: inbound, outbound: outbound, channel: channel, remote: remote)
+            await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: remote)
         }
-
-        let webSocketConfiguration = WebSocketServerConfiguration(
-            maxFrameSize: ClientConnection.readLimit(for: configuration.maxFrameSize),
-            // Keepalive pings run on the event loop (WebSocketKeepalive, added by ClientConnection), not in a task per connection.
-            autoPing: .disabled)
         let onListening = self.onListening
         let app = Application(
             responder: http.responder(),
             server: .bridge(
-                webSocketRouter: webSocketRouter, webSocket: webSocketConfiguration, configuration: configuration,
-                admission: admission, refusals: refusals),
+                webSocketRouter: webSocketRouter, configuration: configuration, admission: admission, refusals: refusals,
+                connect: connect),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: configuration.serverName,

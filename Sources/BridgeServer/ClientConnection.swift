@@ -1,6 +1,5 @@
 import BridgePairing
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -30,24 +29,15 @@ struct ClientConnection {
         self.device = device
     }
 
-    /// The upgraded connection of `context`: the connection to run, its channel (registered at accept by
-    /// ``BridgeChildChannel``, for the hub's frames to go straight into) and the peer's address; `nil` (logged) if the
-    /// channel is missing. It also releases the context's WebSocket handler reference (``WebSocketHandlerSlot``).
-    ///
-    /// Synchronous on purpose: the request context is large, and a local of the async upgrade handler would stay in
-    /// its frame, in the connection's task, for as long as the connection is open.
+    /// The connection `upgraded` runs, and the peer's address. Synchronous on purpose: the request context is large,
+    /// and a local of the async connection handler would stay in its frame, in the connection's task, for as long as
+    /// the connection is open.
     static func accept(
-        _ context: WebSocketRouterContext<BridgeWebSocketRequestContext>, hub: BridgeHub,
-        configuration: BridgeServerConfiguration, logger: Logger
-    ) -> (connection: ClientConnection, channel: any Channel, remote: String?)? {
-        let request = context.requestContext
-        request.releaseHandlerReference()  // breaks hummingbird-websocket's context cycle (WebSocketHandlerSlot)
-        let remote = request.remoteAddress?.ipAddress
-        guard let channel = ChannelFrameWriter.channels.take(request.channelID) else {
-            logger.error("WebSocket without its channel; closing it", metadata: ["remote": "\(remote ?? "?")"])
-            return nil
-        }
-        return (ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device), channel, remote)
+        _ upgraded: BridgeUpgradeChannel.UpgradedConnection, hub: BridgeHub, configuration: BridgeServerConfiguration
+    ) -> (connection: ClientConnection, remote: String?) {
+        let request = upgraded.context
+        return (ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device),
+                request.remoteAddress?.ipAddress)
     }
 
     /// Messages up to this size are read and answered with an error if over ``BridgeServerConfiguration/maxFrameSize``;
@@ -73,13 +63,13 @@ struct ClientConnection {
         }
     }
 
-    /// Runs the connection on `channel` (whose WebSocket handler reads `inbound` and writes `outbound`) until it ends.
+    /// Runs the connection on `channel` (whose ``WebSocketConnectionHandler`` delivers `messages`) until it ends.
     /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads. A close
-    /// the hub queues is sent through `outbound` by a task started only then (``ConnectionCloser``): an idle
-    /// connection keeps no task of its own besides this one.
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel, remote: String?) async throws {
+    /// the hub queues is written by a task started only then (``ConnectionCloser``): an idle connection keeps no task
+    /// of its own besides this one.
+    func run(channel: any Channel, messages: ClientMessages, remote: String?) async {
         let (id, frames) = await hub.connect(remote: remote, device: device)
-        let closer = ConnectionCloser(WebSocketCloseTarget(outbound: outbound, channel: channel))
+        let closer = ConnectionCloser(ChannelCloseTarget(channel: channel))
         defer { closer.end() }
         frames.attach(ChannelFrameWriter(channel: channel), onClose: closer.send)
         // The access token's expiry (a paired device only) is watched by the hub's connection sweep.
@@ -87,30 +77,23 @@ struct ClientConnection {
         let initializeDeadline = ClientConnection.watchInitialize(id, hub: hub, on: channel.eventLoop, after: initializeTimeout)
         defer { initializeDeadline.cancel() }
         if let period = pingInterval { WebSocketKeepalive.install(on: channel, period: period) }
-        // The reader ends when the peer closes (or answers the bridge's close), or the channel closes (a cut-off,
-        // the close timeout, a ping timeout).
-        do {
-            try await read(inbound, from: id)
-        } catch is CancellationError {
-        } catch {
-            await hub.disconnect(id)
-            throw error
-        }
+        // The messages end when the peer closes (or answers the bridge's close), or the channel closes (a cut-off,
+        // the close timeout, a ping timeout, a protocol error).
+        await read(messages, from: id)
         await hub.disconnect(id)
     }
 
     /// Reads the connection's messages into the hub until the peer or the channel ends them.
-    private func read(_ inbound: WebSocketInboundStream, from id: ConnectionID) async throws {
+    private func read(_ messages: ClientMessages, from id: ConnectionID) async {
         let maxFrameSize = self.maxFrameSize
-        let limit = ClientConnection.readLimit(for: maxFrameSize)
-        for try await message in inbound.messages(maxSize: limit) {
+        for await message in messages {
             switch message {
-            case .text(let text):
-                let size = text.utf8.count
+            case .text(let bytes):
+                let size = bytes.readableBytes
                 if size > maxFrameSize {
                     await hub.rejectOversized(id, size: size)
                 } else {
-                    await hub.receive(text, from: id)
+                    await hub.receive(String(buffer: bytes), from: id)
                 }
             case .binary:
                 await hub.rejectBinary(id)

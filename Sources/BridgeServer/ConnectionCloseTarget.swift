@@ -1,7 +1,7 @@
-import HummingbirdWebSocket
 import NIOCore
+import NIOWebSocket
 
-/// What a ``ConnectionCloser`` closes: a WebSocket connection (``WebSocketCloseTarget``), or a test's stand-in.
+/// What a ``ConnectionCloser`` closes: a WebSocket connection (``ChannelCloseTarget``), or a test's stand-in.
 protocol ConnectionCloseTarget: Sendable {
     /// Where the close timeout runs.
     var eventLoop: any EventLoop { get }
@@ -11,16 +11,19 @@ protocol ConnectionCloseTarget: Sendable {
     func closeConnection()
 }
 
-/// A WebSocket connection as a ``ConnectionCloseTarget``: the close goes through its WebSocket handler's writer, the
-/// timeout closes its channel.
-struct WebSocketCloseTarget: ConnectionCloseTarget {
-    let outbound: WebSocketOutboundWriter
+/// A WebSocket connection as a ``ConnectionCloseTarget``: the close frame goes into its channel (its
+/// ``WebSocketConnectionHandler`` then takes the peer's answering close as the end), the timeout closes the channel.
+struct ChannelCloseTarget: ConnectionCloseTarget {
     let channel: any Channel
 
     var eventLoop: any EventLoop { channel.eventLoop }
 
     func sendClose(_ kind: OutboundFrame.CloseKind, _ reason: String) async throws {
-        try await outbound.close(kind.code, reason: String(reason.utf8.prefix(120)) ?? "closing")
+        let reason = String(reason.utf8.prefix(120)) ?? "closing"
+        var payload = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        payload.write(webSocketErrorCode: kind.code)
+        payload.writeString(reason)
+        try await channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: payload))
     }
 
     func closeConnection() {
