@@ -1,7 +1,7 @@
 import BridgeACP
 import BridgePairing
 import BridgeRPC
-import HummingbirdWebSocket
+import NIOWebSocket
 import Logging
 
 /// The bridge's shared state: connected clients, the agent, sessions and in-flight requests.

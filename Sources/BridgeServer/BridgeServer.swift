@@ -4,7 +4,6 @@ import BridgeRPC
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -80,10 +79,10 @@ public struct BridgeServer: Service {
         }
         let connect: BridgeUpgradeChannel.Connect = { upgraded in
             // Only small values in this closure: its async frame stays in the connection's task while it is open.
-            let (connection, remote) = ClientConnection.accept(upgraded, hub: hub, configuration: configuration)
+            let connection = ClientConnection(hub: hub, configuration: configuration, device: upgraded.device)
             slots.open()
             defer { slots.close() }
-            await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: remote)
+            await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
         }
         let onListening = self.onListening
         let app = Application(

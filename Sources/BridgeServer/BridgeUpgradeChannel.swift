@@ -1,3 +1,4 @@
+import BridgePairing
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -17,11 +18,13 @@ import NIOWebSocket
 /// instead of one; issue 14 goal 1). A refused upgrade gets an empty `400`, which ``RefusalResponseHandler`` (one of
 /// `http1`'s additional handlers) turns into the refusal recorded for the channel.
 struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
-    /// An upgraded connection: its channel, its messages and the context of the request that upgraded it.
+    /// An upgraded connection: its channel, its messages, and what the upgrade learned (the peer's address, the
+    /// paired device it authenticated as). The request context itself is not kept: it would stay with the connection.
     struct UpgradedConnection: Sendable {
         let channel: any Channel
         let messages: ClientMessages
-        let context: BridgeWebSocketRequestContext
+        let remote: String?
+        let device: AuthenticatedDevice?
     }
 
     /// Runs an upgraded connection until it ends.
@@ -97,7 +100,9 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         try channel.pipeline.syncOperations.addHandler(WebSocketConnectionHandler(
                             messages: messages, maxMessageSize: maxMessageSize,
                             closeTimeout: TimeAmount(ClientConnection.closeTimeout)))
-                        return .webSocket(UpgradedConnection(channel: channel, messages: messages, context: context))
+                        return .webSocket(UpgradedConnection(
+                            channel: channel, messages: messages, remote: context.remoteAddress?.ipAddress,
+                            device: context.upgradeOutcome.device))
                     }
                 })
             let http1 = self.http1

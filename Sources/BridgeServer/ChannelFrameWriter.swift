@@ -1,10 +1,9 @@
 import NIOCore
 import NIOWebSocket
-import Synchronization
 
-/// A WebSocket connection's channel as a ``FrameWriter``: frames go into the pipeline from its tail, past the
-/// `NIOAsyncChannel` handler (which only forwards outbound writes) to the WebSocket frame encoder, in the order they
-/// are written; the WebSocket handler's own frames (pongs, pings, the close) go through the same event loop.
+/// A WebSocket connection's channel as a ``FrameWriter``: frames go into the pipeline from its tail, through
+/// ``WebSocketConnectionHandler`` to the WebSocket frame encoder, in the order they are written; the handler's own
+/// frames (pongs, the close) go through the same event loop.
 struct ChannelFrameWriter: FrameWriter {
     let channel: any Channel
 
@@ -25,26 +24,5 @@ struct ChannelFrameWriter: FrameWriter {
 
     func close() {
         channel.close(promise: nil)
-    }
-}
-
-extension ChannelFrameWriter {
-    /// The accepted connections' channels from accept until their WebSocket handler takes its own (by the request
-    /// context's `channelID`): Hummingbird gives the upgraded handler no channel.
-    static let channels = Channels()
-
-    /// Channels by identity, each held until taken or closed.
-    final class Channels: Sendable {
-        private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
-
-        /// Holds `channel` until it is taken (its close takes it: ``BridgeChildChannel``).
-        func register(_ channel: any Channel) {
-            channels.withLock { $0[ObjectIdentifier(channel)] = channel }
-        }
-
-        /// The channel registered as `key`, no longer held.
-        func take(_ key: ObjectIdentifier) -> (any Channel)? {
-            channels.withLock { $0.removeValue(forKey: key) }
-        }
     }
 }

@@ -29,17 +29,6 @@ struct ClientConnection {
         self.device = device
     }
 
-    /// The connection `upgraded` runs, and the peer's address. Synchronous on purpose: the request context is large,
-    /// and a local of the async connection handler would stay in its frame, in the connection's task, for as long as
-    /// the connection is open.
-    static func accept(
-        _ upgraded: BridgeUpgradeChannel.UpgradedConnection, hub: BridgeHub, configuration: BridgeServerConfiguration
-    ) -> (connection: ClientConnection, remote: String?) {
-        let request = upgraded.context
-        return (ClientConnection(hub: hub, configuration: configuration, device: request.upgradeOutcome.device),
-                request.remoteAddress?.ipAddress)
-    }
-
     /// Messages up to this size are read and answered with an error if over ``BridgeServerConfiguration/maxFrameSize``;
     /// beyond it the connection is closed with 1009.
     static func readLimit(for maxFrameSize: Int) -> Int {

@@ -1,5 +1,5 @@
 import BridgeRPC
-import HummingbirdWebSocket
+import NIOWebSocket
 import NIOCore
 import NIOWebSocket
 

@@ -3,7 +3,6 @@ import BridgePairingUI
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 
@@ -27,16 +26,9 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 
 /// The WebSocket router's context with the peer's address, so the upgrade check can rate-limit per address:
 /// `Router(context: BridgeWebSocketRequestContext.self)` and pass `context.remoteAddress?.ipAddress` on.
-public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestContext, TransportAwareRequestContext {
+public struct BridgeWebSocketRequestContext: RequestContext, TransportAwareRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
-    /// The WebSocket handler reference Hummingbird needs, read from a slot the connection empties when it starts
-    /// (``releaseHandlerReference()``). hummingbird-websocket 2.8.1 stores this context in the reference's own box,
-    /// a cycle that kept every upgraded connection's context (its logger, address, upgrade outcome) forever:
-    /// notes/upstream-hummingbird-websocket-context-cycle.md.
-    public var webSocket: WebSocketHandlerReference<Self> { handlerSlot.reference }
-    /// Where ``webSocket`` lives until ``releaseHandlerReference()``.
-    let handlerSlot = WebSocketHandlerSlot<Self>()
     /// The peer's address, if the channel has one.
     public let remoteAddress: SocketAddress?
     /// What the upgrade check decided (the authenticated device), for the connection.
@@ -52,12 +44,6 @@ public struct BridgeWebSocketRequestContext: RequestContext, WebSocketRequestCon
         self.remoteAddress = source.channel.remoteAddress
         self.channelID = ObjectIdentifier(source.channel)
         self.isTLS = source.isTLS
-    }
-
-    /// Drops this context's hold on the WebSocket handler reference, which breaks the reference → context cycle;
-    /// call it first thing in the upgraded connection's handler (Hummingbird has read the handler by then).
-    public func releaseHandlerReference() {
-        handlerSlot.release()
     }
 }
 

@@ -7,13 +7,12 @@ import Synchronization
 
 /// Refused WebSocket upgrades keep their HTTP status and JSON body.
 ///
-/// HummingbirdWebSocket 2.x has no hook to shape a refused upgrade's answer: when the upgrade route does not answer
-/// `200` with a handler, the upgrader reports "not upgraded", and `HTTP1WebSocketUpgradeChannel.handle` writes a fixed
-/// `400 Bad Request` with no body (`writeFailedUpgrade`, private); the route's own response is dropped. The narrowest
-/// supported seam is `HTTP1Channel.Configuration.additionalChannelHandlers`, which that channel installs on exactly the
-/// not-upgraded path, after the HTTP codec. So the upgrade check records its real answer here under the connection's
-/// channel, and ``RefusalResponseHandler`` (one of those additional handlers) answers with it in place of the
-/// library's response: typed HTTP parts, no bytes matched, whatever status the library picks.
+/// The upgrade route's own response to a refused upgrade does not reach the peer: NIO's upgrader only learns "not
+/// upgraded", and ``BridgeUpgradeChannel`` (like Hummingbird's channel it follows) writes an empty `400` on that
+/// path, through the handlers of `HTTP1Channel.Configuration.additionalChannelHandlers` that it installs there after
+/// the HTTP codec. So the upgrade check records its real answer here under the connection's channel, and
+/// ``RefusalResponseHandler`` (one of those additional handlers) answers with it in place of the `400`: typed HTTP
+/// parts, no bytes matched.
 final class UpgradeRefusals: Sendable {
     private let pending = Mutex<[ObjectIdentifier: JSONErrorResponse]>([:])
 
