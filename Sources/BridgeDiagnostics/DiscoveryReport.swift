@@ -25,6 +25,8 @@ public struct DiscoveryReport: Sendable {
     private let start = ContinuousClock.now
     private var watcher = DiscoveryWatcher()
     private var probes: [ServiceInstance: HandshakeProbe.Result] = [:]
+    /// Probes started and not yet ended.
+    private var probesUnderWay = 0
     /// Conflicts found in a one-shot browse, printed under the table.
     private var conflicts: [DiscoveryConflict] = []
 
@@ -41,14 +43,23 @@ public struct DiscoveryReport: Sendable {
         watcher.present.map { ProbedService(service: $0, probe: probes[$0.instance]) }
     }
 
-    /// Whether the daemon has said everything and nothing happened for 400 ms.
-    public func isSettled() -> Bool {
-        watcher.isSettled(at: .now, quietFor: .milliseconds(400))
+    /// Whether the daemon has said everything, no probe is under way, and nothing happened for 400 ms.
+    public func isSettled(at now: ContinuousClock.Instant = .now) -> Bool {
+        probesUnderWay == 0 && watcher.isSettled(at: now, quietFor: .milliseconds(400))
     }
 
-    /// An event arrived and is being probed: the browse is not settled meanwhile.
-    public mutating func noteActivity() {
-        watcher.touch(at: .now)
+    /// A sighting is being probed before it is handled: the browse is not settled until ``probeEnded(at:)``, however
+    /// long the probe takes (over TLS to several addresses on a busy machine it can outlast the quiet window, and a
+    /// browse that settled meanwhile would end without the service it is probing).
+    public mutating func probeStarted(at now: ContinuousClock.Instant = .now) {
+        probesUnderWay += 1
+        watcher.touch(at: now)
+    }
+
+    /// The probe ``probeStarted(at:)`` announced is over; the quiet window starts again at `now`.
+    public mutating func probeEnded(at now: ContinuousClock.Instant = .now) {
+        probesUnderWay = max(0, probesUnderWay - 1)
+        watcher.touch(at: now)
     }
 
     /// Reads one browse event (with its probe result) and says what it means.

@@ -14,7 +14,8 @@ actor DiscoverOutput {
 
     func snapshot() -> [ProbedService] { report.snapshot() }
     func isSettled() -> Bool { report.isSettled() }
-    func noteActivity() { report.noteActivity() }
+    func probeStarted() { report.probeStarted() }
+    func probeEnded() { report.probeEnded() }
     func presentTypes() -> [ServiceTypeSighting] { report.presentTypes() }
     func typesSettled() -> Bool { report.typesSettled() }
 

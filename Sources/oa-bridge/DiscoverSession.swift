@@ -70,9 +70,11 @@ struct DiscoverSession: Sendable {
             if case .daemonUnavailable(let reason) = event, !watch { return .daemonUnavailable(reason: reason) }
             var probe: HandshakeProbe.Result?
             if let prober {
-                await output.noteActivity()
                 switch event {
-                case .added(let service), .updated(let service): probe = await prober.probe(service)
+                case .added(let service), .updated(let service):
+                    await output.probeStarted()
+                    probe = await prober.probe(service)
+                    await output.probeEnded()
                 default: break
                 }
             }

@@ -39,4 +39,17 @@ struct DiscoveryReportTests {
         #expect(object?["message"] as? String == "no bus")
         #expect(lines.count == 2, "the record, then the hint on stderr; no table under --json")
     }
+
+    @Test("A browse is not settled while a probe runs, however long it takes; the quiet window restarts when it ends")
+    func probeHoldsSettling() {
+        var report = DiscoveryReport(json: true, watch: false, probe: true, type: .openAgents)
+        let start = ContinuousClock.now
+        report.handle(.allForNow, probe: nil)
+        #expect(report.isSettled(at: start + .seconds(1)), "all for now and quiet for 400 ms: settled")
+        report.probeStarted(at: start + .seconds(1))
+        #expect(!report.isSettled(at: start + .seconds(30)), "a probe is under way")
+        report.probeEnded(at: start + .seconds(30))
+        #expect(!report.isSettled(at: start + .milliseconds(30_200)), "quiet for only 200 ms after the probe")
+        #expect(report.isSettled(at: start + .milliseconds(30_500)))
+    }
 }
