@@ -96,6 +96,10 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     channel.eventLoop.makeCompletedFuture {
                         guard let context = accepted.value else { throw BridgeUpgradeChannelError.notAccepted }
                         accepted.value = nil
+                        // Hummingbird allows half-closure for HTTP; a WebSocket ends with its close handshake. With it
+                        // allowed, NIOSSL closing a connection took the peer's `close_notify` for a half-close and
+                        // waited its shutdown timeout (5 s) before closing TCP, and the peer waited with it.
+                        try channel.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: false)
                         let messages = ClientMessages()
                         try channel.pipeline.syncOperations.addHandler(WebSocketConnectionHandler(
                             messages: messages, maxMessageSize: maxMessageSize,

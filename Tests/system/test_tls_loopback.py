@@ -7,6 +7,7 @@ The plaintext policy for other machines needs a peer that is not loopback: it is
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
@@ -179,6 +180,72 @@ def test_pairing_and_prompting_over_wss_and_seed_dialect_over_ws_from_loopback()
         # Loopback plaintext keeps working (local tools, the seed dialect over ws://).
         answer = asyncio.run(prompt_once(f"ws://127.0.0.1:{bridge.port}/", token, None, "in clear on loopback", bridge.state))
         assert "in clear on loopback" in answer
+    finally:
+        bridge.stop()
+
+
+def _masked(opcode: int, payload: bytes) -> bytes:
+    mask = os.urandom(4)
+    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def _close_over_tls(port: int, bridge_first: bool) -> tuple[bytes, float]:
+    """A WebSocket over TLS that ends with the close handshake, then each side's `close_notify`, as a careful client
+    (NIO's, in `discover --probe`) does. The client closes first, or (`bridge_first`) sends an unmasked frame, which
+    the bridge answers with its own close (1002) that the client answers. Returns the close payload the bridge sent
+    and how long after the handshake ended the bridge took to close TCP."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    tls = unverified_context().wrap_socket(raw)
+    key = base64.b64encode(os.urandom(16)).decode()
+    tls.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = tls.recv(4096)
+        assert chunk, f"no upgrade answer: {head!r}"
+        head += chunk
+    assert head.split(b"\r\n")[0].split()[1] == b"101", head
+    rest = head.split(b"\r\n\r\n", 1)[1]
+    if bridge_first:
+        tls.sendall(bytes([0x81, 0x02]) + b"hi")  # unmasked: a protocol error
+    else:
+        tls.sendall(_masked(0x8, (1000).to_bytes(2, "big")))
+    received = rest
+    while len(received) < 2 or len(received) < 2 + (received[1] & 0x7F):  # the bridge's close frame
+        chunk = tls.recv(4096)
+        assert chunk, f"the bridge ended TLS before its close frame: {received!r}"
+        received += chunk
+    assert received[0] == 0x88, received
+    payload = received[2:2 + (received[1] & 0x7F)]
+    if bridge_first:
+        # The bridge's close came first: answer it.
+        tls.sendall(_masked(0x8, payload[:2]))
+    while tls.recv(4096):  # until the bridge's close_notify (recv returns b"")
+        pass
+    plain = tls.unwrap()  # our close_notify
+    plain.settimeout(15)
+    start = time.monotonic()
+    try:
+        while plain.recv(4096):
+            pass
+    except OSError:
+        pass
+    elapsed = time.monotonic() - start
+    plain.close()
+    return payload, elapsed
+
+
+def test_the_close_handshake_over_tls_closes_the_connection_at_once():
+    """With TCP half-closure allowed (Hummingbird's default), NIOSSL took the peer's close_notify for a half-close and
+    closed TCP only after its 5 s shutdown timeout, so a client waiting for the close waited 5 s."""
+    bridge = Bridge(extra=["--auth", "none"])
+    try:
+        for bridge_first in (False, True):
+            for _ in range(3):
+                payload, elapsed = _close_over_tls(bridge.port, bridge_first)
+                expected = 1002 if bridge_first else 1000
+                assert int.from_bytes(payload[:2], "big") == expected, payload
+                assert elapsed < 2.5, f"TCP closed {elapsed:.2f} s after the TLS close (bridge first: {bridge_first})"
     finally:
         bridge.stop()
 
