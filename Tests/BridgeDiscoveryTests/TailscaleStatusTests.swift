@@ -28,8 +28,7 @@ struct TailscaleStatusTests {
     func commandFallback() async throws {
         let directory = try TemporaryDirectory()
         let script = directory.path + "/tailscale"
-        try "#!/bin/sh\n[ \"$1 $2\" = \"status --json\" ] || exit 3\necho '\(Self.status.replacingOccurrences(of: "Running", with: "Stopped"))'\n".write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+        try writeScript("#!/bin/sh\n[ \"$1 $2\" = \"status --json\" ] || exit 3\necho '\(Self.status.replacingOccurrences(of: "Running", with: "Stopped"))'\n", to: script)
         let reader = TailscaleStatusReader(socketPaths: [directory.path + "/absent.sock"], command: script)
         let identity = try await reader.read()
         #expect(identity.dnsName == "desk.tail1234.ts.net")
@@ -49,8 +48,7 @@ struct TailscaleStatusTests {
     func hangingCommand() async throws {
         let directory = try TemporaryDirectory()
         let script = directory.path + "/tailscale"
-        try "#!/bin/sh\nexec sleep 30\n".write(toFile: script, atomically: true, encoding: .utf8)
-        chmod(script, 0o755)
+        try writeScript("#!/bin/sh\nexec sleep 30\n", to: script)
         let reader = TailscaleStatusReader(socketPaths: [], command: script, timeout: .milliseconds(300))
         let started = ContinuousClock.now
         do {
@@ -72,6 +70,18 @@ struct TailscaleStatusTests {
         let reader = TailscaleStatusReader(socketPaths: [socketPath], command: directory.path + "/absent")
         await #expect(throws: TailscaleError.self) { try await reader.read() }
     }
+}
+
+/// Writes an executable script through a close-on-exec descriptor. A descriptor without it (Foundation's atomic
+/// write) is inherited by any process another test spawns meanwhile, and while such a process holds it open running
+/// the script fails with ETXTBSY ("cannot run …", seen in a full parallel `swift test`).
+func writeScript(_ text: String, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    guard written == bytes.count else { throw POSIXError(.EIO) }
 }
 
 /// A temporary directory removed on deinit.
