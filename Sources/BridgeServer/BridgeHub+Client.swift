@@ -76,10 +76,13 @@ extension BridgeHub {
     /// Runs what has to wait in a task of its own, and waits for it (the client's next message is handled after it):
     /// the frames of the awaited calls (starting the agent, the token store) are given back when that task ends,
     /// instead of staying with the connection's reader task for the connection's life.
+    ///
+    /// That task runs on the global executor, not on the event loop the connection's task prefers
+    /// (``EventLoopTaskExecutor``): starting an agent and the token store's SQLite calls block their thread.
     @inline(never)
     private func perform(_ work: ReceiveWork, from id: ConnectionID) async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.run(work, from: id) }
+            group.addTask(executorPreference: globalConcurrentExecutor) { await self.run(work, from: id) }
         }
     }
 

@@ -80,9 +80,17 @@ public struct BridgeServer: Service {
         let connect: BridgeUpgradeChannel.Connect = { upgraded in
             // Only small values in this closure: its async frame stays in the connection's task while it is open.
             let connection = ClientConnection(hub: hub, configuration: configuration, device: upgraded.device)
-            slots.open()
+            let open = slots.open()
             defer { slots.close() }
-            await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
+            guard open <= configuration.eventLoopConnections else {
+                return await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
+            }
+            // One of the first few: its task runs on its channel's event loop (issue 14 goal 1). A message the handler
+            // yields resumes it there with no thread woken, the hub (a default actor, when free) runs there too, and
+            // the answer is written on the same thread. What has to wait runs off the loop (``BridgeHub/perform``).
+            await withTaskExecutorPreference(EventLoopTaskExecutor(upgraded.channel.eventLoop)) {
+                await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
+            }
         }
         let onListening = self.onListening
         let app = Application(

@@ -69,6 +69,11 @@ public struct BridgeServerConfiguration: Sendable {
     public var allowedNetworks: [String] = []
     /// The most WebSocket connections at once; beyond it upgrades are refused with 503 (`too_many_connections`).
     public var maxConnections: Int = 1024
+    /// A WebSocket that opens while at most this many are open (itself included) runs on its channel's event loop:
+    /// its messages reach the hub, and its answers go out, on the thread that read them, with no hand-off between
+    /// threads (the lowest latency for a phone or two). The ones beyond it run on the global executor, so that with
+    /// many clients the hub's work and the event loops' I/O overlap instead of sharing the loops' threads. 0: none.
+    public var eventLoopConnections: Int = 2
     /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond
     /// ``maxConnections`` plus this one more gets `503` (`server_busy`) and is closed.
     public var maxHTTPConnections: Int = 256

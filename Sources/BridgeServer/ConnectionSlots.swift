@@ -28,8 +28,14 @@ final class ConnectionSlots: Sendable {
             extra: ["limit": limit], headers: headers)
     }
 
-    /// A connection started.
-    func open() { count.withLock { $0 += 1 } }
+    /// A connection started; returns the open connections, this one included.
+    @discardableResult
+    func open() -> Int {
+        count.withLock {
+            $0 += 1
+            return $0
+        }
+    }
     /// A connection ended.
     func close() { count.withLock { $0 -= 1 } }
 }
