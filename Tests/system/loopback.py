@@ -1,8 +1,10 @@
 """What the system tests share: the binary, a free loopback port, waiting for `oa-bridge serve` to answer on it, and
-a `serve` process on loopback that a test starts and stops."""
+a `serve` process on loopback that a test starts and stops, and the two pieces of a hand-made WebSocket client (its
+upgrade request and its masked frames)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
@@ -13,6 +15,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
+
+
+def upgrade_request(host: str) -> bytes:
+    """A WebSocket upgrade of `/` (with a fresh key) for a hand-made client on a raw socket."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+
+
+def masked_frame(opcode: int, payload: bytes) -> bytes:
+    """One whole client frame (FIN, masked, as RFC 6455 requires of clients) of under 126 bytes."""
+    assert len(payload) < 126
+    mask = os.urandom(4)
+    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ Bounded: one burst of 30,000 lines, every wait under a deadline, loopback only."
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import socket
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import free_port, masked_frame, upgrade_request, wait_healthy
 
 websockets = pytest.importorskip("websockets")
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -47,16 +46,11 @@ def never_reading_client(port: int, session: str) -> socket.socket:
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(5)
     s.connect(("127.0.0.1", port))
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    s.sendall(upgrade_request(f"127.0.0.1:{port}"))
     assert b" 101 " in s.recv(4096).split(b"\r\n")[0]
 
     def send(message: dict) -> None:
-        payload = json.dumps(message).encode()
-        mask = os.urandom(4)
-        assert len(payload) < 126
-        s.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+        s.sendall(masked_frame(0x1, json.dumps(message).encode()))
 
     send(INIT)
     send({"jsonrpc": "2.0", "id": 2, "method": "session/load",

@@ -7,7 +7,6 @@ The plaintext policy for other machines needs a peer that is not loopback: it is
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import os
 import random
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import Serve
+from loopback import Serve, masked_frame, upgrade_request
 from tls_support import check_pin, peer_pin, unverified_context
 
 websockets = pytest.importorskip("websockets")
@@ -184,11 +183,6 @@ def test_pairing_and_prompting_over_wss_and_seed_dialect_over_ws_from_loopback()
         bridge.stop()
 
 
-def _masked(opcode: int, payload: bytes) -> bytes:
-    mask = os.urandom(4)
-    return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-
-
 def _close_over_tls(port: int, bridge_first: bool) -> tuple[bytes, float]:
     """A WebSocket over TLS that ends with the close handshake, then each side's `close_notify`, as a careful client
     (NIO's, in `discover --probe`) does. The client closes first, or (`bridge_first`) sends an unmasked frame, which
@@ -196,9 +190,7 @@ def _close_over_tls(port: int, bridge_first: bool) -> tuple[bytes, float]:
     and how long after the handshake ended the bridge took to close TCP."""
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
     tls = unverified_context().wrap_socket(raw)
-    key = base64.b64encode(os.urandom(16)).decode()
-    tls.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    tls.sendall(upgrade_request(f"127.0.0.1:{port}"))
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = tls.recv(4096)
@@ -209,7 +201,7 @@ def _close_over_tls(port: int, bridge_first: bool) -> tuple[bytes, float]:
     if bridge_first:
         tls.sendall(bytes([0x81, 0x02]) + b"hi")  # unmasked: a protocol error
     else:
-        tls.sendall(_masked(0x8, (1000).to_bytes(2, "big")))
+        tls.sendall(masked_frame(0x8, (1000).to_bytes(2, "big")))
     received = rest
     while len(received) < 2 or len(received) < 2 + (received[1] & 0x7F):  # the bridge's close frame
         chunk = tls.recv(4096)
@@ -219,7 +211,7 @@ def _close_over_tls(port: int, bridge_first: bool) -> tuple[bytes, float]:
     payload = received[2:2 + (received[1] & 0x7F)]
     if bridge_first:
         # The bridge's close came first: answer it.
-        tls.sendall(_masked(0x8, payload[:2]))
+        tls.sendall(masked_frame(0x8, payload[:2]))
     while tls.recv(4096):  # until the bridge's close_notify (recv returns b"")
         pass
     plain = tls.unwrap()  # our close_notify
