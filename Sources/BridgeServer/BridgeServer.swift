@@ -88,6 +88,7 @@ public struct BridgeServer: Service {
             // One of the first few: its task runs on its channel's event loop (issue 14 goal 1). A message the handler
             // yields resumes it there with no thread woken, the hub (a default actor, when free) runs there too, and
             // the answer is written on the same thread. What has to wait runs off the loop (``BridgeHub/perform``).
+            logger.debug("connection runs on its event loop", metadata: ["open": "\(open)", "remote": "\(upgraded.remote ?? "?")"])
             await withTaskExecutorPreference(EventLoopTaskExecutor(upgraded.channel.eventLoop)) {
                 await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
             }
