@@ -29,7 +29,6 @@ final class ConnectionSlots: Sendable {
     }
 
     /// A connection started; returns the open connections, this one included.
-    @discardableResult
     func open() -> Int {
         count.withLock {
             $0 += 1
