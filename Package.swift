@@ -71,6 +71,8 @@ let package = Package(
         ),
         /// openat2(2) for the workspace file code (Swift cannot call the variadic syscall(2)).
         .target(name: "CWorkspaceFS"),
+        /// Landlock's system calls and the confined spawn (code between fork and exec) of BridgeSandbox.
+        .target(name: "CSandbox"),
 
         // MARK: Library modules, dependencies pointing one way
 
@@ -213,6 +215,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        /// Confinement of what the agent starts: the bridge's own files, Landlock rulesets, the confined spawn.
+        .target(
+            name: "BridgeSandbox",
+            dependencies: ["CSandbox"],
+            swiftSettings: swiftSettings
+        ),
+
         /// The bridge's TLS identity (self-signed certificate and key in the state directory) and its pin.
         .target(
             name: "BridgeTLS",
@@ -330,6 +339,11 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeSandboxTests",
+            dependencies: ["BridgeSandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,63 @@
+import CSandbox
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the kernel offers of Landlock, the Linux security module an unprivileged process confines itself with.
+public enum Landlock {
+    /// The highest Landlock ABI version the kernel offers (1 on Linux 5.13, 7 on 6.15), or the error that says why
+    /// there is none.
+    public static func abi() -> Result<Int, SandboxError> {
+        let version = csb_landlock_abi()
+        return version > 0 ? .success(Int(version)) : .failure(.landlockUnavailable(errno: errno))
+    }
+
+    /// Filesystem access rights (`LANDLOCK_ACCESS_FS_*`).
+    public struct Access: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt64
+        public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+        public static let execute = Access(rawValue: 1 << 0)
+        public static let writeFile = Access(rawValue: 1 << 1)
+        public static let readFile = Access(rawValue: 1 << 2)
+        public static let readDir = Access(rawValue: 1 << 3)
+        public static let removeDir = Access(rawValue: 1 << 4)
+        public static let removeFile = Access(rawValue: 1 << 5)
+        public static let makeChar = Access(rawValue: 1 << 6)
+        public static let makeDir = Access(rawValue: 1 << 7)
+        public static let makeReg = Access(rawValue: 1 << 8)
+        public static let makeSock = Access(rawValue: 1 << 9)
+        public static let makeFifo = Access(rawValue: 1 << 10)
+        public static let makeBlock = Access(rawValue: 1 << 11)
+        public static let makeSym = Access(rawValue: 1 << 12)
+        /// ABI 2: link or rename across directories.
+        public static let refer = Access(rawValue: 1 << 13)
+        /// ABI 3.
+        public static let truncate = Access(rawValue: 1 << 14)
+        /// ABI 5.
+        public static let ioctlDev = Access(rawValue: 1 << 15)
+
+        /// Read and run files, list directories.
+        public static let read: Access = [.execute, .readFile, .readDir]
+        /// Everything (read, write, create, remove, rename).
+        public static let readWrite = Access(rawValue: (1 << 16) - 1)
+        /// Read and write an existing device or file (`/dev/null`), never create or remove.
+        public static let device: Access = [.readFile, .writeFile, .truncate, .ioctlDev]
+        /// The rights a rule on a file (not a directory) may hold.
+        public static let fileRights: Access = [.execute, .writeFile, .readFile, .truncate, .ioctlDev]
+
+        /// Every right the ABI `version` knows.
+        public static func handled(abi version: Int) -> Access {
+            switch version {
+            case ..<1: return []
+            case 1: return Access(rawValue: (1 << 13) - 1)
+            case 2: return Access(rawValue: (1 << 14) - 1)
+            case 3, 4: return Access(rawValue: (1 << 15) - 1)
+            default: return readWrite
+            }
+        }
+    }
+}

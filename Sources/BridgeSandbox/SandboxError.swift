@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why the sandbox could not be set up or a confined command could not start. Matched by case; ``description`` says
+/// what to do.
+public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The kernel offers no Landlock (older than 5.13, or the LSM is not enabled: `lsm=` on the kernel command line).
+    case landlockUnavailable(errno: Int32)
+    /// A Landlock call failed (`operation`, `errno`), for the path named.
+    case landlock(operation: String, path: String, errno: Int32)
+    /// A directory or file of the policy could not be opened or inspected.
+    case unreadable(path: String, errno: Int32)
+    /// One of the bridge's own files could not be found or created to be protected.
+    case unprotectable(path: String, errno: Int32)
+    /// The command could not be started: the step that failed (`stage`: pipe, fork, chdir, no_new_privs, landlock,
+    /// exec) and its `errno`.
+    case spawnFailed(stage: String, errno: Int32)
+
+    /// What went wrong, with the system's reason.
+    public var description: String {
+        switch self {
+        case .landlockUnavailable(let code):
+            return "the kernel offers no Landlock (\(Self.reason(code))): Linux 5.13 or later with landlock in its lsm= list is needed "
+                + "to confine terminals"
+        case .landlock(let operation, let path, let code):
+            return "Landlock \(operation) failed for \(path): \(Self.reason(code))"
+        case .unreadable(let path, let code):
+            return "cannot open \(path) for the sandbox: \(Self.reason(code))"
+        case .unprotectable(let path, let code):
+            return "cannot protect the bridge's own file \(path): \(Self.reason(code))"
+        case .spawnFailed(let stage, let code):
+            return "could not start the command (\(stage)): \(Self.reason(code))"
+        }
+    }
+
+    static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
+}
