@@ -51,7 +51,7 @@ struct LandlockRulesetTests {
             try read-config 'cat config.yaml'
             try write-config 'echo "auth: none" > config.yaml'
             try key-by-dotdot 'cat src/../.state/tls-key.pem'
-            try link-to-key 'ln -s .state/tls-key.pem src/k && cat src/k'
+            try link-to-key 'ln -s ../.state/tls-key.pem src/k && cat src/k'
             try signal-bridge 'kill -0 \(getpid())'
             """
         let (exit, output) = try await runConfined(script, directory: work, ruleset: ruleset)
