@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("ConfinedProcess", .tags(.kernel))
+@Suite("ConfinedProcess", .tags(.externalTool))
 struct ConfinedProcessTests {
     @Test("the command starts in the directory it was given by descriptor, even once a symbolic link took its name")
     func startsFromTheDescriptor() async throws {

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("LandlockRuleset", .tags(.kernel))
+@Suite("LandlockRuleset", .tags(.externalTool))
 struct LandlockRulesetTests {
     @Test("the kernel offers Landlock (ABI 7 on the development and CI machines): the confinement tests below need it")
     func kernelHasLandlock() throws {

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite("ProtectedFiles", .tags(.kernel))
+@Suite("ProtectedFiles", .tags(.unit))
 struct ProtectedFilesTests {
     @Test("a protected directory is found whatever the spelling: a symbolic link to it, a directory beneath it")
     func findsTheDirectoryWhateverTheSpelling() throws {
