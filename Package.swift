@@ -358,7 +358,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeClientTests",
-            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC"],
+            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -11,8 +11,9 @@ public final class BridgeAgentClient: Sendable {
         case messageChunk(String)
         /// A piece of the agent's reasoning.
         case thoughtChunk(String)
-        /// A tool call started or changed: id, title, status.
-        case toolCall(id: String, title: String, status: String)
+        /// A tool call started or changed: id, title (empty when an update does not repeat it), status, and the text of
+        /// its content when it has some (for a failed call, usually why).
+        case toolCall(id: String, title: String, status: String, detail: String? = nil)
         /// Any other update, as received.
         case other(kind: String, payload: JSONValue)
     }
@@ -88,6 +89,13 @@ public final class BridgeAgentClient: Sendable {
             throw BridgeClientError.unexpectedAnswer("session/new returned no sessionId: \(result.jsonText)")
         }
         return id
+    }
+
+    /// Attaches to an existing session with `session/load` (the bridge forwards it to an agent that supports it; the
+    /// agent replays the history). Throws the bridge's error when the session cannot be loaded.
+    public func loadSession(_ sessionID: String, cwd: String) async throws {
+        _ = try await connection.request(
+            "session/load", params: ["sessionId": .string(sessionID), "cwd": .string(cwd), "mcpServers": []])
     }
 
     /// Sends a prompt and streams the updates to `onUpdate` until the turn ends; returns the stop reason.
@@ -209,9 +217,14 @@ public final class BridgeAgentClient: Sendable {
         case "agent_thought_chunk":
             return .thoughtChunk(update["content"]?["text"]?.stringValue ?? "")
         case "tool_call", "tool_call_update":
+            // The text blocks of the content (`[{"type":"content","content":{"type":"text","text":…}}]`), joined.
+            let texts = (update["content"]?.arrayValue ?? []).compactMap { item in
+                item["content"]?["text"]?.stringValue ?? item["text"]?.stringValue
+            }
             return .toolCall(id: update["toolCallId"]?.stringValue ?? "?",
                              title: update["title"]?.stringValue ?? "",
-                             status: update["status"]?.stringValue ?? "")
+                             status: update["status"]?.stringValue ?? "",
+                             detail: texts.isEmpty ? nil : texts.joined(separator: " "))
         default:
             return .other(kind: kind, payload: update)
         }

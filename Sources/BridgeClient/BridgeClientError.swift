@@ -20,6 +20,32 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
     case unauthorized(String)
     /// This client cannot use the address.
     case unsupportedAddress(String, reason: String)
+    /// The bridge is there but refused this client with `401`/`403` at `address`: it has to pair (again).
+    case needsPairing(address: String, detail: String)
+    /// Reconnecting gave up after `attempts` tries; `lastReason` says why the last one failed.
+    case gaveUp(attempts: Int, lastReason: String)
+    /// After a reconnect the bridge no longer knew session `old` (it restarted, or dropped the session): a new session
+    /// `new` was opened in the same directory. What the running prompt would have answered is lost.
+    case sessionReplaced(old: String, new: String, reason: String)
+
+    /// Whether reconnecting may help: the link or the bridge was away. An answer the bridge gave (an error, a refused
+    /// token) is final.
+    public var isTransient: Bool {
+        switch self {
+        case .connectionClosed, .noEndpointReachable, .noCandidates, .timedOut: true
+        case .invalidAddress, .rpc, .unexpectedAnswer, .unauthorized, .unsupportedAddress, .needsPairing, .gaveUp, .sessionReplaced: false
+        }
+    }
+
+    /// The description on one line (a list of attempts joined with "; "), for a line per event.
+    public var summary: String {
+        switch self {
+        case .noEndpointReachable(let attempts):
+            return "no address answered: " + attempts.joined(separator: "; ")
+        default:
+            return TerminalText.escapedLine(description)
+        }
+    }
 
     public var description: String {
         switch self {
@@ -30,17 +56,26 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case .noCandidates(let why):
             return "nothing to connect to: \(why)"
         case .connectionClosed(let why):
-            return "the connection closed: \(why)"
+            return "the connection closed: \(TerminalText.escapedLine(why))"
         case .rpc(let error):
-            return "the bridge answered with an error: \(error.message) (\(error.code))"
+            return "the bridge answered with an error: \(TerminalText.escapedLine(error.message)) (\(error.code))"
         case .unexpectedAnswer(let what):
-            return "unexpected answer from the bridge: \(what)"
+            return "unexpected answer from the bridge: \(TerminalText.escapedLine(what))"
         case .timedOut(let what):
             return "timed out: \(what)"
         case .unsupportedAddress(let url, let reason):
             return "cannot connect to \(url): \(reason)"
         case .unauthorized(let why):
             return "not authorized: \(why). Pair again with the QR code shown by 'oa-bridge pair' on the desktop."
+        case .needsPairing(let address, let detail):
+            return "needs pairing: the bridge at \(address) answered, and refused this client (\(detail)). On the desktop run 'oa-bridge pair --json', "
+                + "then here: oa-bridge connect --pair '<what it printed>'"
+        case .gaveUp(let attempts, let lastReason):
+            return "gave up reconnecting after \(attempts) attempt\(attempts == 1 ? "" : "s"); the last one: \(lastReason). "
+                + "Check that the bridge runs ('oa-bridge doctor' on the desktop) and connect again"
+        case .sessionReplaced(let old, let new, let reason):
+            return "the bridge no longer knows session \(old) (\(reason)); it probably restarted. "
+                + "A new session \(new) is open in the same directory; the answer to the prompt that was running is lost"
         }
     }
 }

@@ -22,6 +22,8 @@ public final class BridgeClientSession: Sendable {
     private let options: BridgeSessionOptions
     private let token: @Sendable () async throws -> String?
     private let logger: Logger
+    /// Each session's directory, to open a new one in the same place when the bridge forgot it.
+    private let directories = Mutex<[String: String]>([:])
 
     private init(first: BridgeConnection, candidates: [BridgeEndpoint], options: BridgeSessionOptions,
                  token: @escaping @Sendable () async throws -> String?, logger: Logger) {
@@ -61,16 +63,21 @@ public final class BridgeClientSession: Sendable {
 
     /// Opens a session on the desktop in `cwd`; returns its id.
     public func newSession(cwd: String) async throws -> String {
-        try await client.newSession(cwd: cwd)
+        let id = try await client.newSession(cwd: cwd)
+        directories.withLock { $0[id] = cwd }
+        return id
     }
 
     /// Sends a prompt and streams its updates (with the sequence number of each) until the turn ends; returns the
     /// stop reason, or `nil` when the bridge no longer knew of a running prompt after a reconnect.
     ///
     /// When the connection drops, `onReconnect` hears of each retry and of the resume; the turn continues on the new
-    /// connection without repeating an update.
-    /// - Throws: ``BridgeClientError/connectionClosed(_:)`` after the ``ReconnectPolicy`` gives up, or what the
-    ///   bridge answered.
+    /// connection without repeating an update. When the bridge no longer knows the session after the reconnect (it
+    /// restarted), `session/load` tries to attach to it again (a bridge that restored its sessions, an agent that
+    /// loads them); failing that a new session is opened in the same directory and
+    /// ``BridgeClientError/sessionReplaced(old:new:reason:)`` says which.
+    /// - Throws: ``BridgeClientError/gaveUp(attempts:lastReason:)`` after the ``ReconnectPolicy`` gives up,
+    ///   ``BridgeClientError/sessionReplaced(old:new:reason:)``, or what the bridge answered (never retried).
     public func prompt(
         sessionID: String, text: String,
         onUpdate: @escaping @Sendable (BridgeAgentClient.Update, _ sequence: Int) async -> Void,
@@ -92,37 +99,69 @@ public final class BridgeClientSession: Sendable {
         client.connection.close()
     }
 
-    /// Reconnects with backoff and resumes until the prompt's end is known.
+    /// Reconnects with backoff and resumes until the prompt's end is known. Only a lost link or an absent bridge is
+    /// retried; an answer from the bridge (an error, a refused token) ends the recovery at once.
     private func recover(
         sessionID: String, seen: SequenceTracker, reason: String,
         onUpdate: @escaping @Sendable (BridgeAgentClient.Update) async -> Void,
         onPermission: @escaping BridgeAgentClient.PermissionHandler,
         onReconnect: @Sendable (BridgeReconnectEvent) -> Void
     ) async throws -> String? {
-        var lastReason = reason
+        var lastReason = TerminalText.escapedLine(reason)
         var attempt = 0
         // The same desktop again: the address that won first, then the other candidates.
         let again = [first.endpoint] + candidates.filter { $0 != first.endpoint }
         while let delay = options.reconnectPolicy.delay(forAttempt: attempt) {
             attempt += 1
-            onReconnect(.retrying(reason: lastReason, delay: delay, attempt: attempt))
+            onReconnect(.retrying(reason: lastReason, delay: delay, attempt: attempt, of: options.reconnectPolicy.maximumAttempts))
             try await Task.sleep(for: delay)
+            let fresh: BridgeAgentClient
             do {
-                let fresh = try await BridgeConnection.open(again, options: options, token: token, logger: logger).client
-                let stale = current.withLock { client in
-                    defer { client = fresh }
-                    return client
-                }
-                stale.connection.close()
-                onReconnect(.resuming(afterUpdate: seen.last))
+                fresh = try await BridgeConnection.open(again, options: options, token: token, logger: logger).client
+            } catch let error as BridgeClientError where error.isTransient {
+                lastReason = error.summary
+                continue
+            }
+            let stale = current.withLock { client in
+                defer { client = fresh }
+                return client
+            }
+            stale.connection.close()
+            onReconnect(.resuming(afterUpdate: seen.last))
+            do {
                 return try await fresh.resume(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission)
-            } catch BridgeClientError.connectionClosed(let why) {
-                lastReason = why
-            } catch let error as BridgeClientError {
-                lastReason = error.description
+            } catch BridgeClientError.rpc(let error) where BridgeClientSession.isSessionGone(error) {
+                return try await reattachOrReplace(sessionID, on: fresh, why: error, onReconnect: onReconnect)
+            } catch let error as BridgeClientError where error.isTransient {
+                lastReason = error.summary
             }
         }
         logger.notice("gave up reconnecting", metadata: ["attempts": "\(attempt)", "reason": "\(lastReason)"])
-        throw BridgeClientError.connectionClosed("gave up after \(attempt) reconnect attempts: \(lastReason)")
+        throw BridgeClientError.gaveUp(attempts: attempt, lastReason: lastReason)
+    }
+
+    /// Whether the bridge's answer to `_oa/session/resume` means it does not have the session at all (`-32002`
+    /// without `oldestSeq`, which would be a gap in a session it has) or dropped it while idle (`-32006`).
+    static func isSessionGone(_ error: JSONRPCError) -> Bool {
+        if error.code == -32006 { return true }
+        return error.code == -32002 && error.data?["oldestSeq"] == nil
+    }
+
+    /// The bridge forgot `sessionID`: `session/load` it again if the bridge or its agent can, else open a new session
+    /// in its directory and throw ``BridgeClientError/sessionReplaced(old:new:reason:)``.
+    private func reattachOrReplace(
+        _ sessionID: String, on fresh: BridgeAgentClient, why: JSONRPCError, onReconnect: @Sendable (BridgeReconnectEvent) -> Void
+    ) async throws -> String? {
+        let cwd = directories.withLock { $0[sessionID] } ?? first.workingDirectory ?? "."
+        do {
+            try await fresh.loadSession(sessionID, cwd: cwd)
+            logger.notice("the bridge had forgotten the session; session/load attached to it again", metadata: ["session": "\(sessionID)"])
+            onReconnect(.reloaded(sessionID: sessionID))
+            return nil
+        } catch BridgeClientError.rpc(let loadError) {
+            logger.info("session/load failed; opening a new session", metadata: ["code": "\(loadError.code)"])
+        }
+        let replacement = try await newSession(cwd: cwd)
+        throw BridgeClientError.sessionReplaced(old: sessionID, new: replacement, reason: "\(TerminalText.escapedLine(why.message)) (\(why.code))")
     }
 }

@@ -1,5 +1,7 @@
 import BridgeRPC
+import BridgeTLS
 import Logging
+import Synchronization
 
 /// A bridge that answered `initialize`: the endpoint that won the race, the client on it, the answer, and every
 /// attempt of the race.
@@ -27,30 +29,62 @@ public struct BridgeConnection: Sendable {
     /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `token` is asked for each
     /// attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
     /// With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to that pin.
-    /// - Throws: ``BridgeClientError`` (`noCandidates`, `noEndpointReachable`, or what `token` throws).
+    /// - Throws: ``BridgeClientError`` (`noCandidates`, `needsPairing` when a bridge answered 401/403 and none answered,
+    ///   `noEndpointReachable`, or what `token` throws).
     public static func open(
         _ candidates: [BridgeEndpoint], options: BridgeSessionOptions,
         token: @escaping @Sendable () async throws -> String?, logger: Logger
     ) async throws -> BridgeConnection {
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
-        // The bridge serves TLS and plaintext on one port: a client that holds the pin always speaks TLS.
-        let reachable = options.pin == nil ? candidates : candidates.map(\.overTLS)
-        let (endpoint, opened, attempts) = try await race.race(reachable, attempt: { endpoint in
-            let connection = try await BridgeRPCClient.connect(
-                to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
-                pingInterval: options.pingInterval, logger: logger)
-            let client = BridgeAgentClient(connection: connection)
-            do {
-                let answer = try await client.initialize(clientName: options.clientName, timeout: options.initializeTimeout)
-                return (client, answer)
-            } catch {
-                connection.close()
-                throw error
-            }
-        }, closeLoser: { loser in
-            // Two attempts can answer at once: the one that lost the race is closed, never left open.
-            loser.0.connection.close()
-        })
-        return BridgeConnection(endpoint: endpoint, client: opened.0, initialize: opened.1, attempts: attempts)
+        let reachable = BridgeConnection.distinct(candidates, pin: options.pin)
+        // A bridge that answered 401/403 is there: that is "needs pairing", not "no address answered".
+        let refused = FirstRefusal()
+        let raced: (endpoint: BridgeEndpoint, value: (BridgeAgentClient, JSONValue), attempts: [HappyEyeballs.Attempt])
+        do {
+            raced = try await race.race(reachable, attempt: { endpoint in
+                let connection: BridgeRPCClient
+                do {
+                    connection = try await BridgeRPCClient.connect(
+                        to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
+                        pingInterval: options.pingInterval, logger: logger)
+                } catch BridgeClientError.unauthorized(let why) {
+                    refused.record(address: endpoint.url, detail: why)
+                    throw BridgeClientError.unauthorized(why)
+                }
+                let client = BridgeAgentClient(connection: connection)
+                do {
+                    let answer = try await client.initialize(clientName: options.clientName, timeout: options.initializeTimeout)
+                    return (client, answer)
+                } catch {
+                    connection.close()
+                    throw error
+                }
+            }, closeLoser: { loser in
+                // Two attempts can answer at once: the one that lost the race is closed, never left open.
+                loser.0.connection.close()
+            })
+        } catch .noEndpointReachable(let attempts) {
+            if let (address, detail) = refused.first { throw BridgeClientError.needsPairing(address: address, detail: detail) }
+            throw BridgeClientError.noEndpointReachable(attempts)
+        }
+        return BridgeConnection(endpoint: raced.endpoint, client: raced.value.0, initialize: raced.value.1, attempts: raced.attempts)
     }
+
+    /// The candidates as they are dialled, each URL once: with a pin every one over `wss://` (the bridge serves TLS and
+    /// plaintext on one port, and a client that holds the pin always speaks TLS), so `ws://A` and `wss://A` are one.
+    static func distinct(_ candidates: [BridgeEndpoint], pin: CertificatePin?) -> [BridgeEndpoint] {
+        var seen = Set<String>()
+        return (pin == nil ? candidates : candidates.map(\.overTLS)).filter { seen.insert($0.url).inserted }
+    }
+}
+
+/// The first address that refused this client's credentials during a race.
+private final class FirstRefusal: Sendable {
+    private let value = Mutex<(address: String, detail: String)?>(nil)
+
+    func record(address: String, detail: String) {
+        value.withLock { $0 = $0 ?? (address, detail) }
+    }
+
+    var first: (address: String, detail: String)? { value.withLock { $0 } }
 }

@@ -37,9 +37,10 @@ public final class BridgeRPCClient: Sendable {
         do {
             try await client.open(target: target, token: token, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketConnectorError where error.needsPairing {
+            let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
             throw BridgeClientError.unauthorized(token == nil
-                ? "the bridge refused the WebSocket without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
-                : "the bridge refused the token (expired or revoked)")
+                ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
+                : "\(said): the bridge refused the token (expired or revoked)")
         }
         return client
     }

@@ -18,11 +18,12 @@ public struct BridgeSessionOptions: Sendable {
     public var pin: CertificatePin?
 
     /// Options with the defaults `oa-bridge connect` uses: 3 s per upgrade, 5 s for `initialize`, a ping every 5 s,
-    /// 250 ms between attempts, up to 40 reconnect attempts.
+    /// 250 ms between attempts, up to 10 reconnect attempts at most 10 s apart (about a minute at worst, then a clear
+    /// error instead of waiting for ever).
     public init(
         clientName: String = "oa-bridge-connect", connectTimeout: Duration = .seconds(3), initializeTimeout: Duration = .seconds(5),
         pingInterval: Duration? = .seconds(5), attemptDelay: Duration = .milliseconds(250),
-        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(maximumAttempts: 40), pin: CertificatePin? = nil
+        reconnectPolicy: ReconnectPolicy = ReconnectPolicy(maximumDelay: .seconds(10), maximumAttempts: 10), pin: CertificatePin? = nil
     ) {
         self.clientName = clientName
         self.connectTimeout = connectTimeout

@@ -33,7 +33,7 @@ public enum ProbeOutcome: String, Sendable, Hashable, Codable, CaseIterable, Cus
         switch error {
         case .refused: self = .refused
         case .timedOut: self = .timeout
-        case .pinMismatch, .notTLS, .tlsRequired: self = .tlsMismatch
+        case .pinMismatch, .notTLS, .tlsRequired, .certificateRejected: self = .tlsMismatch
         case .upgradeRefused(let status, _, _) where status == 401 || status == 403: self = .needsPairing
         case .upgradeRefused, .unreachable, .invalidURL, .protocolViolation: self = .error
         }

@@ -42,7 +42,11 @@ extension WebSocketConnector {
             guard target.isSecure else { return nil }
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.minimumTLSVersion = .tlsv12
-            configuration.certificateVerification = .fullVerification  // replaced by the pin check below
+            // The chain is checked by the pin in ``verify(_:)`` (NIOSSL calls it with verification on), never by name:
+            // `.fullVerification` would also match the peer's address against the certificate's names, which fails for
+            // every address the certificate does not list (a link-local `fe80::…%eth0`, a second loopback address, a
+            // new DHCP lease) although the key is the pinned one. The pin is the bridge's identity.
+            configuration.certificateVerification = .noHostnameVerification
             do {
                 return try NIOSSLContext(configuration: configuration)
             } catch {
@@ -138,6 +142,12 @@ extension WebSocketConnector {
             }
             if target.isSecure && !seen.certificateSeen && (error is NIOSSLError || error is BoringSSLError) {
                 return .notTLS(address: address, reason: "\(error)")
+            }
+            if target.isSecure && seen.certificateSeen
+                && (error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError) {
+                // The peer spoke TLS and showed a certificate, and the handshake still failed: a certificate problem,
+                // not the network's.
+                return .certificateRejected(address: address, pin: seen.seenPin, reason: "\(error)")
             }
             if error is NIOWebSocketUpgradeError || error is NIOHTTPClientUpgradeError || error is HTTPParserError {
                 return .protocolViolation("the answer to the upgrade is not a WebSocket handshake (\(error))")

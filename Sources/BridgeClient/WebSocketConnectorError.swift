@@ -21,6 +21,9 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
     case pinMismatch(expected: CertificatePin, seen: CertificatePin)
     /// A `wss://` connection whose peer did not complete a TLS handshake (a plaintext server, or not a bridge).
     case notTLS(address: String, reason: String)
+    /// The peer completed its part of TLS and presented a certificate (with pin `pin`, when it could be read), but the
+    /// certificate was not accepted: a certificate problem (an unreadable or unusable certificate), never the network's.
+    case certificateRejected(address: String, pin: CertificatePin?, reason: String)
     /// The peer broke the WebSocket protocol during the upgrade or afterwards.
     case protocolViolation(String)
 
@@ -28,6 +31,12 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
     public var needsPairing: Bool {
         if case .upgradeRefused(let status, _, _) = self { return status == 401 || status == 403 }
         return false
+    }
+
+    /// The HTTP status the upgrade was answered with, when it was refused.
+    public var upgradeStatus: Int? {
+        if case .upgradeRefused(let status, _, _) = self { return status }
+        return nil
     }
 
     public var description: String {
@@ -54,6 +63,9 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
                 + "If the desktop's identity was rotated, pair again with the QR code from 'oa-bridge pair'; compare the pin it prints"
         case .notTLS(let address, let reason):
             return "\(address) did not complete a TLS handshake (\(reason)): it may speak plaintext only; an older bridge needs ws://"
+        case .certificateRejected(let address, let pin, let reason):
+            return "the certificate \(address) presented\(pin.map { " (key \($0))" } ?? "") was not accepted (\(reason)): "
+                + "compare its pin with the one 'oa-bridge pair' prints on the desktop, and pair again if the identity was rotated"
         case .protocolViolation(let what):
             return "the peer broke the WebSocket protocol: \(what)"
         }

@@ -43,8 +43,11 @@ struct ConnectCommand: AsyncParsableCommand {
     @Option(help: "Pair first with what the QR code holds: its URL (https://…/app#…) or the JSON 'oa-bridge pair --json' prints.")
     var pair: String?
 
-    @Option(help: "Where this client keeps its tokens (mode 0600). Default: <state dir>/client/<bridge name or address>.json.")
+    @Option(help: "Where this client keeps its tokens (mode 0600). Default: the saved bridge's file in <state dir>/client/ (see bridges.json there).")
     var credentials: String?
+
+    @Option(help: "The state directory, where <state dir>/client/ keeps the bridges this client paired with. Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
+    var stateDir: String?
 
     @Option(help: "Send this prompt once, stream the answer, and exit.")
     var prompt: String?
@@ -60,6 +63,9 @@ struct ConnectCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds between WebSocket pings; a link that stops answering is detected within twice that, then the client reconnects and resumes.")
     var keepalive: Int = 5
+
+    @Option(help: "Reconnect attempts after a lost connection before giving up with an error (backoff up to 10 s apart).")
+    var retries: Int = 10
 
     @Option(help: "The bridge's certificate pin (sha256/…, as 'oa-bridge pair' prints it): connect over wss:// and refuse any other key.")
     var pin: String?
@@ -78,19 +84,50 @@ struct ConnectCommand: AsyncParsableCommand {
         let logger = Logger(label: "oa-bridge.connect")
         let start = ContinuousClock.now
         let payload = try pair.map { try PairingPayload.decode($0) }
-        // Tokens are kept per bridge (by its name or address), so one desktop's token is never sent to another.
-        let credentialsKey = ConnectCommand.fileSafe(payload?.name ?? target ?? "default")
-        let credentialsFile = credentials.map { URL(fileURLWithPath: $0) }
-            ?? StateDirectory.resolve().appendingPathComponent("client/\(credentialsKey).json")
+        // The bridges this client knows, by identity (pin), names and addresses: found whatever the user typed.
+        let saved = SavedBridges(directory: StateDirectory.resolve(override: stateDir).appendingPathComponent("client"))
+        var known: SavedBridges.Bridge?
+        if payload == nil {
+            known = saved.find(target: target)
+            if known == nil, let target, BridgeCandidates.looksLikeAddress(target) {
+                known = await saved.identify(address: target, logger: logger)
+            }
+            if let known {
+                FileHandle.standardError.write(Data("using the saved bridge '\(TerminalText.escapedLine(known.name))'\(known.pin.map { " (\($0))" } ?? "")\n".utf8))
+            }
+        }
+        // Tokens are kept per bridge, so one desktop's token is never sent to another.
+        let credentialsFile: URL
+        if let credentials {
+            credentialsFile = URL(fileURLWithPath: credentials)
+        } else if let payload {
+            credentialsFile = saved.directory.appendingPathComponent(SavedBridges.credentialsName(id: payload.pin ?? payload.name))
+        } else if let known {
+            credentialsFile = saved.credentialsFile(for: known)
+        } else {
+            // Before bridges.json: a file named after what the user typed.
+            credentialsFile = saved.directory.appendingPathComponent("\(ConnectCommand.fileSafe(target ?? "default")).json")
+        }
         let vault = TokenVault(file: credentialsFile)
         if let payload, let pairingToken = payload.token {
             let paired = try await vault.pair(
                 bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)", pin: payload.pin)
-            FileHandle.standardError.write(Data("paired with \(payload.name) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
+            FileHandle.standardError.write(Data("paired with \(TerminalText.escapedLine(payload.name)) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
+            try saved.remember(
+                name: payload.name, pin: try paired.pin.map { try CertificatePin(parsing: $0) }, address: payload.ws,
+                tailscale: payload.fallbacks, credentials: ConnectCommand.name(of: credentialsFile, in: saved.directory))
         }
-        let finder = try BridgeCandidates(
-            target: target, pairing: payload.map { ($0.name, $0.ws, $0.fallbacks) },
-            tailscale: tailscale, browseTime: .milliseconds(Int(browseTime * 1_000)))
+        let targetIsAddress = target.map(BridgeCandidates.looksLikeAddress) ?? false
+        var finder = try BridgeCandidates(
+            target: target ?? known?.name, pairing: payload.map { ($0.name, $0.ws, $0.fallbacks) },
+            tailscale: tailscale + (targetIsAddress ? [] : known?.tailscale ?? []), browseTime: .milliseconds(Int(browseTime * 1_000)))
+        if let known, !targetIsAddress {
+            // With mDNS down (or another subnet) the addresses it answered on before still reach it.
+            for address in known.addresses {
+                guard let endpoint = try? BridgeEndpoint.manual(address), !finder.manual.contains(where: { $0.url == endpoint.url }) else { continue }
+                finder.manual.append(endpoint)
+            }
+        }
         let candidates = await finder.collect(backend: try backend.make(logger: logger))
         guard !candidates.isEmpty else {
             throw ValidationError("""
@@ -98,14 +135,26 @@ struct ConnectCommand: AsyncParsableCommand {
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
             """)
         }
-        // The pin from --pin, else the QR code's, else the one kept with the tokens: with one, only wss:// to that key.
+        // The pin from --pin, else the QR code's, else the one kept with the tokens or the saved bridge's: with one,
+        // only wss:// to that key.
         let stored = try await vault.pin
-        let pin = try (pin ?? payload?.pin).map { try CertificatePin(parsing: $0) } ?? stored
-        let options = BridgeSessionOptions(pingInterval: .seconds(keepalive), pin: pin)
+        let pin = try (pin ?? payload?.pin ?? known?.pin).map { try CertificatePin(parsing: $0) } ?? stored
+        let options = BridgeSessionOptions(
+            pingInterval: .seconds(keepalive), reconnectPolicy: ReconnectPolicy(maximumDelay: .seconds(10), maximumAttempts: max(0, retries)), pin: pin)
         let session = try await BridgeClientSession.connect(
             to: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault), logger: logger)
         defer { session.close() }
         let connected = session.first
+        // Remember where it answered, under its identity (the pin it presented), for plain 'connect' next time.
+        let name = payload?.name ?? known?.name ?? (targetIsAddress ? nil : target) ?? connected.endpoint.host
+        do {
+            try saved.remember(
+                name: name, pin: pin ?? connected.client.connection.certificatePin, address: connected.endpoint.url,
+                tailscale: tailscale + (payload?.fallbacks ?? []),
+                credentials: await vault.current == nil ? nil : ConnectCommand.name(of: credentialsFile, in: saved.directory))
+        } catch {
+            logger.warning("could not save the bridge in \(saved.directory.path)", metadata: ["error": "\(error)"])
+        }
         for attempt in connected.attempts {
             let took = attempt.duration.map { String(format: "%.0f ms", $0 * 1_000) } ?? "-"
             FileHandle.standardError.write(Data("  \(attempt.endpoint.source.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(attempt.endpoint.url)  started +\(String(format: "%.0f", attempt.startedAt * 1_000)) ms, took \(took): \(attempt.outcome)\n".utf8))
@@ -131,5 +180,10 @@ extension ConnectCommand {
     /// A name usable as a file name: letters, digits, '.', '-', '_' kept, the rest '_'.
     static func fileSafe(_ text: String) -> String {
         String(text.map { $0.isLetter || $0.isNumber || "._-".contains($0) ? $0 : "_" })
+    }
+
+    /// The file's name when it lies in `directory` (bridges.json names credentials relative to it), else `nil`.
+    static func name(of file: URL, in directory: URL) -> String? {
+        file.deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path ? file.lastPathComponent : nil
     }
 }

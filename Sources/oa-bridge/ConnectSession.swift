@@ -1,70 +1,129 @@
 import BridgeClient
 import BridgeRPC
 import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The prompt loop of `connect`: one session, prompts from `--prompt` or stdin, answers streamed to the terminal.
-/// Reconnecting and resuming is ``BridgeClientSession``'s; this prints what it reports.
-struct ConnectSession: Sendable {
+/// Reconnecting, resuming, escaping and the layout of the output are the library's (``BridgeClientSession``,
+/// ``TurnTranscript``, ``PermissionQuestion``); this reads the terminal and prints.
+final class ConnectSession: Sendable {
     let session: BridgeClientSession
     let json: Bool
     let approve: Bool
     let cwd: String
+    /// Whether permission questions are asked on the terminal (stdin and stderr are one).
+    let interactiveTerminal: Bool = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0
+    private let saidNonInteractive = Mutex(false)
+    let transcript = TurnTranscript { stream, text in
+        switch stream {
+        case .answer: FileHandle.standardOutput.write(Data(text.utf8))
+        case .notes: FileHandle.standardError.write(Data(text.utf8))
+        }
+    }
+
+    init(session: BridgeClientSession, json: Bool, approve: Bool, cwd: String) {
+        self.session = session
+        self.json = json
+        self.approve = approve
+        self.cwd = cwd
+    }
 
     func runOnce(_ text: String) async throws {
         let sessionID = try await session.newSession(cwd: cwd)
-        try await send(text, sessionID: sessionID)
+        _ = try await send(text, sessionID: sessionID)
     }
 
     func runInteractive() async throws {
-        let sessionID = try await session.newSession(cwd: cwd)
-        FileHandle.standardError.write(Data("session \(sessionID); type a prompt, Ctrl-D to quit\n".utf8))
+        var sessionID = try await session.newSession(cwd: cwd)
+        FileHandle.standardError.write(Data("session \(TerminalText.escapedLine(sessionID)); type a prompt, Ctrl-D to quit\n".utf8))
         while true {
             FileHandle.standardError.write(Data("> ".utf8))
             guard let line = readLine() else { break }
             let text = line.trimmingCharacters(in: .whitespaces)
             if text.isEmpty { continue }
-            try await send(text, sessionID: sessionID)
+            do {
+                try await send(text, sessionID: sessionID)
+            } catch BridgeClientError.sessionReplaced(let old, let new, let reason) {
+                // The bridge restarted and forgot the session: go on in the new one, and say so.
+                transcript.note("[session \(TerminalText.escapedLine(old)) is gone (\(reason)); the bridge probably restarted. "
+                    + "Continuing in a new session \(TerminalText.escapedLine(new)); the answer to that prompt was lost, send it again if you need it]")
+                sessionID = new
+            }
         }
     }
 
+    /// One prompt; throws what the session throws (``BridgeClientError/sessionReplaced(old:new:reason:)`` included).
     private func send(_ text: String, sessionID: String) async throws {
+        let transcript = self.transcript
         let stopReason = try await session.prompt(
             sessionID: sessionID, text: text, onUpdate: updatePrinter(), onPermission: permissionAnswerer()
         ) { event in
             switch event {
-            case .retrying(let reason, let delay, let attempt):
-                FileHandle.standardError.write(Data("[connection lost: \(reason); reconnecting in \(delay), attempt \(attempt)]\n".utf8))
+            case .retrying(let reason, let delay, let attempt, let of):
+                let seconds = String(format: "%.1f s", Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                transcript.note("[reconnecting \(attempt)\(of.map { "/\($0)" } ?? "") in \(seconds): \(reason)]")
             case .resuming(let after):
-                FileHandle.standardError.write(Data("[reconnected; resuming after update \(after)]\n".utf8))
+                transcript.note("[reconnected; resuming after update \(after)]")
+            case .reloaded(let id):
+                transcript.note("[reconnected; the bridge had forgotten session \(TerminalText.escapedLine(id)) and loaded it again; "
+                    + "the answer to the running prompt may be incomplete]")
             }
         }
-        if !json { print("") }
-        FileHandle.standardError.write(Data("[stop] \(stopReason ?? "unknown")\n".utf8))
+        transcript.endTurn()
+        FileHandle.standardError.write(Data("[stop] \(stopReason.map(TerminalText.escapedLine) ?? "unknown: the prompt's end was not seen after the reconnect")\n".utf8))
     }
 
     private func updatePrinter() -> @Sendable (BridgeAgentClient.Update, Int) async -> Void {
         let json = self.json
+        let transcript = self.transcript
         return { update, last in
             if json {
+                // JSON escapes every control character: the line is safe as it is.
                 print(update.jsonObject(sequence: last).jsonText)
+                fflushStandardOutput()
             } else {
-                switch update {
-                case .messageChunk(let chunk): FileHandle.standardOutput.write(Data(chunk.utf8))
-                case .thoughtChunk(let chunk): FileHandle.standardError.write(Data("(thinking) \(chunk)\n".utf8))
-                case .toolCall(let id, let title, let status): FileHandle.standardError.write(Data("[tool \(id)] \(title) \(status)\n".utf8))
-                case .other: break
-                }
+                transcript.show(update)
             }
-            fflushStandardOutput()
         }
     }
 
     private func permissionAnswerer() -> BridgeAgentClient.PermissionHandler {
         let approve = self.approve
-        return { request in
-            let choice = request.options.first { $0.kind.hasPrefix(approve ? "allow" : "reject") }
-            FileHandle.standardError.write(Data("[permission] \(request.title): \(choice?.name ?? "cancelled")\(approve ? "" : " (use --yes to approve)")\n".utf8))
-            return choice?.id
+        let interactive = self.interactiveTerminal && !json
+        let transcript = self.transcript
+        return { [self] request in
+            let question = PermissionQuestion(request)
+            let title = TerminalText.escapedLine(request.title)
+            if approve {
+                let choice = request.options.first { $0.kind == "allow_once" } ?? request.options.first { $0.kind.hasPrefix("allow") }
+                transcript.note("[permission] \(title): \(choice.map { PermissionQuestion.label(kind: $0.kind) ?? $0.kind } ?? "cancelled (no allow option)") (--yes)")
+                return choice?.id
+            }
+            guard interactive else {
+                let choice = request.options.first { $0.kind.hasPrefix("reject") }
+                let first = self.saidNonInteractive.withLock { said in
+                    defer { said = true }
+                    return !said
+                }
+                let why = first ? " (not a terminal, so permission requests are rejected without asking; use --yes to approve them)" : ""
+                transcript.note("[permission] \(title): \(choice.map { PermissionQuestion.label(kind: $0.kind) ?? $0.kind } ?? "cancelled")\(why)")
+                return choice?.id
+            }
+            while true {
+                transcript.note(question.text)
+                // The question's last line waits for the answer on the same line.
+                let answer = question.answer(readLine())
+                if case .chosen(let id) = answer {
+                    let label = id.flatMap { id in request.options.first { $0.id == id } }.map { PermissionQuestion.label(kind: $0.kind) ?? $0.kind }
+                    transcript.note("[permission] \(title): \(label ?? "cancelled")")
+                    return id
+                }
+                transcript.note("[permission] not an answer: type a number from the list")
+            }
         }
     }
 }
