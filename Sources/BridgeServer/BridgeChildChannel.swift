@@ -11,9 +11,10 @@ import NIOCore
 /// 1. a refused connection gets only ``ConnectionRefusalHandler`` (503, close) and never reaches HTTP;
 /// 2. transport security goes first, at the socket (issue 11: sniff the first byte, `0x16` → NIOSSL), added in
 ///    ``setup(channel:logger:)`` where marked, so everything after it sees plaintext;
-/// 3. ``ConnectionGuard`` (first answer within ``BridgeServerConfiguration/requestHeadTimeout``);
-/// 4. ``FlushCoalescer``; 5. HTTP/1.1 with the WebSocket upgrade (``BridgeUpgradeChannel``), whose not-upgraded path
-///    carries ``RefusalResponseHandler`` (shaped refusals of upgrades) and Hummingbird's idle timeout.
+/// 3. ``ConnectionGuard`` (each request, head and body, within ``BridgeServerConfiguration/requestHeadTimeout``);
+/// 4. ``FlushCoalescer``; 5. HTTP/1.1 with the WebSocket upgrade (``BridgeUpgradeChannel``): ``HTTPEdgeHandler``
+///    right after the request decoder, and on the not-upgraded path ``RefusalResponseHandler`` (shaped refusals of
+///    upgrades) and Hummingbird's idle timeout.
 struct BridgeChildChannel: ServerChildChannel {
     /// The inner channel's value, or `nil` for a connection that was refused at admission.
     struct Value: ServerChildChannelValue {

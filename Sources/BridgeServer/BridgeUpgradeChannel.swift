@@ -100,6 +100,11 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         // allowed, NIOSSL closing a connection took the peer's `close_notify` for a half-close and
                         // waited its shutdown timeout (5 s) before closing TCP, and the peer waited with it.
                         try channel.syncOptions?.setOption(ChannelOptions.allowRemoteHalfClosure, value: false)
+                        let operations = channel.pipeline.syncOperations
+                        if let edges = try? operations.handler(type: HTTPEdgeHandler.self) {
+                            operations.removeHandler(edges, promise: nil)
+                        }
+                        (try? operations.handler(type: ConnectionGuard.self))?.upgraded()
                         let messages = ClientMessages()
                         try channel.pipeline.syncOperations.addHandler(WebSocketConnectionHandler(
                             messages: messages, maxMessageSize: maxMessageSize,
@@ -131,7 +136,13 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.decoderConfiguration.maxHeaderFieldSize = http1.httpDecoder.maxHeaderFieldSize
             configuration.decoderConfiguration.maxHeaderListSize = http1.httpDecoder.maxHeaderListSize
             configuration.decoderConfiguration.maxHeaderFieldCount = http1.httpDecoder.maxHeaderFieldCount
-            let result = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let operations = channel.pipeline.syncOperations
+            let result = try operations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            // Every request's edges (issue 26), right after the decoder: before the upgrade and Hummingbird.
+            let decoder = try operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try operations.addHandler(
+                HTTPEdgeHandler(maxBodySize: maxMessageSize, connectionGuard: try? operations.handler(type: ConnectionGuard.self)),
+                position: .after(decoder))
             return Value(upgradeResult: result, channel: channel)
         }
     }

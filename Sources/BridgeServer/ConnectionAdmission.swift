@@ -1,16 +1,20 @@
 import HTTPTypes
 import Synchronization
 
-/// Counts every accepted TCP connection, and per peer address the ones still waiting for their first answer, and
-/// decides whether a new connection may come in (see ``BridgeServerConfiguration/maxHTTPConnections`` and
+/// Counts every accepted TCP connection, and per peer address the ones that are not WebSockets, and decides whether a
+/// new connection may come in (see ``BridgeServerConfiguration/maxHTTPConnections`` and
 /// ``BridgeServerConfiguration/maxPendingConnectionsPerAddress``).
 ///
-/// "Waiting" is from accept until the bridge starts its first answer (any response, the WebSocket `101` included);
-/// that is the phase an unauthenticated peer can hold open, and the one ``ConnectionGuard`` bounds in time.
+/// "Pending" is from accept until the connection becomes a WebSocket (its `101`, which an authenticated upgrade
+/// earns) or closes: plain HTTP, answered or not, counts toward its address for as long as it is open (issue 26.1: a
+/// `404` to a request whose body then drips kept the connection but stopped counting it). That is what an
+/// unauthenticated peer can hold open; ``ConnectionGuard`` bounds each of its requests in time. So one address holds
+/// at most ``maxPendingPerAddress`` places, and the rest of ``maxAccepted`` stays for everyone else (a paired phone
+/// on another address still connects while one address misbehaves).
 final class ConnectionAdmission: Sendable {
     /// The most connections of every kind at once.
     let maxAccepted: Int
-    /// The most connections from one address that wait for their first answer.
+    /// The most connections from one address that are not WebSockets.
     let maxPendingPerAddress: Int
     private let state = Mutex(State())
 
@@ -33,13 +37,13 @@ final class ConnectionAdmission: Sendable {
             maxPendingPerAddress: configuration.maxPendingConnectionsPerAddress)
     }
 
-    /// How many addresses have connections waiting for their first answer (an address leaves the table with its last
+    /// How many addresses have connections that are not WebSockets (an address leaves the table with its last
     /// one, so the table never outgrows the connections open).
     var trackedAddresses: Int {
         state.withLock { $0.pending.count }
     }
 
-    /// Connections open now, and those waiting for a first answer from `address`.
+    /// Connections open now, and those from `address` that are not WebSockets.
     func counts(for address: String) -> (accepted: Int, pending: Int) {
         state.withLock { ($0.accepted, $0.pending[address, default: 0]) }
     }
@@ -57,7 +61,7 @@ final class ConnectionAdmission: Sendable {
         return refusal.map(response)
     }
 
-    /// The connection from `address` got its first answer: it no longer counts as waiting.
+    /// The connection from `address` became a WebSocket: it no longer counts toward its address.
     func answered(_ address: String) {
         state.withLock { state in
             let left = state.pending[address, default: 1] - 1
@@ -65,7 +69,7 @@ final class ConnectionAdmission: Sendable {
         }
     }
 
-    /// The connection from `address` went away before its first answer.
+    /// The connection from `address` closed before it became a WebSocket.
     func abandoned(_ address: String) {
         answered(address)
     }
@@ -92,8 +96,8 @@ final class ConnectionAdmission: Sendable {
         case .address:
             return JSONErrorResponse(
                 status: .serviceUnavailable, code: "too_many_pending_connections",
-                message: "This address already has \(maxPendingPerAddress) connections that have not sent a complete "
-                    + "request (maxPendingConnectionsPerAddress); finish or close them, then try again.",
+                message: "This address already has \(maxPendingPerAddress) connections open that are not WebSockets "
+                    + "(maxPendingConnectionsPerAddress); finish or close them, then try again.",
                 extra: ["limit": maxPendingPerAddress], headers: headers)
         }
     }

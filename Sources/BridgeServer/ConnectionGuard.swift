@@ -1,27 +1,38 @@
 import Logging
 import NIOCore
 
-/// Bounds the time before a connection's first answer: a peer that has not sent a complete request (and so got no
-/// answer — a response, or the WebSocket `101`) within ``BridgeServerConfiguration/requestHeadTimeout`` of its
-/// accept is closed. Slowly dripped request heads and bodies do not extend it.
+/// Bounds each request of a connection in time, head and body (issue 26.1): the first must have fully arrived within
+/// ``BridgeServerConfiguration/requestHeadTimeout`` of the accept, each later one within that time of its first byte;
+/// a peer that has not finished sending a request by then is closed, whether or not it was answered already (a `404`
+/// to a body that then drips one byte at a time ends nothing). Dripped bytes extend nothing.
 ///
-/// It sits at the application side of the transport (after TLS, when there is TLS) and before the HTTP codec, so
-/// "an answer" is the first plaintext write. It then releases the connection's "waiting" place in
-/// ``ConnectionAdmission`` and only passes data on (removing itself from inside `write` lost the write's completion
-/// on an EmbeddedChannel, so it stays); later requests on a kept-alive connection are bounded by Hummingbird's idle
-/// timeout (``BridgeServerConfiguration/httpIdleTimeout``), WebSockets by their own timers.
+/// It sits at the application side of the transport (after TLS, when there is TLS) and before the HTTP codec: it sees
+/// the bytes, and ``HTTPEdgeHandler`` (after the decoder) tells it when a request has ended (``requestEnded()``);
+/// between requests, Hummingbird's idle timeout (``BridgeServerConfiguration/httpIdleTimeout``) applies. When the
+/// connection becomes a WebSocket (``upgraded()``) it stops, and gives back the connection's "not a WebSocket" place in
+/// ``ConnectionAdmission``; otherwise that place is given back when the connection closes.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = Any
     typealias InboundOut = Any
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
+    private enum Phase {
+        /// A request is arriving (or the first has not yet): the timer runs.
+        case request
+        /// Between requests.
+        case idle
+        /// A WebSocket: not bounded here.
+        case webSocket
+    }
+
     private let admission: ConnectionAdmission
     private let address: String
     private let timeout: TimeAmount
     private let logger: Logger
     private var timer: Scheduled<Void>?
-    /// The admission's "waiting" place was given back.
+    private var phase = Phase.request
+    /// The admission's place was given back.
     private var released = false
 
     init(admission: ConnectionAdmission, address: String, timeout: TimeAmount, logger: Logger) {
@@ -33,11 +44,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         // The clock starts at accept, whether or not the channel is active yet.
-        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: timeout) {
-            let (handler, context) = loopBound.value
-            handler.timedOut(context: context)
-        }
+        startTimer(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -46,17 +53,42 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         release(answered: false)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        context.write(data, promise: promise)
-        guard !released else { return }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if phase == .idle {
+            phase = .request
+            startTimer(context)
+        }
+        context.fireChannelRead(data)
+    }
+
+    /// The request in progress has fully arrived (head and body): its bound ends.
+    func requestEnded() {
+        guard phase == .request else { return }
+        phase = .idle
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// The connection became a WebSocket: nothing more is bounded here, and its admission place is given back.
+    func upgraded() {
+        phase = .webSocket
         timer?.cancel()
         timer = nil
         release(answered: true)
     }
 
+    private func startTimer(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: timeout) {
+            let (handler, context) = loopBound.value
+            handler.timedOut(context: context)
+        }
+    }
+
     private func timedOut(context: ChannelHandlerContext) {
         timer = nil
-        guard !released else { return }
+        guard phase == .request else { return }
         logger.notice("connection closed: no complete request in time", metadata: [
             "remote": "\(address)", "timeout_ms": "\(timeout.nanoseconds / 1_000_000)",
         ])

@@ -13,7 +13,13 @@ import Synchronization
 /// any of them completing (it stopped reading), or `hardCapacity` frames are queued. Frames not yet handed to the
 /// channel (a busy event loop that has not run the job) are not the client's fault and never start that wait. A
 /// client that reads, only more slowly than an agent bursts, keeps up to `hardCapacity`; one that stopped reading goes
-/// once it is `capacity` behind. ``isStuck`` says the same between frames, and ``stuckDeadline`` when that can first
+/// once it is `capacity` behind. The same holds for bytes (issue 27.4: a client's outbound budget): up to
+/// `byteCapacity` bytes always, more only while the client takes some within `stallTimeout`, never more than
+/// `hardByteCapacity` (a single frame larger than that still goes out when nothing else is queued). With the defaults
+/// (``defaultByteCapacity``, ``defaultHardByteCapacity``) a client that stopped reading holds at most 32 MiB of frames
+/// for `stallTimeout` (beside the frames shared with other clients), and one that reads slowly at most 128 MiB.
+/// What the connection's own WebSocket handler writes (pongs) is bounded there: it stops reading a client whose
+/// channel is not writable (``WebSocketConnectionHandler``). ``isStuck`` says the same between frames, and ``stuckDeadline`` when that can first
 /// be true, which the queue also tells its `stuckTimer` (the hub's stuck-client sweep) whenever the client is that far
 /// behind with a write waiting: the sweep need not look while no client is. ``cutOff()`` drops what is queued and
 /// closes the connection at once.
@@ -37,6 +43,8 @@ final class OutboundQueue: Sendable {
         var frames: [ByteBuffer] = []
         /// Frames yielded whose write has not completed.
         var queued = 0
+        /// Their bytes.
+        var bytes = 0
         /// Frames handed to the channel whose write has not completed.
         var inFlight = 0
         /// When the writes in flight last made progress (a batch went into an idle channel, or one completed).
@@ -58,19 +66,31 @@ final class OutboundQueue: Sendable {
     let capacity: Int
     /// Frames a client that is still reading may have queued.
     let hardCapacity: Int
+    /// Bytes a client may always have queued.
+    let byteCapacity: Int
+    /// Bytes a client that is still reading may have queued.
+    let hardByteCapacity: Int
     /// How long written frames may wait for the peer before a client past `capacity` counts as stuck.
     let stallTimeout: Duration
+    /// The default ``byteCapacity``: 32 MiB (two messages of the default ``BridgeServerConfiguration/maxFrameSize``).
+    static let defaultByteCapacity = 32 << 20
+    /// The default ``hardByteCapacity``: 128 MiB.
+    static let defaultHardByteCapacity = 128 << 20
     private let clock: any BridgeClock
     private let stuckTimer: SweepTimer?
     private let state: Mutex<State>
 
-    /// A queue that refuses frames past `capacity` when written frames have waited `stallTimeout` on `clock`, and past
-    /// `hardCapacity` (default: ten times `capacity`) in any case; `stuckTimer` is told when it may become stuck.
-    /// Frames wait until ``attach(_:)`` gives the queue its connection.
-    init(capacity: Int, hardCapacity: Int? = nil, stallTimeout: Duration = .seconds(2),
+    /// A queue that refuses frames past `capacity` frames or `byteCapacity` bytes when written frames have waited
+    /// `stallTimeout` on `clock`, and past `hardCapacity` (default: ten times `capacity`) frames or `hardByteCapacity`
+    /// bytes in any case; `stuckTimer` is told when it may become stuck. Frames wait until ``attach(_:)`` gives the
+    /// queue its connection.
+    init(capacity: Int, hardCapacity: Int? = nil, byteCapacity: Int = OutboundQueue.defaultByteCapacity,
+         hardByteCapacity: Int = OutboundQueue.defaultHardByteCapacity, stallTimeout: Duration = .seconds(2),
          clock: any BridgeClock = ContinuousClock(), stuckTimer: SweepTimer? = nil) {
         self.capacity = capacity
         self.hardCapacity = max(capacity, hardCapacity ?? capacity * 10)
+        self.byteCapacity = byteCapacity
+        self.hardByteCapacity = max(byteCapacity, hardByteCapacity)
         self.stallTimeout = stallTimeout
         self.clock = clock
         self.stuckTimer = stuckTimer
@@ -116,9 +136,16 @@ final class OutboundQueue: Sendable {
             }
             switch frame {
             case .textBytes(let bytes):
+                let size = bytes.readableBytes
+                if state.queued > 0,
+                   state.bytes + size > hardByteCapacity || (state.bytes >= byteCapacity && stalled(state, at: time)) {
+                    return (.dropped, nil)
+                }
+                let wasBelow = state.bytes < byteCapacity
                 state.queued += 1
+                state.bytes += size
                 state.frames.append(bytes)
-                if state.queued == capacity { stuckAt = stuckDeadline(state) }
+                if state.queued == capacity || (wasBelow && state.bytes >= byteCapacity) { stuckAt = stuckDeadline(state) }
             case .close(let kind, let reason):
                 state.finished = true
                 // The frames before it are in the channel or in a job queued on its event loop; the close, written
@@ -151,23 +178,26 @@ final class OutboundQueue: Sendable {
             if !frames.isEmpty {
                 if state.inFlight == 0 { state.progressAt = time }
                 state.inFlight += frames.count
-                if state.queued >= capacity { stuckAt = stuckDeadline(state) }
+                if behind(state) { stuckAt = stuckDeadline(state) }
             }
             return (state.writer, frames)
         }
         if let writer, !frames.isEmpty {
             let count = frames.count
-            writer.write(frames) { self.completed(count) }
+            var bytes = 0
+            for frame in frames { bytes += frame.readableBytes }
+            writer.write(frames) { [bytes] in self.completed(count, bytes: bytes) }
         }
         if let stuckAt { stuckTimer?.schedule(at: stuckAt) }
     }
 
-    /// `count` writes completed (or failed: the connection is going).
-    private func completed(_ count: Int) {
+    /// `count` writes of `bytes` bytes completed (or failed: the connection is going).
+    private func completed(_ count: Int, bytes: Int) {
         let time = clock.now
         let stuckAt = state.withLock { state -> ContinuousClock.Instant? in
             state.inFlight = max(0, state.inFlight - count)
             state.queued = max(0, state.queued - count)
+            state.bytes = max(0, state.bytes - bytes)
             state.progressAt = state.inFlight > 0 ? time : nil
             return stuckDeadline(state)
         }
@@ -187,23 +217,34 @@ final class OutboundQueue: Sendable {
         state.withLock { $0.finished }
     }
 
-    /// Whether the client is `capacity` frames behind and written frames have waited `stallTimeout` for the peer.
+    /// Whether the client is `capacity` frames (or `byteCapacity` bytes) behind and written frames have waited
+    /// `stallTimeout` for the peer.
     var isStuck: Bool {
         let time = clock.now
         return state.withLock { state in
-            !state.cut && state.queued >= capacity && stalled(state, at: time)
+            !state.cut && behind(state) && stalled(state, at: time)
         }
     }
 
+    /// Bytes queued and not yet taken by the client.
+    var queuedBytes: Int {
+        state.withLock { $0.bytes }
+    }
+
     /// When the client can first be stuck: the last progress of the writes in flight plus `stallTimeout`, if
-    /// `capacity` frames are queued; `nil` if it cannot be before something else happens (more frames, a write).
+    /// `capacity` frames (or `byteCapacity` bytes) are queued; `nil` if it cannot be before something else happens (more frames, a write).
     var stuckDeadline: ContinuousClock.Instant? {
         state.withLock { stuckDeadline($0) }
     }
 
     private func stuckDeadline(_ state: State) -> ContinuousClock.Instant? {
-        guard !state.cut, state.queued >= capacity, let progress = state.progressAt else { return nil }
+        guard !state.cut, behind(state), let progress = state.progressAt else { return nil }
         return progress + stallTimeout
+    }
+
+    /// Whether the client is far enough behind to be cut off if it also stalls.
+    private func behind(_ state: State) -> Bool {
+        state.queued >= capacity || state.bytes >= byteCapacity
     }
 
     private func stalled(_ state: State, at time: ContinuousClock.Instant) -> Bool {
@@ -221,6 +262,7 @@ final class OutboundQueue: Sendable {
             state.frames = []
             state.close = nil
             state.queued = 0
+            state.bytes = 0
             return state.writer
         }
         writer?.close()

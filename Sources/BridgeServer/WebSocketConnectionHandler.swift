@@ -9,24 +9,49 @@ import NIOWebSocket
 /// Rules (the same as swift-websocket's server handler, which this replaces):
 /// - client frames must be masked, with no reserved bits; reserved opcodes, a continuation without a message, a new
 ///   message inside a fragmented one and a fragmented control frame close with 1002;
-/// - a message over `maxMessageSize` closes with 1009 (a single frame over it is refused by the frame decoder);
+/// - a message over `maxMessageSize` closes with 1009 (a single frame over it is refused by the frame decoder), and so
+///   does one in more than ``maxFragments`` frames;
+/// - a text message is checked for UTF-8 fragment by fragment as it arrives (``UTF8StreamValidator``; a character may
+///   be split between fragments): the first invalid byte fails the connection with 1007 at once (RFC 6455 §8.1), and
+///   nothing of that message is delivered;
 /// - a ping is answered with a pong of the same payload; pongs go on to ``WebSocketKeepalive`` before it;
 /// - a close from the peer is answered (1000, or 1002 for an invalid code or reason) and the connection closed;
-/// - a close the bridge sends (any close frame written through the pipeline) stops delivery; the peer's answering
-///   close then closes the connection (``ConnectionCloser`` closes it if none comes).
+/// - a close the bridge sends (any close frame written through the pipeline) stops delivery, and no frame written
+///   through this handler follows it (RFC 6455 §5.5.1: an answer to an earlier message is dropped, its write failed
+///   with `ChannelError.outputClosed`); the peer's answering close then closes the connection (``ConnectionCloser``
+///   closes it if none comes).
 ///
-/// Backpressure: while ``ClientMessages/highWater`` messages wait for the connection's task, the handler holds
-/// reads from the socket; the task resumes them once it is down to ``ClientMessages/lowWater``.
+/// Reassembly costs time and memory linear in the message: fragments are appended in place to one buffer (amortised
+/// doubling), at most ``maxFragments`` of them and `maxMessageSize` bytes.
+///
+/// Backpressure, both ways (issue 27.4, a paired client's budgets):
+/// - while ``ClientMessages/highWater`` messages wait for the connection's task, the handler holds reads from the
+///   socket; the task resumes them once it is down to ``ClientMessages/lowWater``;
+/// - while the channel is not writable (the client does not take what is written to it: more than the channel's
+///   high-water mark, 64 KiB by default, waits in it), reads are held too, so a client that sends without reading
+///   cannot make the bridge produce answers or pongs it does not take; they resume once it is writable again.
+///   Pings read meanwhile get one pong, for the latest (RFC 6455 §5.5.3 allows that), sent when writable again.
 final class WebSocketConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
     typealias OutboundOut = WebSocketFrame
 
+    /// The most frames one message may come in (its first frame and its continuations).
+    static let maxFragments = 65_536
+
     private let messages: ClientMessages
     private let maxMessageSize: Int
     private let closeTimeout: TimeAmount
-    /// The message being assembled from fragments: its opcode and bytes so far.
-    private var fragments: (opcode: WebSocketOpcode, data: ByteBuffer)?
+    /// The opcode of the message being assembled from fragments (`nil` between messages).
+    private var assembling: WebSocketOpcode?
+    /// Its bytes so far (stored on its own and changed in place, so appending never copies what came before).
+    private var assembled = ByteBuffer()
+    /// Its frames so far.
+    private var fragmentCount = 0
+    /// The UTF-8 check of the text message being assembled.
+    private var utf8 = UTF8StreamValidator()
+    /// A pong owed for a ping read while the channel was not writable (the latest ping's payload).
+    private var pendingPong: ByteBuffer?
     /// A close frame went out (the bridge's, or the answer to the peer's).
     private var closeSent = false
     /// A read was asked for while too many messages waited.
@@ -77,30 +102,51 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
         }
         switch frame.opcode {
         case .text, .binary:
-            guard fragments == nil else { return fail(context, .protocolError) }
+            guard assembling == nil else { return fail(context, .protocolError) }
+            guard !closeSent else { return }
             let data = frame.unmaskedData
             guard data.readableBytes <= maxMessageSize else { return fail(context, .messageTooLarge) }
+            if frame.opcode == .text {
+                utf8 = UTF8StreamValidator()
+                guard utf8.validate(data), !frame.fin || utf8.isComplete else {
+                    return fail(context, .dataInconsistentWithMessage, "invalid UTF-8 in a text message")
+                }
+            }
             if frame.fin {
                 deliver(frame.opcode, data)
             } else {
-                fragments = (frame.opcode, data)
+                assembling = frame.opcode
+                assembled = data
+                fragmentCount = 1
             }
         case .continuation:
-            guard let (opcode, received) = fragments else { return fail(context, .protocolError) }
-            fragments = nil
-            var data = received
+            guard let opcode = assembling else { return fail(context, .protocolError) }
+            guard !closeSent else { return }
             var more = frame.unmaskedData
-            guard data.readableBytes + more.readableBytes <= maxMessageSize else { return fail(context, .messageTooLarge) }
-            data.writeBuffer(&more)
+            guard assembled.readableBytes + more.readableBytes <= maxMessageSize else { return fail(context, .messageTooLarge) }
+            fragmentCount += 1
+            guard fragmentCount <= Self.maxFragments else {
+                return fail(context, .messageTooLarge, "more than \(Self.maxFragments) fragments in a message")
+            }
+            if opcode == .text {
+                guard utf8.validate(more), !frame.fin || utf8.isComplete else {
+                    return fail(context, .dataInconsistentWithMessage, "invalid UTF-8 in a text message")
+                }
+            }
+            assembled.writeBuffer(&more)
             if frame.fin {
+                let data = assembled
+                resetAssembly()
                 deliver(opcode, data)
-            } else {
-                fragments = (opcode, data)
             }
         case .ping:
             guard frame.fin else { return fail(context, .protocolError) }
             guard !closeSent else { return }
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            if context.channel.isWritable {
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+            } else {
+                pendingPong = frame.unmaskedData
+            }
         case .pong:
             break
         case .connectionClose:
@@ -111,26 +157,55 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if closeSent {
+            // Nothing follows the bridge's close (RFC 6455 §5.5.1). A second close (the hub's, after the handler's
+            // own) is done already: it succeeds, so its sender waits for the peer's answer as usual.
+            if unwrapOutboundIn(data).opcode == .connectionClose {
+                promise?.succeed()
+            } else {
+                promise?.fail(ChannelError.outputClosed)
+            }
+            return
+        }
         if unwrapOutboundIn(data).opcode == .connectionClose {
             closeSent = true
-            fragments = nil
+            pendingPong = nil
+            resetAssembly()
         }
         context.write(data, promise: promise)
     }
 
     func read(context: ChannelHandlerContext) {
-        if messages.holdReads() {
+        if messages.holdReads() || !context.channel.isWritable {
             readHeld = true
         } else {
             context.read()
         }
     }
 
-    /// Reads again after ``read(context:)`` held them (the connection's task took enough messages).
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            if let pong = pendingPong {
+                pendingPong = nil
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: pong)), promise: nil)
+            }
+            resumeReading()
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Reads again after ``read(context:)`` held them (the connection's task took enough messages, or the channel is
+    /// writable again), unless a reason to hold them remains.
     private func resumeReading() {
         guard readHeld, let context else { return }
         readHeld = false
-        context.read()
+        read(context: context)
+    }
+
+    private func resetAssembly() {
+        assembling = nil
+        assembled = ByteBuffer()
+        fragmentCount = 0
     }
 
     private func deliver(_ opcode: WebSocketOpcode, _ data: ByteBuffer) {
@@ -162,19 +237,20 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
 
     /// Answers a protocol violation: a close with `code`, then the connection closes when the peer answers it or
     /// after the close timeout.
-    private func fail(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode) {
+    private func fail(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode, _ reason: String = "") {
         messages.finish()
         guard !closeSent else { return }
-        sendClose(context, code)
+        sendClose(context, code, reason)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         closeTimer = context.eventLoop.scheduleTask(in: closeTimeout) { loopBound.value.close(promise: nil) }
     }
 
-    private func sendClose(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode) {
-        closeSent = true
-        fragments = nil
-        var payload = context.channel.allocator.buffer(capacity: 2)
+    private func sendClose(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode, _ reason: String = "") {
+        var payload = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         payload.write(webSocketErrorCode: code)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: payload)), promise: nil)
+        payload.writeString(reason)
+        // Through this handler's own write: it marks the close sent.
+        write(context: context, data: wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: payload)), promise: nil)
+        context.flush()
     }
 }
