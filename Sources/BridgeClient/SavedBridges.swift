@@ -3,6 +3,12 @@ import BridgeTLS
 import Foundation
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The bridges this client has connected to, kept in `<directory>/bridges.json` (mode 0600): each bridge's identity
 /// (its certificate pin, else its name), the names and addresses it was reached by, its Tailscale names, and the file
 /// of its credentials (``TokenVault``). `oa-bridge connect` finds a bridge here whatever the user typed: nothing (the
@@ -117,11 +123,13 @@ public struct SavedBridges: Sendable {
 
     /// Records a connection: the entry with the same identity (or, for an entry saved without a pin, the same name) is
     /// updated (name, pin, the address first, Tailscale names added, `lastUsed`), or a new one is added.
+    /// - Throws: when `bridges.json` exists and cannot be read (it is left as it is), or cannot be written.
     @discardableResult
     public func remember(
         name: String, pin: CertificatePin?, address: String?, tailscale: [String], credentials: String? = nil, now: Date = Date()
     ) throws -> Bridge {
-        var bridges = (try? load()) ?? []
+        // A file that cannot be read is left for the user to look at, never overwritten.
+        var bridges = try load()
         let id = pin?.description ?? name
         let index = bridges.firstIndex { $0.id == id }
             ?? bridges.firstIndex { $0.pin == nil && $0.name.caseInsensitiveCompare(name) == .orderedSame }
@@ -149,6 +157,11 @@ public struct SavedBridges: Sendable {
         let data = try PairingJSON.encoder.encode(File(bridges: bridges))
         let temporary = directory.appendingPathComponent(".bridges.json.\(UUID().uuidString)")
         FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-        _ = try FileManager.default.replaceItemAt(indexFile, withItemAt: temporary)
+        // rename(2) replaces the old index at once: a reader sees the old list or the new one, never half of one.
+        guard rename(temporary.path, indexFile.path) == 0 else {
+            let code = errno
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: indexFile.path, NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)])
+        }
     }
 }

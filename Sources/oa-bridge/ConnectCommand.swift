@@ -87,6 +87,11 @@ struct ConnectCommand: AsyncParsableCommand {
         // The bridges this client knows, by identity (pin), names and addresses: found whatever the user typed.
         let saved = SavedBridges(directory: StateDirectory.resolve(override: stateDir).appendingPathComponent("client"))
         var known: SavedBridges.Bridge?
+        do {
+            _ = try saved.load()
+        } catch {
+            FileHandle.standardError.write(Data("warning: \(saved.directory.path)/bridges.json cannot be read (\(error)); it is left as it is, and no bridge is saved until it is moved aside\n".utf8))
+        }
         if payload == nil {
             known = saved.find(target: target)
             if known == nil, let target, BridgeCandidates.looksLikeAddress(target) {
@@ -113,9 +118,13 @@ struct ConnectCommand: AsyncParsableCommand {
             let paired = try await vault.pair(
                 bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)", pin: payload.pin)
             FileHandle.standardError.write(Data("paired with \(TerminalText.escapedLine(payload.name)) as device \(paired.tokens.deviceID); tokens saved in \(credentialsFile.path)\n".utf8))
-            try saved.remember(
-                name: payload.name, pin: try paired.pin.map { try CertificatePin(parsing: $0) }, address: payload.ws,
-                tailscale: payload.fallbacks, credentials: ConnectCommand.name(of: credentialsFile, in: saved.directory))
+            do {
+                try saved.remember(
+                    name: payload.name, pin: try paired.pin.map { try CertificatePin(parsing: $0) }, address: payload.ws,
+                    tailscale: payload.fallbacks, credentials: ConnectCommand.name(of: credentialsFile, in: saved.directory))
+            } catch {
+                logger.warning("could not save the bridge in \(saved.directory.path)", metadata: ["error": "\(error)"])
+            }
         }
         let targetIsAddress = target.map(BridgeCandidates.looksLikeAddress) ?? false
         var finder = try BridgeCandidates(

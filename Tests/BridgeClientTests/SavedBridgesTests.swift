@@ -56,6 +56,7 @@ struct SavedBridgesTests {
         try Data("not json".utf8).write(to: file)
         #expect(throws: (any Error).self) { try saved.load() }
         #expect(saved.find(target: nil) == nil)
+        #expect(throws: (any Error).self) { try saved.remember(name: "Desk", pin: nil, address: nil, tailscale: []) }
         #expect(try String(contentsOf: file, encoding: .utf8) == "not json")
     }
 
