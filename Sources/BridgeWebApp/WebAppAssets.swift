@@ -21,6 +21,8 @@ public enum WebAppAssets {
             ("rpc.js", "text/javascript; charset=utf-8", PackageResources.rpc_js),
             ("view.js", "text/javascript; charset=utf-8", PackageResources.view_js),
             ("markdown.js", "text/javascript; charset=utf-8", PackageResources.markdown_js),
+            ("heartbeat.js", "text/javascript; charset=utf-8", PackageResources.heartbeat_js),
+            ("pairing.js", "text/javascript; charset=utf-8", PackageResources.pairing_js),
             ("manifest.webmanifest", "application/manifest+json", PackageResources.manifest_webmanifest),
             ("icon.svg", "image/svg+xml", PackageResources.icon_svg),
             ("icon192.png", "image/png", PackageResources.icon192_png),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from web_support import ARTIFACTS, CHROMIUM, Bridge, Phone, require_tools, sync_api
+from web_support import ARTIFACTS, ASSETS_DIR, CHROMIUM, Bridge, Phone, require_tools, sync_api
 
 
 @pytest.fixture
@@ -43,7 +43,10 @@ def browser(playwright):
         executable_path=CHROMIUM, headless=True, timeout=30_000,
         # Nothing but loopback: a dead proxy for everything else (loopback bypasses proxies).
         args=["--proxy-server=http://127.0.0.1:9", "--disable-background-networking",
-              "--disable-component-update", "--no-first-run"])
+              "--disable-component-update", "--no-first-run",
+              # A page fulfilled by Playwright (OA_WEB_ASSETS_DIR) has no address: Local Network Access would refuse
+              # its WebSocket to 127.0.0.1.
+              *(["--disable-features=LocalNetworkAccessChecks"] if ASSETS_DIR else [])])
     yield browser
     browser.close()
 

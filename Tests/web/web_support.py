@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,12 @@ from loopback import free_port, wait_healthy  # noqa: E402
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 CHROMIUM = os.environ.get("OA_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("OA_WEB_ARTIFACTS", str(REPO / ".build" / "web-tests")))
+# For development and for checking that a test fails on older code: serve the app's files from this directory instead
+# of the binary's embedded copies (the bridge's own headers are kept). Unset in CI: the embedded files are tested.
+ASSETS_DIR = os.environ.get("OA_WEB_ASSETS_DIR")
+CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+                 ".js": "text/javascript; charset=utf-8", ".webmanifest": "application/manifest+json",
+                 ".svg": "image/svg+xml", ".png": "image/png"}
 AGENTS = Path(__file__).resolve().parent / "agents"
 
 try:
@@ -66,6 +73,19 @@ class Bridge:
         with urllib.request.urlopen(self.local + path, timeout=5) as response:
             return response.read()
 
+    def post_json(self, path: str, body: dict):
+        request = urllib.request.Request(self.local + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.load(response)
+
+    def new_code(self) -> dict:
+        """A fresh pairing code, as the pairing page's "new code" button asks for it: /api/pair/info's answer."""
+        return self.post_json("/api/pair/refresh", {})
+
+    def revoke(self, device_id: str) -> dict:
+        return self.post_json("/api/pair/revoke", {"device_id": device_id})
+
     def devices(self, all_devices: bool = False) -> list[dict]:
         return self.get_json("/api/pair/devices" + ("?all=1" if all_devices else ""))
 
@@ -94,6 +114,8 @@ class Phone:
         device.pop("default_browser_type", None)
         self.context = browser.new_context(**device, ignore_https_errors=True, color_scheme=color_scheme)
         self.context.set_default_timeout(15_000)
+        if ASSETS_DIR:
+            self.context.route(re.compile(r"^https?://[^/]+/app(/[^/?#]*)?([?#].*)?$"), _serve_asset)
         self.page = self.context.new_page()
         self.dialogs: list[str] = []
         self.errors: list[str] = []
@@ -111,6 +133,22 @@ class Phone:
 
     def close(self) -> None:
         self.context.close()
+
+
+def _serve_asset(route) -> None:
+    """Fulfils a request for /app or /app/<file> from ASSETS_DIR, with the headers the bridge sent for it."""
+    from urllib.parse import urlsplit
+
+    name = urlsplit(route.request.url).path[len("/app"):].lstrip("/") or "index.html"
+    file = Path(ASSETS_DIR) / name
+    if "/" in name or not file.is_file():
+        route.continue_()
+        return
+    response = route.fetch()
+    headers = dict(response.headers)
+    headers["content-type"] = CONTENT_TYPES.get(file.suffix, "application/octet-stream")
+    headers.pop("content-length", None)
+    route.fulfill(status=200, headers=headers, body=file.read_bytes())
 
 
 def qr_url(bridge: Bridge) -> str:

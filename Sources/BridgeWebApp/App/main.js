@@ -2,6 +2,7 @@
 // WebSocket (ACP v1, camelCase). Everything the agent sends is untrusted text (see view.js and markdown.js).
 
 import * as auth from "./auth.js";
+import * as pairing from "./pairing.js";
 import { Connection, ConnectionLost, RPCError } from "./rpc.js";
 import { Transcript } from "./view.js";
 
@@ -32,12 +33,16 @@ let refused = null; // an access token the bridge refused (4001): refresh it bef
 let attachments = []; // [{mimeType, data, url}]
 let refreshTimer = 0;
 let saveTimer = 0;
+let prompting = null; // the session id of this page's own session/prompt call while it waits for its answer
+let resumed = null; // what the last _oa/session/resume said: {session, promptRunning, finishedWhileAway}
 
 // MARK: - Screens and state
 
 function show(name) {
   for (const screen of document.querySelectorAll(".screen")) screen.hidden = screen.id !== "screen-" + name;
   $("sessions-button").hidden = name !== "chat";
+  // A dialog (Sessions) belongs to the chat: it never stays open over another screen.
+  if (name !== "chat") for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close();
 }
 
 const STATES = {
@@ -57,7 +62,8 @@ function setConnection(name, detail) {
 
 function setReady(value) {
   ready = value;
-  ui.message.disabled = !value;
+  // While the link is down the composer stays open: a message is kept and sent once the link is back.
+  ui.message.disabled = !value && !conn;
   updateButtons();
   if (value && !document.documentElement.dataset.readyMs) {
     performance.mark("oa-ready");
@@ -72,7 +78,7 @@ function setRunning(value) {
 }
 
 function updateButtons() {
-  ui.send.disabled = !ready || running;
+  ui.send.disabled = (!ready && !conn) || running;
   ui.stop.hidden = !running;
   ui.send.hidden = running;
 }
@@ -83,14 +89,31 @@ function fail(message) {
   show("error");
 }
 
-function unpaired() {
+const UNPAIRED_REASONS = {
+  revoked: "The desktop revoked this phone's access, or its sign-in expired. Nothing from the desktop is kept here any more.",
+  user: "You unpaired this phone: the desktop no longer lets it in, and nothing from the desktop is kept here any more.",
+  local: "This phone forgot its pairing and every conversation. The desktop could not be reached to revoke it: it may still list this phone (remove it there with oa-bridge devices revoke).",
+  needsPairing: "This desktop lets in paired phones only, and this phone is not paired with it.",
+};
+
+/** Forgets every stored secret and conversation, stops the connection and shows the unpaired screen. */
+function unpaired(reason = "revoked") {
   if (conn) conn.stop();
   conn = null;
   clearTimeout(refreshTimer);
+  clearTimeout(saveTimer);
+  saveTimer = 0;
   auth.forget();
   current = null;
+  prompting = null;
+  outbox = [];
+  inflight = null;
   ui.transcript.clear();
   ui.permissions.replaceChildren();
+  ui.message.value = "";
+  clearAttachments();
+  setRunning(false);
+  $("unpaired-reason").textContent = UNPAIRED_REASONS[reason] || UNPAIRED_REASONS.revoked;
   setConnection("unpaired");
   show("unpaired");
 }
@@ -104,26 +127,7 @@ function removeFragment() {
 async function boot() {
   const payload = auth.payloadFromFragment(location.hash);
   const state = auth.load();
-  if (payload) {
-    // Typed as http:// on a bridge that speaks TLS: go to https:// before the token travels (the bridge refuses it
-    // in clear from the LAN anyway). The fragment stays in the browser.
-    const loopback = /^(127\.|\[::1\]$|localhost$)/.test(location.hostname);
-    if (location.protocol === "http:" && !loopback && /^https:/.test(str(payload.http))) {
-      location.replace("https://" + location.host + location.pathname + location.hash);
-      return undefined;
-    }
-    const wsPath = wsPathOf(payload);
-    if (typeof payload.token !== "string") {
-      auth.save({ noAuth: true, name: str(payload.name), wsPath });
-      removeFragment();
-      return startChat();
-    }
-    if (state && state.tokens) {
-      removeFragment();
-      return startChat();
-    }
-    return pair(payload.token, str(payload.name), wsPath, null);
-  }
+  if (payload) return openLink(payload, state);
   if (state && (state.tokens || state.noAuth)) return startChat();
   if (state && state.pending) return pair(state.pending.token, state.name, state.wsPath, state.pending.deviceId);
   if (location.hash) {
@@ -133,6 +137,75 @@ async function boot() {
   setConnection("failed");
   show("nopair");
 }
+
+/** A pairing link, at start or opened in this tab later (hashchange): pairs, asks first, or is ignored (pairing.js). */
+async function openLink(payload, state) {
+  // Typed as http:// on a bridge that speaks TLS: go to https:// before the token travels (the bridge refuses it
+  // in clear from the LAN anyway). The fragment stays in the browser.
+  const loopback = /^(127\.|\[::1\]$|localhost$)/.test(location.hostname);
+  if (location.protocol === "http:" && !loopback && /^https:/.test(str(payload.http))) {
+    location.replace("https://" + location.host + location.pathname + location.hash);
+    return undefined;
+  }
+  const wsPath = wsPathOf(payload);
+  const decision = pairing.decide(payload, state);
+  if (decision !== "pair") removeFragment(); // pair() keeps it until the desktop answered (a reload retries)
+  switch (decision) {
+    case "noauth":
+      auth.save({ noAuth: true, name: str(payload.name), wsPath });
+      return startChat();
+    case "pair":
+      stopChat();
+      return pair(payload.token, str(payload.name), wsPath, null);
+    case "confirm":
+      return confirmReplace(payload, state, wsPath);
+    default:
+      // A link without a pairing code: what is stored stays as it is.
+      return conn ? undefined : startChat();
+  }
+}
+
+/** Asks, in the page, whether a new pairing code replaces this phone's pairing; keeps it unless the user says so. */
+function confirmReplace(payload, state, wsPath) {
+  const stored = str(state && state.name) || "this desktop";
+  const name = str(payload.name) || "a desktop";
+  $("confirm-text").textContent = "This phone is already paired with " + stored + ". The link you opened pairs it with "
+    + name + " instead, and replaces the current pairing.";
+  const wasChat = !$("screen-chat").hidden;
+  show("confirm");
+  return new Promise((resolve) => {
+    const replace = $("confirm-replace");
+    const keep = $("confirm-keep");
+    const done = (yes) => {
+      replace.onclick = null;
+      keep.onclick = null;
+      if (yes) {
+        stopChat();
+        resolve(pair(payload.token, str(payload.name), wsPath, null, state));
+      } else {
+        if (wasChat || conn) show("chat");
+        resolve(conn ? undefined : startChat());
+      }
+    };
+    replace.onclick = () => done(true);
+    keep.onclick = () => done(false);
+  });
+}
+
+/** Stops the connection and the token refresh (before pairing anew). */
+function stopChat() {
+  if (conn) conn.stop();
+  conn = null;
+  clearTimeout(refreshTimer);
+  persist();
+}
+
+addEventListener("hashchange", () => {
+  // A new pairing link opened in this tab: pair (asking first when paired). Only the app's own pages have links here.
+  const payload = auth.payloadFromFragment(location.hash);
+  if (!payload) return;
+  openLink(payload, auth.load()).catch((error) => fail("The app could not pair: " + String(error && error.message).slice(0, 200)));
+});
 
 function wsPathOf(payload) {
   try {
@@ -146,7 +219,8 @@ function str(value) {
   return typeof value === "string" ? value : "";
 }
 
-async function pair(pairingToken, bridgeName, wsPath, deviceId) {
+/** Pairs with `pairingToken`. `previous`: the pairing this replaces (the user agreed); kept if the new code fails. */
+async function pair(pairingToken, bridgeName, wsPath, deviceId, previous = null) {
   if (bridgeName) $("bridge-name").textContent = bridgeName;
   setConnection("pairing");
   show("pairing");
@@ -159,12 +233,14 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId) {
       result = await auth.exchange(pairingToken, name, pending);
     } catch (error) {
       if (error instanceof auth.AuthError) {
-        auth.forget();
+        // A refused code never costs the pairing the phone had (the link may be stale, or someone else's).
+        if (previous && previous.tokens) auth.save(previous);
+        else auth.forget();
         removeFragment();
         if (error.code === "pairing_token_used" || error.code === "token_expired" || error.code === "token_revoked") {
           return fail("This pairing code was already used or has expired. Show a new one on the desktop (oa-bridge pair --new) and scan it again.");
         }
-        if (error.code === "device_revoked") return unpaired();
+        if (error.code === "device_revoked" && !(previous && previous.tokens)) return unpaired();
         if (error.status === 429) return fail("Too many attempts from this network. Wait a minute and scan the code again.");
         return fail("The desktop refused to pair (" + (error.code || error.status) + "). Scan a new QR code on the desktop.");
       }
@@ -175,6 +251,13 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId) {
     }
     if (result.tokens) {
       performance.mark("oa-paired");
+      if (previous && previous.tokens) {
+        // The pairing this one replaces is of no use any more: the desktop revokes it (best effort), and its
+        // conversations are forgotten with it.
+        fetch("/api/logout", { method: "POST", headers: { Authorization: "Bearer " + previous.tokens.access }, cache: "no-store", credentials: "omit" }).catch(() => {});
+        auth.forget();
+        current = null;
+      }
       auth.save({ tokens: result.tokens, name: bridgeName, wsPath });
       removeFragment();
       return startChat();
@@ -230,6 +313,7 @@ async function accessToken() {
 /** After a failed or refused connection: is the device still paired? Unpairs when the bridge says it is not. */
 async function diagnose() {
   const state = auth.load();
+  if (state && state.noAuth) return diagnoseWithoutAuth();
   if (!state || !state.tokens) return;
   let response;
   try {
@@ -245,6 +329,18 @@ async function diagnose() {
   }
 }
 
+/** Without tokens (a link from a bridge without auth): when the bridge wants tokens after all (it answers 401), the
+ * phone needs pairing; reconnecting would never succeed. */
+async function diagnoseWithoutAuth() {
+  let response;
+  try {
+    response = await fetch("/api/status", { cache: "no-store", credentials: "omit" });
+  } catch {
+    return; // the network: the connection retries
+  }
+  if (response.status === 401 || response.status === 403) unpaired("needsPairing");
+}
+
 // MARK: - The connection
 
 function startChat() {
@@ -252,6 +348,7 @@ function startChat() {
   if (state.name) $("bridge-name").textContent = state.name;
   show("chat");
   restoreCurrent();
+  restoreOutbox();
   conn = new Connection(state.wsPath || "/", {
     token: accessToken,
     opened: onOpened,
@@ -260,7 +357,7 @@ function startChat() {
     state: setConnection,
     closed: (code, reason, wasOpen) => {
       if (code === 4003) {
-        unpaired();
+        unpaired(unpairing ? "user" : "revoked");
         return "stop";
       }
       if (reason instanceof auth.AuthError) {
@@ -298,6 +395,8 @@ async function onOpened(connection) {
   performance.mark("oa-initialized");
   await attach(connection);
   setReady(true);
+  settleInflight();
+  flushOutbox();
 }
 
 /** Attaches to the current session (resume without loss) or starts one. */
@@ -305,6 +404,7 @@ async function attach(connection) {
   if (current) {
     try {
       const result = await connection.call("_oa/session/resume", { sessionId: current.id, lastSeq: current.lastSeq });
+      resumed = { session: current.id, promptRunning: result && result.promptRunning === true, finishedWhileAway: !!(result && result.finishedWhileAway) };
       setRunning(result && result.promptRunning === true);
       if (result && result.finishedWhileAway && result.finishedWhileAway !== "end_turn") {
         ui.transcript.system("The answer ended while this phone was away (" + result.finishedWhileAway + ").");
@@ -367,6 +467,11 @@ async function loadSession(connection, id) {
 }
 
 // MARK: - What the bridge sends
+//
+// The agent's words reach this page only as `session/update` (and its requests): the bridge drops any `_oa/*` the
+// agent sends (Protocol.md), and the page still acts on the bridge's own notifications only in ways an agent could not
+// turn against the user: `_oa/agent_exited` is checked with the bridge before the session is given up, and
+// `_oa/prompt_finished` does not end a turn this page is still waiting on.
 
 function onNotification(message) {
   const params = message.params || {};
@@ -375,17 +480,20 @@ function onNotification(message) {
       if (!current || params.sessionId !== current.id) return;
       const seq = params._meta && typeof params._meta.seq === "number" ? params._meta.seq : null;
       if (seq !== null && seq <= current.lastSeq) return; // already shown: replay overlap
-      applyUpdate(params.update || {});
-      current.log.push({ seq, update: params.update || {} });
+      const update = params.update || {};
+      const bridge = recordedByBridge(params);
+      if (!(bridge && ownEcho(update))) applyUpdate(update, bridge);
+      current.log.push(bridge ? { seq, update, bridge } : { seq, update });
       if (seq !== null) current.lastSeq = seq;
       persistSoon();
       return;
     }
     case "_oa/user_message": {
-      // What another phone (or tab) of this session sent: shown, and kept with the conversation (not replayed).
+      // What another phone (or tab) of this session sent, told by the bridge: shown as a user's words, and kept with
+      // the conversation.
       if (!current || params.sessionId !== current.id || !params.update) return;
-      applyUpdate(params.update);
-      current.log.push({ seq: null, update: params.update });
+      applyUpdate(params.update, true);
+      current.log.push({ seq: null, update: params.update, bridge: true });
       persistSoon();
       return;
     }
@@ -393,20 +501,65 @@ function onNotification(message) {
       removePermission(params.requestId);
       return;
     case "_oa/prompt_finished":
-      if (current && params.sessionId === current.id) setRunning(false);
+      // Sent when the client that prompted is gone: never about the prompt this page still waits an answer for.
+      if (current && params.sessionId === current.id && prompting !== current.id) setRunning(false);
       return;
     case "_oa/agent_exited":
-      ui.transcript.system("The agent stopped. A new session starts when you send a message.");
-      ui.permissions.replaceChildren();
-      setRunning(false);
-      forgetCurrent();
+      checkAgentExited();
       return;
     default:
       return;
   }
 }
 
-function applyUpdate(update) {
+/** Whether a `session/update` is the bridge's record of a prompt (`_meta.oa.origin` "bridge", beside `seq`). */
+function recordedByBridge(params) {
+  const oa = params._meta && params._meta.oa;
+  return !!(oa && typeof oa === "object" && oa.origin === "bridge");
+}
+
+/** Prompts this page sent and showed at once, whose record from the bridge (a `user_message_chunk` per block) is not
+ * to be shown a second time: [{text}] oldest first. */
+const echoes = [];
+
+function ownEcho(update) {
+  if (update.sessionUpdate !== "user_message_chunk") return false;
+  const content = update.content || {};
+  const key = content.type === "text" ? "t:" + str(content.text) : content.type === "image" ? "image" : null;
+  const index = key === null ? -1 : echoes.indexOf(key);
+  if (index === -1) return false;
+  echoes.splice(index, 1);
+  return true;
+}
+
+function expectEcho(prompt) {
+  for (const block of prompt) echoes.push(block.type === "text" ? "t:" + str(block.text) : "image");
+  if (echoes.length > 64) echoes.splice(0, echoes.length - 64);
+}
+
+/** `_oa/agent_exited`: the bridge forgets the sessions of an agent that died, so asking it about the current session
+ * tells a real exit (unknown session) from a forged notice (the session lives on: nothing changes). */
+async function checkAgentExited() {
+  if (!current || !conn || !conn.ready) return;
+  const session = current.id;
+  try {
+    await conn.call("_oa/session/resume", { sessionId: session, lastSeq: current.lastSeq });
+    return; // the session lives: not the bridge's notice
+  } catch (error) {
+    if (!(error instanceof RPCError) || !current || current.id !== session) return;
+    if (error.code !== -32002 && error.code !== -32006) return;
+    if (error.data && typeof error.data.oldestSeq === "number") return; // a gap: the session lives
+  }
+  ui.transcript.system("The agent stopped. A new session starts when you send a message.");
+  ui.permissions.replaceChildren();
+  setRunning(false);
+  // The conversation stays readable under Sessions; this page starts a new session with the next message.
+  persist();
+  localStorage.removeItem(SESSION_KEY);
+  current = null;
+}
+
+function applyUpdate(update, fromBridge = false) {
   switch (update.sessionUpdate) {
     case "available_commands_update":
       current.commands = Array.isArray(update.availableCommands) ? update.availableCommands : [];
@@ -416,7 +569,7 @@ function applyUpdate(update) {
       showPickers();
       return;
     default:
-      ui.transcript.apply(update);
+      ui.transcript.apply(update, fromBridge);
   }
 }
 
@@ -427,6 +580,9 @@ function onRequest(message) {
   }
   conn.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "the web app does not handle " + String(message.method).slice(0, 100) } });
 }
+
+/** The label of each permission option kind (ACP's PermissionOptionKind). */
+const KIND_LABELS = { allow_once: "Allow once", allow_always: "Always allow", reject_once: "Reject", reject_always: "Always reject" };
 
 function permissionKey(id) {
   return JSON.stringify(id);
@@ -451,8 +607,14 @@ function showPermission(message) {
     if (!option || typeof option !== "object") continue;
     const button = document.createElement("button");
     button.type = "button";
-    button.textContent = str(option.name) || str(option.optionId);
-    button.dataset.kind = str(option.kind);
+    // What the button does is its kind, whatever the agent named it: the name is secondary text only.
+    const name = str(option.name) || str(option.optionId);
+    const kind = KIND_LABELS[str(option.kind)];
+    button.append(Object.assign(document.createElement("span"), { className: "kind", textContent: kind || name }));
+    if (kind && name.trim().toLowerCase() !== kind.toLowerCase()) {
+      button.append(Object.assign(document.createElement("span"), { className: "name", textContent: "“" + name + "”" }));
+    }
+    button.dataset.kind = kind ? str(option.kind) : "";
     button.addEventListener("click", () => {
       const sent = conn && conn.respond(message.id, { outcome: { outcome: "selected", optionId: option.optionId } });
       if (sent) card.remove();
@@ -495,8 +657,13 @@ function readSession(id) {
 function replayLog() {
   ui.transcript.clear();
   for (const entry of current.log) {
-    if (entry.user) ui.transcript.user(entry.user);
-    else if (entry.update) applyUpdate(entry.update);
+    try {
+      if (entry.user) showUserEntry(entry);
+      else if (entry.update) applyUpdate(entry.update, entry.bridge === true);
+    } catch (error) {
+      // One entry the page cannot show never keeps the rest (or the app) from opening.
+      console.warn("oa-bridge: a stored entry was skipped:", error && error.message);
+    }
   }
   ui.transcript.flush();
   const transcript = $("transcript");
@@ -658,6 +825,62 @@ $("new-session").addEventListener("click", async () => {
 });
 $("error-retry").addEventListener("click", () => location.reload());
 
+// MARK: - Unpair
+
+let unpairing = false;
+
+$("unpair").addEventListener("click", () => {
+  $("unpair-confirm").hidden = false;
+  $("unpair").hidden = true;
+  $("unpair-no").focus();
+});
+$("unpair-no").addEventListener("click", resetUnpair);
+$("sessions").addEventListener("close", resetUnpair);
+$("unpair-yes").addEventListener("click", unpairNow);
+
+function resetUnpair() {
+  $("unpair-confirm").hidden = true;
+  $("unpair").hidden = false;
+}
+
+/** The user unpairs this phone: the desktop revokes it (`_oa/logout` on the live connection, else
+ * `POST /api/logout`), then the phone forgets every stored secret and conversation, reached or not. */
+async function unpairNow() {
+  $("sessions").close();
+  unpairing = true;
+  const state = auth.load();
+  let reached = !(state && state.tokens); // nothing to revoke without tokens
+  if (!reached && conn && conn.ready) {
+    try {
+      await Promise.race([conn.call("_oa/logout", {}), sleep(5_000).then(() => { throw new Error("timeout"); })]);
+      reached = true;
+    } catch (error) {
+      reached = error instanceof RPCError; // the bridge answered (auth off: -32005): nothing left to revoke there
+    }
+  }
+  if (!reached) {
+    try {
+      const tokens = await auth.fresh();
+      const response = await fetch("/api/logout", { method: "POST", headers: { Authorization: "Bearer " + tokens.access }, cache: "no-store", credentials: "omit" });
+      reached = response.ok || response.status === 401 || response.status === 403;
+    } catch (error) {
+      reached = error instanceof auth.AuthError && error.unpaired; // already revoked
+    }
+  }
+  unpaired(reached ? "user" : "local");
+  unpairing = false;
+}
+
+// MARK: - Following the conversation
+
+const newMessages = $("new-messages");
+ui.transcript.onUnseen = () => { newMessages.hidden = false; };
+ui.transcript.onFollow = () => { newMessages.hidden = true; };
+$("transcript").addEventListener("scroll", () => {
+  if (!newMessages.hidden && ui.transcript.atBottom()) newMessages.hidden = true;
+}, { passive: true });
+newMessages.addEventListener("click", () => ui.transcript.toBottom());
+
 // MARK: - Composer
 
 $("composer").addEventListener("submit", (event) => {
@@ -689,32 +912,100 @@ ui.stop.addEventListener("click", () => {
   ui.permissions.replaceChildren();
 });
 
+// MARK: - Sending prompts: nothing typed is lost
+//
+// A prompt goes out only over a link just proven alive (an `_oa/ping` answered), so a prompt is never written into a
+// dead link. Typed while the link is down, it waits in the outbox (kept across a reload) and is sent once, after the
+// link is back. If the link dies after it went out, the page asks the bridge after reconnecting whether the prompt
+// arrived (the session's running prompt, an answer that finished while away, or updates since); if it did not, the
+// message is shown as not sent, with a Retry button. Nothing is ever sent twice by itself.
+
+const OUTBOX_KEY = "oa-bridge.outbox";
+const STATE_TEXT = {
+  queued: "Waiting for the connection: sent once it is back.",
+  sending: "Sending…",
+  checking: "The connection was lost: checking whether the desktop got this…",
+  unsent: "Not sent: the desktop did not get this message.",
+};
+
+let outbox = []; // [{prompt, entry, node}] in order; entry = {user, state, at}
+let inflight = null; // the prompt sent and not answered yet: {entry, node, session, seq, lost}
+
 async function sendPrompt() {
-  if (!ready || running || !conn) return;
+  if (running || !conn) return;
   const text = ui.message.value.trim();
   if (!text && attachments.length === 0) return;
   const prompt = attachments.map((a) => ({ type: "image", mimeType: a.mimeType, data: a.data }));
   if (text) prompt.push({ type: "text", text });
-  if (!current) {
-    try {
-      await newSession(conn);
-    } catch (error) {
-      ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
-      return;
-    }
-  }
-  ui.transcript.user(prompt);
-  // Stored without the photo's bytes (they would fill the storage); the transcript keeps a marker.
-  current.log.push({ user: prompt.map((b) => (b.type === "image" ? { type: "text", text: "[photo]\n" } : b)) });
-  persist();
   ui.message.value = "";
   ui.message.style.height = "auto";
   clearAttachments();
   ui.commands.hidden = true;
-  setRunning(true);
-  const session = current.id;
+  // Stored without the photo's bytes (they would fill the storage); the transcript keeps a marker.
+  const entry = { user: prompt.map((b) => (b.type === "image" ? { type: "text", text: "[photo]\n" } : b)), state: "queued", at: Date.now() };
+  const node = ui.transcript.user(prompt);
+  outbox.push({ prompt, entry, node });
+  markEntry(node, entry);
+  saveOutbox();
+  flushOutbox();
+}
+
+/** Sends the oldest waiting prompt when the link is up and no prompt of this page runs. */
+async function flushOutbox() {
+  const item = outbox.find((i) => i.entry.state === "queued");
+  if (!item || !ready || !conn || running || inflight || flushing) return;
+  flushing = true;
   try {
-    const result = await conn.call("session/prompt", { sessionId: session, prompt });
+    await deliver(item);
+  } finally {
+    flushing = false;
+  }
+}
+let flushing = false;
+
+async function deliver(item) {
+  const connection = conn;
+  setEntryState(item, "sending");
+  try {
+    await connection.call("_oa/ping", {}); // any answer proves the link alive; an error answer too
+  } catch (error) {
+    if (error instanceof ConnectionLost) {
+      setEntryState(item, "queued");
+      return;
+    }
+  }
+  if (!current) {
+    try {
+      await newSession(connection);
+    } catch (error) {
+      if (error instanceof ConnectionLost) {
+        setEntryState(item, "queued");
+        return;
+      }
+      setEntryState(item, "unsent");
+      ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
+      return;
+    }
+  }
+  if (conn !== connection || !ready) {
+    setEntryState(item, "queued");
+    return;
+  }
+  // From here on the prompt is the session's: it leaves the outbox for the conversation.
+  outbox.splice(outbox.indexOf(item), 1);
+  delete item.entry.state;
+  current.log.push(item.entry);
+  markEntry(item.node, item.entry);
+  persist();
+  saveOutbox();
+  expectEcho(item.prompt);
+  const session = current.id;
+  inflight = { entry: item.entry, node: item.node, prompt: item.prompt, session, seq: current.lastSeq, lost: false };
+  prompting = session;
+  setRunning(true);
+  try {
+    const result = await connection.call("session/prompt", { sessionId: session, prompt: item.prompt });
+    inflight = null;
     if (current && current.id === session) {
       setRunning(false);
       const reason = result && result.stopReason;
@@ -722,12 +1013,120 @@ async function sendPrompt() {
       else if (reason && reason !== "end_turn") ui.transcript.system("The agent stopped: " + String(reason).slice(0, 100) + ".");
     }
   } catch (error) {
-    if (error instanceof ConnectionLost) return; // the prompt goes on; resume says when it ends
+    if (error instanceof ConnectionLost) {
+      // It went out: it may or may not have reached the desktop. Settled after reconnecting (settleInflight).
+      if (inflight) {
+        inflight.lost = true;
+        setNodeState(inflight.node, "checking");
+      }
+      return;
+    }
+    inflight = null;
     if (current && current.id === session) {
       setRunning(false);
       ui.transcript.system("The agent answered with an error: " + String(error.message).slice(0, 300));
     }
+  } finally {
+    if (prompting === session) prompting = null;
   }
+  flushOutbox();
+}
+
+/** After reconnecting: did the prompt that was out when the link died reach the desktop? */
+function settleInflight() {
+  const item = inflight;
+  if (!item || !item.lost) return;
+  inflight = null;
+  const same = current && current.id === item.session;
+  const arrived = same && ((resumed && resumed.session === item.session && (resumed.promptRunning || resumed.finishedWhileAway))
+    || current.lastSeq > item.seq);
+  if (arrived) {
+    setNodeState(item.node, null);
+    return;
+  }
+  // Not there: back from the conversation to the outbox, as not sent (the user decides to send it again).
+  if (same) {
+    const index = current.log.indexOf(item.entry);
+    if (index !== -1) current.log.splice(index, 1);
+    persist();
+  }
+  item.entry.state = "unsent";
+  outbox.push({ prompt: item.prompt, entry: item.entry, node: item.node });
+  markEntry(item.node, item.entry);
+  saveOutbox();
+}
+
+function setEntryState(item, state) {
+  item.entry.state = state;
+  markEntry(item.node, item.entry);
+  saveOutbox();
+}
+
+/** Shows an entry's state under its message: the line, and Retry for a message not sent. */
+function markEntry(node, entry) {
+  setNodeState(node, entry.state || null, () => {
+    const item = outbox.find((i) => i.entry === entry);
+    if (!item) return;
+    setEntryState(item, "queued");
+    flushOutbox();
+  });
+}
+
+function setNodeState(node, state, retry) {
+  if (!node) return;
+  let line = node.querySelector(":scope > .state");
+  if (!state) {
+    if (line) line.remove();
+    delete node.dataset.state;
+    return;
+  }
+  node.dataset.state = state;
+  if (!line) {
+    line = document.createElement("span");
+    line.className = "state";
+    node.append(line);
+  }
+  line.replaceChildren(STATE_TEXT[state] || state);
+  if (state === "unsent" && retry) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = "Retry";
+    button.addEventListener("click", retry);
+    line.append(button);
+  }
+}
+
+function saveOutbox() {
+  const items = outbox.map((i) => ({ user: i.entry.user, state: i.entry.state === "sending" ? "queued" : i.entry.state, at: i.entry.at }));
+  try {
+    if (items.length) localStorage.setItem(OUTBOX_KEY, JSON.stringify(items));
+    else localStorage.removeItem(OUTBOX_KEY);
+  } catch {
+    // storage full: the outbox stays in memory
+  }
+}
+
+/** The outbox kept over a reload: shown after the conversation, and sent once the link is up. */
+function restoreOutbox() {
+  outbox = [];
+  let items = [];
+  try {
+    items = JSON.parse(localStorage.getItem(OUTBOX_KEY) || "[]");
+  } catch {
+    items = [];
+  }
+  for (const stored of Array.isArray(items) ? items.slice(0, 50) : []) {
+    if (!stored || !Array.isArray(stored.user)) continue;
+    const entry = { user: stored.user, state: stored.state === "unsent" ? "unsent" : "queued", at: Number(stored.at) || Date.now() };
+    const node = ui.transcript.user(entry.user);
+    outbox.push({ prompt: entry.user, entry, node });
+    markEntry(node, entry);
+  }
+}
+
+/** A user message from the stored conversation. */
+function showUserEntry(entry) {
+  ui.transcript.user(entry.user);
 }
 
 function suggestCommands() {

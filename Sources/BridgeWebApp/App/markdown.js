@@ -1,12 +1,15 @@
 // Safe Markdown: every piece of text becomes a DOM text node (textContent); nothing is ever parsed as HTML.
 // Links keep only http: and https: targets and open with rel="noopener noreferrer". Image syntax becomes a link.
 // Scanning is bounded (closing markers are looked for within LOOKAHEAD characters), so a hostile megabyte of
-// brackets or asterisks stays linear.
+// brackets or asterisks stays linear. Nesting is bounded too (MAX_DEPTH levels of quotes, emphasis and links; deeper
+// markup stays text), and a link's label never holds another link, so no input can exhaust the stack.
 
 const LOOKAHEAD = 2000;
+/** The deepest nesting rendered (block quotes in block quotes, emphasis in emphasis or in a link); deeper is text. */
+export const MAX_DEPTH = 8;
 
 /** Renders `text` as Markdown into a new DocumentFragment. */
-export function renderMarkdown(text) {
+export function renderMarkdown(text, depth = 0) {
   const fragment = document.createDocumentFragment();
   const lines = String(text).split("\n");
   let i = 0;
@@ -47,12 +50,12 @@ export function renderMarkdown(text) {
       continue;
     }
     if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) { flush(); fragment.append(el("hr")); i++; continue; }
-    if (/^\s{0,3}>/.test(line)) {
+    if (/^\s{0,3}>/.test(line) && depth < MAX_DEPTH) {
       flush();
       const quote = [];
       while (i < lines.length && /^\s{0,3}>/.test(lines[i])) quote.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
       const block = el("blockquote");
-      block.append(renderMarkdown(quote.join("\n")));
+      block.append(renderMarkdown(quote.join("\n"), depth + 1));
       fragment.append(block);
       continue;
     }
@@ -106,8 +109,13 @@ function el(name) {
   return document.createElement(name);
 }
 
-/** Appends the inline Markdown of `text` (code spans, bold, italic, links) to `parent`, as text nodes and elements. */
-export function inline(parent, text) {
+/** Appends the inline Markdown of `text` (code spans, bold, italic, links) to `parent`, as text nodes and elements.
+ * `depth` counts the elements it is nested in; `inLink` is true inside a link's label, where links are text. */
+export function inline(parent, text, depth = 0, inLink = false) {
+  if (depth >= MAX_DEPTH) {
+    parent.append(text);
+    return;
+  }
   const find = finder(text);
   let plain = "";
   const out = () => { if (plain) { parent.append(plain); plain = ""; } };
@@ -143,7 +151,7 @@ export function inline(parent, text) {
       if (end > 0 && leftOk && !/\s/.test(text[start]) && !/\s/.test(text[start + end - 1])) {
         out();
         const node = el(strong ? "strong" : "em");
-        inline(node, text.slice(start, start + end));
+        inline(node, text.slice(start, start + end), depth + 1, inLink);
         parent.append(node);
         i = start + end + marker.length;
         continue;
@@ -152,7 +160,7 @@ export function inline(parent, text) {
       i += marker.length;
       continue;
     }
-    if (c === "[" || (c === "!" && text[i + 1] === "[")) {
+    if (!inLink && (c === "[" || (c === "!" && text[i + 1] === "["))) {
       const open = c === "!" ? i + 1 : i;
       const labelEnd = find("](", open + 1);
       if (labelEnd !== -1 && labelEnd - open <= LOOKAHEAD) {
@@ -163,7 +171,7 @@ export function inline(parent, text) {
           out();
           const label = text.slice(open + 1, labelEnd);
           const target = text.slice(urlStart, urlStart + urlEnd).trim().split(/\s+/)[0] || "";
-          link(parent, label, target);
+          link(parent, label, target, depth);
           i = urlStart + urlEnd + 1;
           continue;
         }
@@ -172,13 +180,13 @@ export function inline(parent, text) {
       i++;
       continue;
     }
-    if (c === "h" && (text.startsWith("http://", i) || text.startsWith("https://", i)) && (i === 0 || /[\s(]/.test(text[i - 1]))) {
+    if (!inLink && c === "h" && (text.startsWith("http://", i) || text.startsWith("https://", i)) && (i === 0 || /[\s(]/.test(text[i - 1]))) {
       let end = i;
       while (end < n && end - i < LOOKAHEAD && !/[\s<>"]/.test(text[end])) end++;
       while (end > i && /[.,;:!?)\]]/.test(text[end - 1])) end--;
       out();
       const url = text.slice(i, end);
-      link(parent, url, url);
+      link(parent, url, url, depth);
       i = end;
       continue;
     }
@@ -211,7 +219,7 @@ export function safeURL(target) {
   }
 }
 
-function link(parent, label, target) {
+function link(parent, label, target, depth) {
   const href = safeURL(target);
   if (!href) {
     // Not a web link (javascript:, data:, relative…): shown as text, never followed.
@@ -223,6 +231,7 @@ function link(parent, label, target) {
   a.rel = "noopener noreferrer";
   a.target = "_blank";
   a.referrerPolicy = "no-referrer";
-  inline(a, label || href);
+  // The label is inline Markdown without links (a bare URL as its own label must not become a link again).
+  inline(a, label || href, depth + 1, true);
   parent.append(a);
 }

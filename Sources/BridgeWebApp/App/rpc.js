@@ -1,5 +1,8 @@
 // JSON-RPC 2.0 over the bridge's WebSocket (same origin), with reconnection: backoff 0.5 s doubling to 15 s with
-// jitter, at once when the browser comes back online or the page becomes visible.
+// jitter, at once when the browser comes back online or the page becomes visible. A heartbeat (heartbeat.js) finds a
+// dead link that the browser still thinks open, and drops it.
+
+import { Heartbeat } from "./heartbeat.js";
 
 /** Thrown to callers whose request was in flight when the connection dropped. */
 export class ConnectionLost extends Error {}
@@ -20,7 +23,8 @@ export class Connection {
    *   opened(conn): after the socket opens (send initialize and resume there); throw to drop the connection;
    *   request(msg), notification(msg): what the bridge sends;
    *   state(name, detail): "connecting" | "connected" | "reconnecting" | "offline" | "stopped";
-   *   closed(code, reason, wasOpen): return "stop" to stop reconnecting.
+   *   closed(code, reason, wasOpen): return "stop" to stop reconnecting (code 4900: the heartbeat found the link
+   *   dead).
    */
   constructor(path, hooks) {
     this.path = path || "/";
@@ -32,6 +36,7 @@ export class Connection {
     this.timer = 0;
     this.stopped = false;
     this.ready = false;
+    this.heartbeat = new Heartbeat(() => this.call("_oa/ping", {}), () => this.dead());
     addEventListener("online", () => this.now());
     addEventListener("offline", () => {
       // A phone that lost its network: drop the socket at once rather than wait for a dead TCP connection.
@@ -77,6 +82,7 @@ export class Connection {
     let wasOpen = false;
     socket.onopen = async () => {
       wasOpen = true;
+      if (this.socket === socket) this.heartbeat.start();
       try {
         await this.hooks.opened(this);
         this.attempt = 0;
@@ -87,20 +93,42 @@ export class Connection {
         socket.close(4000, "client setup failed");
       }
     };
-    socket.onmessage = (event) => this.receive(event.data);
-    socket.onclose = (event) => {
-      if (this.socket !== socket) return;
-      this.socket = null;
-      this.ready = false;
-      for (const { reject } of this.pending.values()) reject(new ConnectionLost("connection lost"));
-      this.pending.clear();
-      if (this.stopped) return;
-      const verdict = this.hooks.closed(event.code, event.reason, wasOpen);
-      if (verdict === "stop") return;
-      if (verdict === "now") { this.attempt = 0; this.open(); return; }
-      if (navigator.onLine === false) { this.setState("offline"); return; }
-      this.retry();
+    socket.onmessage = (event) => {
+      if (this.socket !== socket) return; // a socket given up as dead: whatever it still brings is not trusted
+      this.heartbeat.alive();
+      this.receive(event.data);
     };
+    socket.onclose = (event) => this.lost(socket, event.code, event.reason, wasOpen);
+  }
+
+  /** The socket is gone (closed, or given up as dead): fail what waited on it, then reconnect by the rules. */
+  lost(socket, code, reason, wasOpen) {
+    if (this.socket !== socket) return;
+    this.socket = null;
+    this.ready = false;
+    this.heartbeat.stop();
+    for (const { reject } of this.pending.values()) reject(new ConnectionLost("connection lost"));
+    this.pending.clear();
+    if (this.stopped) return;
+    const verdict = this.hooks.closed(code, reason, wasOpen);
+    if (verdict === "stop") return;
+    if (verdict === "now") { this.attempt = 0; this.open(); return; }
+    if (navigator.onLine === false) { this.setState("offline"); return; }
+    this.retry();
+  }
+
+  /** The heartbeat heard nothing: give the socket up at once (a close handshake over a dead link could take a
+   * minute) and reconnect. */
+  dead() {
+    const socket = this.socket;
+    if (!socket) return;
+    console.warn("oa-bridge: no answer from the desktop for 10 s; reconnecting");
+    try {
+      socket.close(4000, "heartbeat: no answer");
+    } catch {
+      // closing a socket that is still connecting throws in some browsers; it is dropped below all the same
+    }
+    this.lost(socket, 4900, "no answer", true);
   }
 
   retry() {
@@ -118,14 +146,15 @@ export class Connection {
     if (!this.ready) return;
     const socket = this.socket;
     const answered = await Promise.race([
-      this.call("_oa/me", {}).then(() => true, (e) => !(e instanceof ConnectionLost)),
+      this.call("_oa/ping", {}).then(() => true, (e) => !(e instanceof ConnectionLost)),
       new Promise((resolve) => setTimeout(() => resolve(false), 4000)),
     ]);
-    if (!answered && this.socket === socket) socket.close();
+    if (!answered && this.socket === socket) this.dead();
   }
 
   stop() {
     this.stopped = true;
+    this.heartbeat.stop();
     clearTimeout(this.timer);
     if (this.socket) this.socket.close(1000, "bye");
     this.setState("stopped");

@@ -77,17 +77,33 @@ export class Transcript {
     this.pendingRender = new Set();
   }
 
-  stick(action) {
+  /** Whether the newest content is in view (within 80 px of the bottom). */
+  atBottom() {
     const c = this.container;
-    const atBottom = c.scrollHeight - c.scrollTop - c.clientHeight < 80;
-    action();
-    if (atBottom) c.scrollTop = c.scrollHeight;
+    return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
   }
 
-  /** A message the user sent (text and image blocks). */
+  /** Scrolls to the newest content. */
+  toBottom() {
+    this.container.scrollTop = this.container.scrollHeight;
+    if (this.onFollow) this.onFollow();
+  }
+
+  /** Runs `action` (which adds or changes content) and follows it when the newest content was in view (or `force`);
+   * else calls `onUnseen` (the "new messages" button), so reading older messages is never interrupted. */
+  stick(action, force = false) {
+    const follow = force || this.atBottom();
+    const before = this.container.scrollHeight;
+    action();
+    if (follow) this.toBottom();
+    else if (this.container.scrollHeight !== before && this.onUnseen) this.onUnseen();
+  }
+
+  /** A message the user sent (text and image blocks): always scrolled into view. */
   user(blocks) {
+    let node = null;
     this.stick(() => {
-      const node = el("div", "msg user");
+      node = el("div", "msg user");
       node.dataset.role = "user";
       for (const block of blocks || []) {
         if (block.type === "image") {
@@ -99,7 +115,8 @@ export class Transcript {
       }
       this.container.append(node);
       this.open = null;
-    });
+    }, true);
+    return node;
   }
 
   /** A line from the app itself (session started, gap, …). */
@@ -110,14 +127,15 @@ export class Transcript {
     });
   }
 
-  /** Applies one session/update's `update` object. */
-  apply(update) {
+  /** Applies one session/update's `update` object. `fromBridge`: a `user_message_chunk` is the bridge's record of a
+   * prompt a user sent (shown as the user's words); any other is the agent's replay, shown marked as such. */
+  apply(update, fromBridge = false) {
     if (!update || typeof update !== "object") return;
     const kind = update.sessionUpdate;
     this.stick(() => {
       switch (kind) {
         case "agent_message_chunk": return this.chunk("agent", update.content);
-        case "user_message_chunk": return this.chunk("user", update.content);
+        case "user_message_chunk": return this.chunk(fromBridge ? "user" : "replayed", update.content);
         case "agent_thought_chunk": return this.chunk("thought", update.content);
         case "tool_call": return this.tool(update, true);
         case "tool_call_update": return this.tool(update, false);
@@ -135,6 +153,14 @@ export class Transcript {
       if (kind === "thought") {
         node = el("details", "thought");
         node.append(el("summary", null, "Thinking"));
+        body = el("div");
+        node.append(body);
+      } else if (kind === "replayed") {
+        // Words the agent says the user wrote (its replay of a loaded session, or an impersonation): never shown as
+        // the user's own.
+        node = el("div", "msg user replayed");
+        node.dataset.origin = "agent";
+        node.append(el("span", "origin", "replayed by the agent"));
         body = el("div");
         node.append(body);
       } else {
@@ -168,8 +194,17 @@ export class Transcript {
   }
 
   render(open) {
-    if (open.kind === "agent") open.body.replaceChildren(renderMarkdown(open.text));
-    else open.body.textContent = open.text;
+    if (open.kind !== "agent") {
+      open.body.textContent = open.text;
+      return;
+    }
+    try {
+      open.body.replaceChildren(renderMarkdown(open.text));
+    } catch (error) {
+      // Whatever the renderer cannot handle is shown as plain text: a message is never lost to it.
+      console.warn("oa-bridge: message shown as plain text:", error && error.message);
+      open.body.textContent = open.text;
+    }
   }
 
   /** Renders everything still waiting for a frame (before a snapshot or a test). */
