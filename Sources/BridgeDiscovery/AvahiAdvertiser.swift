@@ -20,6 +20,8 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
     private var unmanagedSelf: Unmanaged<AvahiAdvertiser>?
     /// Set by the first ``cancel()``, so a second one neither stops the connection nor releases `self` again.
     private let cancelClaimed = Atomic<Bool>(false)
+    /// Where start and stop run, in that order, off the caller's thread (they may block in D-Bus calls).
+    private let control = DispatchQueue(label: "oa-bridge.avahi.advertiser")
     /// The interface to announce on (``ServiceRegistration/interface``), or every interface.
     private let interface: AvahiIfIndex
 
@@ -32,10 +34,20 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
         self.logger = logger
     }
 
-    func start() throws(DiscoveryError) {
+    /// Connects, on ``control``: `avahi_client_new` talks D-Bus synchronously, and a bus that does not answer (a
+    /// stopped dbus-daemon) holds it for libdbus's 25 s timeout, which must hold up neither the caller (a task on the
+    /// cooperative pool) nor a shutdown. A failure to start ends the event stream with it.
+    func start() {
         unmanagedSelf = Unmanaged.passRetained(self)
         connection.delegate = self
-        try connection.start()
+        control.async {
+            do throws(DiscoveryError) {
+                try self.connection.start()
+            } catch {
+                self.continuation.yield(.failure(error))
+                self.continuation.finish()
+            }
+        }
     }
 
     /// Replaces the TXT record, in place when the service is registered.
@@ -54,18 +66,44 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    /// Withdraws the service and ends the event stream. Must not be called on the Avahi thread.
-    func cancel() {
+    /// Withdraws the service and ends the event stream, without waiting: the stop runs on ``control``, so a
+    /// caller (a graceful-shutdown handler, a signal) never blocks on the event loop's lock, which a D-Bus call that
+    /// gets no answer (a stopped dbus-daemon) holds for up to libdbus's 25 s timeout. `completion` runs once the
+    /// client is freed (goodbye packets on their way). Use ``withdraw()`` to wait for that.
+    func cancel(completion: (@Sendable () -> Void)? = nil) {
         // Idempotent: the announcer cancels on graceful shutdown and again when its run ends.
-        guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        connection.stop {
-            if let group = self.group { avahi_entry_group_free(group) }
-            self.group = nil
+        guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {
+            completion?()
+            return
         }
-        continuation.finish()
-        unmanagedSelf?.release()
-        unmanagedSelf = nil
+        // After the start on the same serial queue: the poll is never freed under an avahi_client_new in progress.
+        control.async {
+            self.connection.stop {
+                if let group = self.group { avahi_entry_group_free(group) }
+                self.group = nil
+            }
+            self.continuation.finish()
+            self.unmanagedSelf?.release()
+            self.unmanagedSelf = nil
+            completion?()
+        }
     }
+
+    /// Withdraws the service and returns once the client is freed, so goodbye packets are on their way; waits at most
+    /// ``withdrawLimit`` and blocks no thread.
+    func withdraw() async {
+        let (done, signal) = AsyncStream.makeStream(of: Void.self)
+        cancel { signal.finish() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in done {} }
+            group.addTask { try? await Task.sleep(for: AvahiAdvertiser.withdrawLimit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// How long ``withdraw()`` waits for the stop; past it the process may exit without the goodbyes.
+    static let withdrawLimit: Duration = .seconds(1)
 
     // MARK: - AvahiConnectionDelegate (event-loop thread)
 

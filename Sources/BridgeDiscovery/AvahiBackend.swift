@@ -28,8 +28,10 @@ public struct AvahiBackend: DiscoveryBackend {
             _ = try NetworkInterfaceName.index(of: registration.interface)
             let connection = try AvahiConnection(logger: logger)
             let advertiser = AvahiAdvertiser(registration: registration, connection: connection, continuation: continuation, logger: logger)
-            try advertiser.start()
-            return Advertisement(events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() })
+            advertiser.start()
+            return Advertisement(
+                events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() },
+                withdraw: { await advertiser.withdraw() })
         } catch {
             continuation.yield(.failure(error))
             continuation.finish()

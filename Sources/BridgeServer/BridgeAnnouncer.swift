@@ -63,7 +63,9 @@ public struct BridgeAnnouncer: Service {
 
     /// Advertises on the first listening port until graceful shutdown or cancellation, then withdraws.
     public func run() async throws {
-        var ports = listeningPorts.makeAsyncIterator()
+        // Issue 25 item 1: a server that never listens (port taken) shuts the group down gracefully; waiting for its
+        // port must end then too, or the group, and with it `serve` and its signal handling, waits forever.
+        var ports = listeningPorts.cancelOnGracefulShutdown().makeAsyncIterator()
         guard let port = await ports.next() else { return }
         let registration = try makeRegistration(port)
         let advertisement = backend.advertise(registration)
@@ -79,7 +81,9 @@ public struct BridgeAnnouncer: Service {
         } onGracefulShutdown: {
             advertisement.cancel()
         }
-        advertisement.cancel()
+        // Goodbye packets on their way before the process exits; bounded, so a daemon that does not answer cannot
+        // hold up the shutdown.
+        await advertisement.withdraw()
     }
 
     /// Re-reads the tailnet identity and updates TXT when the MagicDNS name changes (or appears/goes).

@@ -165,7 +165,8 @@ public struct BridgeServer: Service {
     }
 
     /// How long a graceful shutdown waits for the clients told 1001 to go before the HTTP server shuts down too.
-    static let clientsToldLimit: Duration = .seconds(2)
+    /// One second: `serve` stops within two in every state (issue 25 item 1).
+    static let clientsToldLimit: Duration = .seconds(1)
 
     /// The tasks ``run()`` runs side by side.
     private enum Part: Sendable {
@@ -173,13 +174,16 @@ public struct BridgeServer: Service {
     }
 
     /// Turns a bind failure into an error that names the port and says what to do, by the system error's number
-    /// (`IOError.errnoCode`) or NIO's address-resolution error; anything else is returned as it is.
-    static func explain(_ error: any Error, host: String, port: Int) -> any Error {
+    /// (`IOError.errnoCode`) or NIO's address-resolution error; anything else is returned as it is. A taken port names
+    /// its holder when `holder` finds one.
+    static func explain(
+        _ error: any Error, host: String, port: Int, holder: (_ port: Int) -> PortHolder? = { PortHolder.listening(on: $0) }
+    ) -> any Error {
         switch error {
         case let error as IOError:
             switch error.errnoCode {
             case EADDRINUSE:
-                return BridgeServerError.portInUse(host: host, port: port)
+                return BridgeServerError.portInUse(host: host, port: port, holder: holder(port))
             case EACCES, EPERM:
                 return BridgeServerError.portNotPermitted(host: host, port: port)
             default:

@@ -1,7 +1,7 @@
 /// Why the bridge server could not run.
 public enum BridgeServerError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The port is taken by another program.
-    case portInUse(host: String, port: Int)
+    /// The port is taken by another program: `holder` when it can be seen (``PortHolder/listening(on:proc:)``).
+    case portInUse(host: String, port: Int, holder: PortHolder? = nil)
     /// The port needs privileges the process does not have.
     case portNotPermitted(host: String, port: Int)
     /// The working directory does not exist or is not a directory.
@@ -16,7 +16,13 @@ public enum BridgeServerError: Error, Sendable, Hashable, CustomStringConvertibl
     /// What went wrong and what to do.
     public var description: String {
         switch self {
-        case .portInUse(let host, let port):
+        case .portInUse(let host, let port, let holder?) where holder.isBridge:
+            let stop = holder.systemdUnit.map { "'systemctl stop \($0)' (or 'systemctl --user stop \($0)')" } ?? "stop it"
+            return "port \(port) on \(host) is already in use by another oa-bridge: \(holder). It is serving already: "
+                + "'oa-bridge pair' shows its pairing code. To run this one instead, \(stop) or choose another port with --port"
+        case .portInUse(let host, let port, let holder?):
+            return "port \(port) on \(host) is already in use by \(holder); stop it or choose another port with --port"
+        case .portInUse(let host, let port, nil):
             return "port \(port) on \(host) is already in use by another program; stop it or choose another port with --port"
         case .portNotPermitted(let host, let port):
             return "not allowed to listen on port \(port) on \(host) (ports below 1024 need privileges); choose another port with --port"

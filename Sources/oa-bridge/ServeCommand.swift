@@ -8,6 +8,7 @@ import Logging
 import Metrics
 import Prometheus
 import ServiceLifecycle
+import UnixSignals
 
 /// `oa-bridge serve`: the bridge itself.
 struct ServeCommand: AsyncParsableCommand {
@@ -52,6 +53,9 @@ struct ServeCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: settings.logLevel.value, format: settings.logFormat.value)
         let logger = Logger(label: "oa-bridge.serve")
         var serviceOptions = try settings.serviceOptions(version: BridgeVersion.current, logger: logger)
+        // A prompt in flight at a signal gets a second to end before it is cancelled, so serve stops within
+        // ``gracefulShutdownLimit`` (issue 25 item 1).
+        serviceOptions.configuration.shutdownGracePeriod = .seconds(1)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         serviceOptions.configuration.metricsRegistry = registry
@@ -63,10 +67,36 @@ struct ServeCommand: AsyncParsableCommand {
         } catch InstallIdentityError.unusableStateDirectory(let path, let reason) {
             throw ServeError.stateDirectory(path: path, reason: reason)
         }
-        try await ServiceGroup(configuration: .init(
+        var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger)).run()
+            logger: logger)
+        // Issue 25 item 1: a signal stops serve within 2 s in every state. What has not finished its graceful
+        // shutdown (clients told 1001, goodbye packets) by then is cancelled.
+        groupConfiguration.maximumGracefulShutdownDuration = ServeCommand.gracefulShutdownLimit
+        let group = ServiceGroup(configuration: groupConfiguration)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask { await ServeCommand.exitOnSecondSignal(logger: logger) }
+            try await tasks.next()
+            tasks.cancelAll()
+        }
+    }
+
+    /// How long a graceful shutdown may take before what is left is cancelled.
+    static let gracefulShutdownLimit: Duration = .milliseconds(1500)
+
+    /// A second SIGTERM or SIGINT while shutting down ends the process at once, as users of a command line expect of
+    /// a second Ctrl-C.
+    static func exitOnSecondSignal(logger: Logger) async {
+        var signals = 0
+        for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+            signals += 1
+            if signals == 2 {
+                logger.warning("second \(signal): stopping now, without waiting for the shutdown to finish")
+                Foundation.exit(1)
+            }
+        }
     }
 }
 

@@ -13,7 +13,7 @@ import Glibc
 struct BridgeServerErrorTests {
     @Test("EADDRINUSE, EACCES and others map to what the user should do")
     func byErrno() throws {
-        let inUse = BridgeServer.explain(IOError(errnoCode: EADDRINUSE, reason: "bind"), host: "::", port: 9099)
+        let inUse = BridgeServer.explain(IOError(errnoCode: EADDRINUSE, reason: "bind"), host: "::", port: 9099, holder: { _ in nil })
         #expect(inUse as? BridgeServerError == .portInUse(host: "::", port: 9099))
         let denied = BridgeServer.explain(IOError(errnoCode: EACCES, reason: "bind"), host: "::", port: 80)
         #expect(denied as? BridgeServerError == .portNotPermitted(host: "::", port: 80))
