@@ -45,6 +45,16 @@ export class Heartbeat {
     this.waiting = false;
   }
 
+  /** Pings now (before something that must not go into a dead link); the returned promise settles with the answer.
+   * A ping already waiting keeps its time: the link is dead DEAD_AFTER_MS after the first unanswered one. */
+  probe() {
+    if (!this.waiting) {
+      this.waiting = true;
+      this.sent = Date.now();
+    }
+    return this.ping();
+  }
+
   tick() {
     const now = Date.now();
     if (this.waiting && now - this.sent >= DEAD_AFTER_MS) {
@@ -53,10 +63,8 @@ export class Heartbeat {
       return;
     }
     if (!this.waiting && now - Math.max(this.heard, this.sent) >= PING_INTERVAL_MS) {
-      this.waiting = true;
-      this.sent = now;
       // The answer is also "heard" (Connection.receive); a lost connection is seen by its close.
-      this.ping().catch(() => {});
+      this.probe().catch(() => {});
     }
   }
 }

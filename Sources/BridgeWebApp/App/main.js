@@ -75,6 +75,8 @@ function setReady(value) {
 function setRunning(value) {
   running = value;
   updateButtons();
+  // A turn that ended (answered, resumed as finished, stopped): the next waiting prompt may go.
+  if (!value && outbox.length) setTimeout(flushOutbox, 0);
 }
 
 function updateButtons() {
@@ -950,28 +952,32 @@ async function sendPrompt() {
   flushOutbox();
 }
 
-/** Sends the oldest waiting prompt when the link is up and no prompt of this page runs. */
+/** Sends the waiting prompts, oldest first, one turn at a time, while the link is up and no prompt runs. */
 async function flushOutbox() {
-  const item = outbox.find((i) => i.entry.state === "queued");
-  if (!item || !ready || !conn || running || inflight || flushing) return;
+  if (flushing) return;
   flushing = true;
   try {
-    await deliver(item);
+    for (let i = 0; i < 100; i++) {
+      const item = outbox.find((o) => o.entry.state === "queued");
+      if (!item || !ready || !conn || running || inflight) return;
+      if (!(await deliver(item))) return;
+    }
   } finally {
     flushing = false;
   }
 }
 let flushing = false;
 
+/** Sends one prompt; true when its turn ended here (answered), false when it waits for the link or a check. */
 async function deliver(item) {
   const connection = conn;
   setEntryState(item, "sending");
   try {
-    await connection.call("_oa/ping", {}); // any answer proves the link alive; an error answer too
+    await connection.probe(); // an _oa/ping now: any answer proves the link alive, an error answer too
   } catch (error) {
     if (error instanceof ConnectionLost) {
       setEntryState(item, "queued");
-      return;
+      return false;
     }
   }
   if (!current) {
@@ -980,22 +986,23 @@ async function deliver(item) {
     } catch (error) {
       if (error instanceof ConnectionLost) {
         setEntryState(item, "queued");
-        return;
+        return false;
       }
       setEntryState(item, "unsent");
       ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
-      return;
+      return false;
     }
   }
   if (conn !== connection || !ready) {
     setEntryState(item, "queued");
-    return;
+    return false;
   }
   // From here on the prompt is the session's: it leaves the outbox for the conversation.
   outbox.splice(outbox.indexOf(item), 1);
   delete item.entry.state;
   current.log.push(item.entry);
   markEntry(item.node, item.entry);
+  ui.transcript.moveToEnd(item.node);
   persist();
   saveOutbox();
   expectEcho(item.prompt);
@@ -1019,7 +1026,7 @@ async function deliver(item) {
         inflight.lost = true;
         setNodeState(inflight.node, "checking");
       }
-      return;
+      return false;
     }
     inflight = null;
     if (current && current.id === session) {
@@ -1029,7 +1036,7 @@ async function deliver(item) {
   } finally {
     if (prompting === session) prompting = null;
   }
-  flushOutbox();
+  return true;
 }
 
 /** After reconnecting: did the prompt that was out when the link died reach the desktop? */

@@ -160,6 +160,13 @@ export class Connection {
     this.setState("stopped");
   }
 
+  /** Asks `_oa/ping` now, through the heartbeat: the link is declared dead if no answer comes in time. Resolves
+   * with the answer (rejects with RPCError for an error answer, which still proves the link alive). */
+  probe() {
+    if (!this.socket) return Promise.reject(new ConnectionLost("not connected"));
+    return this.heartbeat.probe();
+  }
+
   /** Closes the socket; it reconnects by the usual rules. */
   drop() {
     if (this.socket) this.socket.close(1000, "reconnect");

@@ -66,11 +66,27 @@ export function lineDiff(oldText, newText) {
 export class Transcript {
   constructor(container) {
     this.container = container;
+    // Whether the view follows new content: true until the user scrolls away from the bottom, true again once they
+    // scroll back (or tap "new messages"). Kept from scroll events, so a transcript that shrinks (a permission card or
+    // a growing message box below it) still follows.
+    this.following = true;
+    // Only the user scrolls up (content added below never lowers scrollTop): that stops following.
+    let lastTop = 0;
+    container.addEventListener("scroll", () => {
+      const top = container.scrollTop;
+      if (this.atBottom()) this.following = true;
+      else if (top < lastTop - 2) this.following = false;
+      lastTop = top;
+    }, { passive: true });
+    if (typeof ResizeObserver === "function") {
+      new ResizeObserver(() => { if (this.following) this.container.scrollTop = this.container.scrollHeight; }).observe(container);
+    }
     this.clear();
   }
 
   clear() {
     this.container.replaceChildren();
+    this.following = true;
     this.open = null; // the message being streamed: {kind, node, text}
     this.tools = new Map();
     this.plan = null;
@@ -83,16 +99,17 @@ export class Transcript {
     return c.scrollHeight - c.scrollTop - c.clientHeight < 80;
   }
 
-  /** Scrolls to the newest content. */
+  /** Scrolls to the newest content, and follows it from now on. */
   toBottom() {
+    this.following = true;
     this.container.scrollTop = this.container.scrollHeight;
     if (this.onFollow) this.onFollow();
   }
 
-  /** Runs `action` (which adds or changes content) and follows it when the newest content was in view (or `force`);
-   * else calls `onUnseen` (the "new messages" button), so reading older messages is never interrupted. */
+  /** Runs `action` (which adds or changes content) and follows it when the view follows (or `force`); else calls
+   * `onUnseen` (the "new messages" button), so reading older messages is never interrupted. */
   stick(action, force = false) {
-    const follow = force || this.atBottom();
+    const follow = force || this.following || this.atBottom();
     const before = this.container.scrollHeight;
     action();
     if (follow) this.toBottom();
@@ -117,6 +134,14 @@ export class Transcript {
       this.open = null;
     }, true);
     return node;
+  }
+
+  /** Moves a message (a prompt that waited) to the end, where its answer follows, and scrolls to it. */
+  moveToEnd(node) {
+    this.stick(() => {
+      if (node.parentNode === this.container && node !== this.container.lastElementChild) this.container.append(node);
+      this.open = null;
+    }, true);
   }
 
   /** A line from the app itself (session started, gap, …). */

@@ -1,0 +1,132 @@
+"""The web app on a real day (issues 25.3 and 29.5): the chat follows new content unless the user scrolled up, a dead
+link (TCP open, nothing answering: the bridge stopped with SIGSTOP) is seen and said within seconds, and a prompt typed
+meanwhile is sent exactly once after the link is back (counted at the agent). Debian's Chromium via Playwright."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+from test_webapp import agent_texts, open_from_qr, send
+from web_support import AGENTS, wait_until
+
+BOTTOM = """() => { const t = document.querySelector('#transcript'); const last = t.lastElementChild;
+    return {gap: t.scrollHeight - t.scrollTop - t.clientHeight, top: t.scrollTop,
+            hidden: last ? Math.round(last.getBoundingClientRect().bottom - t.getBoundingClientRect().bottom) : 0}; }"""
+
+
+def test_the_chat_follows_new_content_unless_scrolled_up(bridge, phone_factory):
+    """A short screen: the newest content stays in view while a permission card appears below the conversation and
+    after the answer; scrolled up mid-answer, the view stays where the user is and a "New messages" button appears;
+    tapping it goes to the newest content. Fails on the old code (the card hid the newest text; no button)."""
+    phone = phone_factory()
+    phone.page.set_viewport_size({"width": 360, "height": 560})
+    open_from_qr(phone, bridge)
+    send(phone, "\n".join(f"line {i} of a message long enough to wrap on a phone screen" for i in range(6)))
+    phone.page.get_by_role("button", name="Allow once").wait_for(timeout=10_000)
+    phone.page.wait_for_timeout(300)
+    shown = phone.page.evaluate(BOTTOM)
+    assert shown["hidden"] <= 2 and shown["gap"] <= 2, shown
+    phone.page.get_by_role("button", name="Allow once").click()
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
+    phone.page.wait_for_timeout(300)
+    shown = phone.page.evaluate(BOTTOM)
+    assert shown["hidden"] <= 2 and shown["gap"] <= 2, shown
+    assert not phone.page.get_by_role("button", name="New messages").is_visible()
+
+    # A long answer streams; the user scrolls up to read: nothing pulls the view down, a button offers the new text.
+    send(phone, " ".join(f"w{i:03d}" for i in range(250)))
+    phone.page.wait_for_function(
+        "() => [...document.querySelectorAll('#transcript [data-role=agent]')].some(n => n.textContent.includes('w030'))",
+        timeout=10_000)
+    phone.page.locator("#transcript").hover()
+    phone.page.mouse.wheel(0, -5_000)
+    phone.page.get_by_role("button", name="New messages").wait_for(timeout=10_000)
+    phone.page.wait_for_timeout(1_000)  # more words arrive
+    assert phone.page.evaluate(BOTTOM)["top"] < 50
+    phone.page.get_by_role("button", name="New messages").click()
+    phone.page.wait_for_timeout(300)
+    assert phone.page.evaluate(BOTTOM)["gap"] <= 2
+    assert not phone.page.get_by_role("button", name="New messages").is_visible()
+    phone.page.get_by_role("button", name="Allow once").click(timeout=15_000)
+    phone.page.get_by_role("button", name="Send").wait_for(timeout=15_000)
+    phone.page.wait_for_timeout(300)
+    assert phone.page.evaluate(BOTTOM)["gap"] <= 2
+    assert not phone.errors and not phone.dialogs
+
+
+def prompts_seen(log) -> list[str]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_a_dead_link_is_seen_and_a_prompt_typed_meanwhile_is_sent_once(bridge_factory, phone, tmp_path):
+    """The bridge stops (SIGSTOP: its sockets stay open, nothing answers). A prompt sent then goes out only after a
+    ping, which gets no answer: the page says "Reconnecting" within 14 s (dead 10 s after an unanswered ping); two prompts typed meanwhile are kept (marked as waiting)
+    and, after SIGCONT, sent once each, in order: the agent counts them. An idle live link is not declared dead.
+    Fails on the old code (it said "Connected" on the dead link)."""
+    log = tmp_path / "prompts.log"
+    bridge = bridge_factory(["--agent", f"{sys.executable} {AGENTS / 'counting_agent.py'} {log}"])
+    open_from_qr(phone, bridge)
+    send(phone, "before")
+    phone.page.get_by_text("You said: before").wait_for(timeout=10_000)
+    # Idle but alive for 12 s: pings are answered, the link stays up.
+    phone.page.wait_for_timeout(12_000)
+    assert phone.page.get_by_role("status").inner_text() == "Connected"
+
+    os.kill(bridge.proc.pid, signal.SIGSTOP)
+    try:
+        stopped = time.monotonic()
+        send(phone, "typed on a dead link")
+        phone.page.wait_for_selector('#connection[data-state="reconnecting"]', timeout=20_000)
+        seen = time.monotonic() - stopped
+        print(f"\nthe dead link was seen after {seen:.1f} s")
+        assert seen < 14.0  # dead 10 s after the ping sent with the prompt (+1 s of tick), with room for CI
+        send(phone, "typed while reconnecting")
+        states = phone.page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.dataset.state || '')")
+        assert states == ["", "queued", "queued"], states
+        assert "Waiting for the connection" in phone.page.inner_text("#transcript")
+    finally:
+        os.kill(bridge.proc.pid, signal.SIGCONT)
+    phone.wait_ready(timeout=30_000)
+    phone.page.get_by_text("You said: typed while reconnecting").wait_for(timeout=15_000)
+    # Each prompt moved down to where its answer follows.
+    order = phone.page.eval_on_selector_all("#transcript .msg", "nodes => nodes.map(n => n.textContent)")
+    assert order == ["before", "You said: before", "typed on a dead link", "You said: typed on a dead link",
+                     "typed while reconnecting", "You said: typed while reconnecting"], order
+    phone.page.wait_for_timeout(2_000)  # room for a duplicate
+    assert prompts_seen(log) == ["before", "typed on a dead link", "typed while reconnecting"]
+    states = phone.page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.dataset.state || '')")
+    assert states == ["", "", ""], states
+    # Kept over a reload, once.
+    phone.page.reload()
+    phone.wait_ready()
+    users = phone.page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.textContent)")
+    assert users == ["before", "typed on a dead link", "typed while reconnecting"], users
+    assert prompts_seen(log) == ["before", "typed on a dead link", "typed while reconnecting"]
+    assert not phone.dialogs
+
+
+def test_a_prompt_typed_while_offline_survives_a_reload_and_is_sent_once(bridge_factory, phone, tmp_path):
+    """Typed while the phone is offline, then the page is reloaded before the network is back: the message is still
+    there, waiting, and is sent once when the link is up. Fails on the old code (the composer was disabled offline)."""
+    log = tmp_path / "prompts.log"
+    bridge = bridge_factory(["--agent", f"{sys.executable} {AGENTS / 'counting_agent.py'} {log}"])
+    open_from_qr(phone, bridge)
+    phone.context.set_offline(True)
+    phone.page.wait_for_selector('#connection[data-state="offline"]', timeout=5_000)
+    send(phone, "written offline")
+    assert phone.page.locator("#transcript .msg.user").get_attribute("data-state") == "queued"
+    kept = phone.page.evaluate("JSON.parse(localStorage.getItem('oa-bridge.outbox'))")
+    assert [(item["user"], item["state"]) for item in kept] == [([{"type": "text", "text": "written offline"}], "queued")]
+    phone.context.set_offline(False)
+    phone.page.reload()
+    phone.wait_ready()
+    phone.page.get_by_text("You said: written offline").wait_for(timeout=15_000)
+    wait_until(lambda: prompts_seen(log) == ["written offline"], 5, "the prompt at the agent")
+    phone.page.wait_for_timeout(1_500)
+    assert prompts_seen(log) == ["written offline"]
+    assert phone.page.evaluate("localStorage.getItem('oa-bridge.outbox')") is None
+    assert not phone.dialogs
