@@ -106,7 +106,10 @@ struct ConnectCommand: AsyncParsableCommand {
         if let credentials {
             credentialsFile = URL(fileURLWithPath: credentials)
         } else if let payload {
-            credentialsFile = saved.directory.appendingPathComponent(SavedBridges.credentialsName(id: payload.pin ?? payload.name))
+            // Named after the bridge (as before bridges.json), unless another bridge of that name has that file.
+            let byName = "\(ConnectCommand.fileSafe(payload.name)).json"
+            let taken = saved.all.contains { $0.credentials == byName && $0.pin != nil && $0.pin != payload.pin }
+            credentialsFile = saved.directory.appendingPathComponent(taken ? SavedBridges.credentialsName(id: payload.pin ?? payload.name) : byName)
         } else if let known {
             credentialsFile = saved.credentialsFile(for: known)
         } else {

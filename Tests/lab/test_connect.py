@@ -247,3 +247,67 @@ def test_resume_after_the_phones_link_is_cut_mid_prompt(lab, desk, phone, bridge
         print(f"\n[resume] {len(seqs)} updates exactly once, in order; resumed after update {m.group(1)}")
     finally:
         serve.stop()
+
+
+# -- 6. link-local IPv6 over TLS with the pin (issue 25.5) --------------------------------------------------------------
+
+def link_local(host) -> str:
+    cp = host.run(["ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"], timeout=5)
+    m = re.search(r"inet6 (fe80::[0-9a-f:]+)/64", cp.stdout)
+    assert m, f"no link-local address on {host.name} eth0:\n{cp.stdout}{cp.stderr}"
+    return m.group(1)
+
+
+def test_link_local_ipv6_over_tls_checks_the_pin_not_a_name(lab, desk, phone, bridge_bin):
+    """The desk serves as a new user would (token auth, TLS). Its certificate names no link-local address (they need
+    a zone): before the fix a pinned `connect` and `discover --probe` to `fe80::…%eth0` failed with
+    `failedToValidateHostname … <none>` and the advice to check the network."""
+    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-connect-fe80")
+    state = str(phone.dir / "connect-fe80-state")
+    try:
+        wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
+        pair = desk.run([bridge_bin, "pair", "--json"], timeout=10)
+        assert pair.returncode == 0, show(pair)
+        payload = json.loads(pair.stdout)
+        paired = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--state-dir", state,
+                            "--browse-time", "0.5", "--prompt", "paired over IPv4"], timeout=40)
+        assert paired.returncode == 0, show(paired)
+        credentials = f"{state}/client/Desk.json"
+        ll = link_local(desk)
+
+        # Pinned, with the credentials named: the pin decides, not the certificate's names.
+        r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--pin", payload["pin"], "--credentials", credentials,
+                       "--state-dir", state, "--prompt", "over link-local"], timeout=40)
+        assert r.returncode == 0, show(r)
+        assert "You said: over link-local" in r.stdout, show(r)
+        c = connected(r.stderr)
+        assert c["url"] == f"wss://[{ll}%25eth0]:9099/", c
+        assert "failedToValidateHostname" not in r.stderr
+
+        # Nothing named: the saved bridge is found by the pin the address presents.
+        r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--state-dir", state, "--prompt", "found by pin"],
+                      timeout=40)
+        assert r.returncode == 0, show(r)
+        assert "You said: found by pin" in r.stdout, show(r)
+
+        # A wrong pin is a certificate problem, never "check the network".
+        wrong = "sha256/" + "A" * 43 + "="
+        r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--pin", wrong, "--credentials", credentials,
+                       "--state-dir", state, "--prompt", "never"], timeout=40)
+        assert r.returncode != 0, show(r)
+        assert "same network" not in r.stderr and "identity changed" in r.stderr, show(r)
+
+        # The probe of the link-local address sees the bridge (it wants a token), not a TLS or network failure.
+        wait_resolved(phone, "Desk", timeout=10, guard=serve)
+        cp = phone.run([bridge_bin, "discover", "--probe", "--json", "--timeout", "6"], timeout=60)
+        records = [json.loads(line) for line in cp.stdout.splitlines() if line.strip().startswith("{")]
+        probes = [p for r in records if r.get("name") == "Desk" and isinstance(r.get("probe"), dict)
+                  for p in (r["probe"].get("probes") or [])]
+        linklocal = [p for p in probes if p["address"].lower().startswith("fe80")]
+        for p in linklocal:
+            assert p["outcome"] == "needs_pairing", json.dumps(linklocal, indent=1)
+        print(f"\n[fe80 over TLS] connect pinned and by saved pin ok; {len(linklocal)} link-local probe(s): "
+              f"{[p['outcome'] for p in linklocal]}")
+    finally:
+        serve.stop()
+        phone.run(["rm", "-rf", state], timeout=10)
