@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -129,4 +130,44 @@ def test_a_prompt_typed_while_offline_survives_a_reload_and_is_sent_once(bridge_
     phone.page.wait_for_timeout(1_500)
     assert prompts_seen(log) == ["written offline"]
     assert phone.page.evaluate("localStorage.getItem('oa-bridge.outbox')") is None
+    assert not phone.dialogs
+
+
+def test_a_prompt_lost_in_flight_is_shown_not_sent_with_retry(bridge_factory, phone, tmp_path):
+    """The link breaks just as a prompt goes out and the prompt never reaches the bridge (Playwright stands between
+    page and bridge, drops that frame and closes the socket). After reconnecting, the page finds the prompt did not
+    arrive (not running, nothing new in the session) and shows it "Not sent" with Retry; Retry sends it, once.
+    Fails on the old code (the prompt was silently lost)."""
+    log = tmp_path / "prompts.log"
+    bridge = bridge_factory(["--agent", f"{sys.executable} {AGENTS / 'counting_agent.py'} {log}"])
+    routes = []
+
+    def through(route):
+        server = route.connect_to_server()
+        routes.append(route)
+
+        def to_server(message):
+            if isinstance(message, str) and "session/prompt" in message and "lost in flight" in message and len(routes) == 1:
+                route.close(code=4000, reason="link broke")
+                server.close()
+                return
+            server.send(message)
+
+        route.on_message(to_server)
+        server.on_message(lambda message: route.send(message))
+
+    phone.context.route_web_socket(re.compile(r"wss://127\.0\.0\.1:\d+/.*"), through)
+    open_from_qr(phone, bridge)
+    send(phone, "lost in flight")
+    unsent = phone.page.locator('#transcript .msg.user[data-state="unsent"]')
+    unsent.wait_for(timeout=20_000)
+    assert "Not sent" in unsent.inner_text() and len(routes) == 2
+    phone.wait_ready()
+    assert prompts_seen(log) == []
+    unsent.get_by_role("button", name="Retry").click()
+    phone.page.get_by_text("You said: lost in flight").wait_for(timeout=15_000)
+    phone.page.wait_for_timeout(1_500)
+    assert prompts_seen(log) == ["lost in flight"]
+    states = phone.page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.dataset.state || '')")
+    assert states == [""], states
     assert not phone.dialogs
