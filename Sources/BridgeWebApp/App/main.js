@@ -484,9 +484,12 @@ function onNotification(message) {
       if (seq !== null && seq <= current.lastSeq) return; // already shown: replay overlap
       const update = params.update || {};
       const bridge = recordedByBridge(params);
-      if (!(bridge && ownEcho(update))) applyUpdate(update, bridge);
-      current.log.push(bridge ? { seq, update, bridge } : { seq, update });
       if (seq !== null) current.lastSeq = seq;
+      // The bridge's record of a prompt this page sent: shown and kept already (as sent), not a second time.
+      if (!(bridge && ownPrompt(params._meta.oa.promptId))) {
+        applyUpdate(update, bridge);
+        current.log.push(bridge ? { seq, update, bridge } : { seq, update });
+      }
       persistSoon();
       return;
     }
@@ -520,23 +523,17 @@ function recordedByBridge(params) {
   return !!(oa && typeof oa === "object" && oa.origin === "bridge");
 }
 
-/** Prompts this page sent and showed at once, whose record from the bridge (a `user_message_chunk` per block) is not
- * to be shown a second time: [{text}] oldest first. */
-const echoes = [];
-
-function ownEcho(update) {
-  if (update.sessionUpdate !== "user_message_chunk") return false;
-  const content = update.content || {};
-  const key = content.type === "text" ? "t:" + str(content.text) : content.type === "image" ? "image" : null;
-  const index = key === null ? -1 : echoes.indexOf(key);
-  if (index === -1) return false;
-  echoes.splice(index, 1);
-  return true;
+/** Whether `promptId` (a record's `_meta.oa.promptId`: the id of the `session/prompt` request) is one of this
+ * phone's prompts of the current session: each gets an id unique to it (newPromptId), kept in its log entry. */
+function ownPrompt(promptId) {
+  if (typeof promptId !== "string" || !promptId.startsWith("prompt-")) return false;
+  const log = current ? current.log : [];
+  for (let i = log.length - 1, n = 0; i >= 0 && n < 500; i--, n++) if (log[i].promptId === promptId) return true;
+  return !!(inflight && inflight.entry.promptId === promptId);
 }
 
-function expectEcho(prompt) {
-  for (const block of prompt) echoes.push(block.type === "text" ? "t:" + str(block.text) : "image");
-  if (echoes.length > 64) echoes.splice(0, echoes.length - 64);
+function newPromptId() {
+  return "prompt-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
 }
 
 /** `_oa/agent_exited`: the bridge forgets the sessions of an agent that died, so asking it about the current session
@@ -1000,18 +997,18 @@ async function deliver(item) {
   // From here on the prompt is the session's: it leaves the outbox for the conversation.
   outbox.splice(outbox.indexOf(item), 1);
   delete item.entry.state;
+  item.entry.promptId = newPromptId();
   current.log.push(item.entry);
   markEntry(item.node, item.entry);
   ui.transcript.moveToEnd(item.node);
   persist();
   saveOutbox();
-  expectEcho(item.prompt);
   const session = current.id;
   inflight = { entry: item.entry, node: item.node, prompt: item.prompt, session, seq: current.lastSeq, lost: false };
   prompting = session;
   setRunning(true);
   try {
-    const result = await connection.call("session/prompt", { sessionId: session, prompt: item.prompt });
+    const result = await connection.call("session/prompt", { sessionId: session, prompt: item.prompt }, item.entry.promptId);
     inflight = null;
     if (current && current.id === session) {
       setRunning(false);

@@ -177,9 +177,10 @@ export class Connection {
     this.socket.send(JSON.stringify(message));
   }
 
-  call(method, params) {
+  /** Sends a request and resolves with its result. `id`: the request's id when the caller needs to know it (a
+   * prompt's, which the bridge's record of the prompt names); a number of this connection's own otherwise. */
+  call(method, params, id = this.nextId++) {
     return new Promise((resolve, reject) => {
-      const id = this.nextId++;
       try {
         this.send({ jsonrpc: "2.0", id, method, params });
       } catch (error) {
