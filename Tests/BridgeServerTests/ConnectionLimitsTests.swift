@@ -54,18 +54,21 @@ struct ConnectionLimitsTests {
         #expect(admission.counts(for: "10.0.0.1").pending == 0)
     }
 
-    @Test("the first answer ends the bound: the connection lives on past the timeout")
-    func answeredInTime() async throws {
+    @Test("the upgrade to a WebSocket ends the bound and gives the address's place back; the connection lives on")
+    func upgradedInTime() async throws {
         let admission = ConnectionAdmission(maxAccepted: 10, maxPendingPerAddress: 10)
         #expect(admission.admit("10.0.0.1") == nil)
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandler(
-            ConnectionGuard(admission: admission, address: "10.0.0.1", timeout: .seconds(10), logger: Self.logger))
+        let connectionGuard = ConnectionGuard(admission: admission, address: "10.0.0.1", timeout: .seconds(10), logger: Self.logger)
+        try channel.pipeline.syncOperations.addHandler(connectionGuard)
         try await channel.connect(to: SocketAddress(ipAddress: "10.0.0.1", port: 40000)).get()
         channel.embeddedEventLoop.advanceTime(by: .seconds(5))
         channel.writeAndFlush(ByteBuffer(string: "HTTP/1.1 101 Switching Protocols\r\n\r\n"), promise: nil)
         channel.embeddedEventLoop.run()
         #expect(try channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) } == "HTTP/1.1 101 Switching Protocols\r\n\r\n")
+        // An answer alone does not end the bound (issue 26.1); the upgrade does.
+        #expect(admission.counts(for: "10.0.0.1").pending == 1)
+        connectionGuard.upgraded()
         #expect(admission.counts(for: "10.0.0.1").pending == 0)
         channel.embeddedEventLoop.advanceTime(by: .seconds(60))
         #expect(channel.isActive)
