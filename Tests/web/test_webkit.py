@@ -1,7 +1,8 @@
 """The phone web app in WebKit, Safari's engine (issue 29.5): Debian's WebKitGTK (MiniBrowser) driven by its
 WebKitWebDriver through Selenium, on an Xvfb display. A subset of the Chromium tests: pairing from the QR code's URL
 to ready, a prompt with a permission answered by its kind's button and a bare URL in the answer (kept over a reload),
-hostile Markdown rendered without exhausting the stack, and a link without a pairing code leaving the pairing alone.
+hostile Markdown rendered without exhausting the stack, a link without a pairing code leaving the pairing alone, a
+dead link (the bridge SIGSTOPped) seen by the heartbeat with the prompt typed meanwhile sent once, and Unpair.
 The emulated phone of the Chromium tests has no WebKit counterpart here: the window is a desktop window."""
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
 from test_webapp_hostile import HOSTILE_MARKDOWN
-from web_support import loopback_url, qr_url, require_tools, wait_until
+from web_support import AGENTS, loopback_url, qr_url, require_tools, wait_until
 
 WEBDRIVER = os.environ.get("OA_WEBKIT_DRIVER", "/usr/bin/WebKitWebDriver")
 MINIBROWSER = os.environ.get("OA_WEBKIT_BROWSER", "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser")
@@ -169,4 +172,43 @@ def test_webkit_a_link_without_a_pairing_code_leaves_the_pairing_alone(bridge, w
     wait_ready(webkit)
     assert js(webkit, "return JSON.parse(localStorage.getItem('oa-bridge.auth')).tokens") == before
     time.sleep(0.2)
+    clean(webkit)
+
+
+def test_webkit_sees_a_dead_link_and_sends_the_prompt_typed_meanwhile_once(bridge_factory, webkit, tmp_path):
+    log = tmp_path / "prompts.log"
+    bridge = bridge_factory(["--agent", f"{sys.executable} {AGENTS / 'counting_agent.py'} {log}"])
+    webkit.get(loopback_url(qr_url(bridge), bridge))
+    wait_ready(webkit)
+    watch(webkit)
+    os.kill(bridge.proc.pid, signal.SIGSTOP)
+    try:
+        stopped = time.monotonic()
+        send(webkit, "typed on a dead link")
+        wait_js(webkit, "return document.getElementById('connection').dataset.state === 'reconnecting'", 20,
+                "Reconnecting")
+        seen = time.monotonic() - stopped
+        print(f"\nWebKit saw the dead link after {seen:.1f} s")
+        assert seen < 14.0
+        assert js(webkit, "return document.querySelector('#transcript .msg.user').dataset.state") == "queued"
+    finally:
+        os.kill(bridge.proc.pid, signal.SIGCONT)
+    wait_js(webkit, "return document.querySelector('#transcript').textContent.includes('You said: typed on a dead link')",
+            30, "the answer after the link is back")
+    time.sleep(1.5)
+    assert [json.loads(line) for line in log.read_text().splitlines()] == ["typed on a dead link"]
+    clean(webkit)
+
+
+def test_webkit_unpair_forgets_everything(bridge, webkit):
+    webkit.get(loopback_url(qr_url(bridge), bridge))
+    wait_ready(webkit)
+    watch(webkit)
+    webkit.find_element("id", "sessions-button").click()
+    webkit.find_element("id", "unpair").click()
+    webkit.find_element("id", "unpair-yes").click()
+    wait_js(webkit, "return !document.getElementById('screen-unpaired').hidden", 10, "the unpaired screen")
+    assert js(webkit, "return Object.keys(localStorage).filter(k => k.startsWith('oa-bridge.')).length") == 0
+    assert js(webkit, "return document.querySelectorAll('dialog[open]').length") == 0
+    assert bridge.devices() == []
     clean(webkit)
