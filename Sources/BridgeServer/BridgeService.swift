@@ -60,15 +60,26 @@ public struct BridgeService: Service {
     private let tokenAuth: Bool
     private let version: String
     private let logger: Logger
-    private let onListening: @Sendable (_ port: Int, _ pairing: PairingSession) async -> Void
+    private let onListening: @Sendable (_ listening: Listening) async -> Void
+
+    /// What ``BridgeService/init(options:logger:onListening:)``'s `onListening` hears once the server listens.
+    public struct Listening: Sendable {
+        /// The port bound (the configured one, or the one the system chose for port 0).
+        public var port: Int
+        /// The pairing session behind the QR code and `/pair`.
+        public var pairing: PairingSession
+        /// The TLS identity phones meet (its pin is in the QR code; its fingerprint is what a browser shows).
+        public var identity: BridgeIdentity
+    }
 
     /// Loads (or makes) the installation id, the token store and the TLS identity, and reads the tailnet name.
-    /// `onListening` hears the bound port once the server listens (`oa-bridge serve` prints the pairing code then).
+    /// `onListening` hears the bound port, the pairing session and the TLS identity once the server listens
+    /// (`oa-bridge serve` prints the pairing code then).
     /// - Throws: ``InstallIdentityError`` when the state directory cannot be used; the token store's and the TLS
     ///   identity's errors.
     public init(
         options: Options, logger: Logger,
-        onListening: @escaping @Sendable (_ port: Int, _ pairing: PairingSession) async -> Void = { _, _ in }
+        onListening: @escaping @Sendable (_ listening: Listening) async -> Void = { _ in }
     ) async throws {
         installID = try InstallIdentity.load(stateDirectory: options.stateDirectory)
         var configuration = options.configuration
@@ -115,14 +126,18 @@ public struct BridgeService: Service {
     /// advertisement and closes connections. Throws ``BridgeServerError`` when it cannot listen.
     public func run() async throws {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        let (configuration, logger, pairing, onListening) = (self.configuration, self.logger, self.pairing, self.onListening)
-        let host = configuration.host
-        let serving = "oa-bridge \(version) serving ws://\(host.contains(":") ? "[\(host)]" : host)"
+        let (configuration, logger, pairing, onListening, identity) = (
+            self.configuration, self.logger, self.pairing, self.onListening, self.identity)
+        let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        // TLS and clear text share the port (told apart by the first byte); what crosses the network in clear is
+        // what PlaintextPolicy allows, so the line says which scheme phones use and where clear text is accepted.
+        let clear = !tokenAuth || configuration.allowPlaintext ? "ws:// and http:// too" : "ws:// and http:// from loopback only"
+        let serving = "oa-bridge \(version) serving wss://\(host)"
         let agent = configuration.agentCommand?.joined(separator: " ") ?? "built-in demo agent"
         let auth = tokenAuth ? "token" : "none"
         let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in
-            logger.notice("\(serving):\(boundPort)\(configuration.path) (agent: \(agent), auth: \(auth))")
-            await onListening(boundPort, pairing)
+            logger.notice("\(serving):\(boundPort)\(configuration.path) and https://\(host):\(boundPort)/app (\(clear); agent: \(agent), auth: \(auth))")
+            await onListening(Listening(port: boundPort, pairing: pairing, identity: identity))
             portContinuation.yield(boundPort)
         }
         var services: [any Service] = [server]

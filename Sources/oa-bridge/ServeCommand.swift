@@ -61,8 +61,10 @@ struct ServeCommand: AsyncParsableCommand {
         serviceOptions.configuration.metricsRegistry = registry
         let service: BridgeService
         do {
-            service = try await BridgeService(options: serviceOptions, logger: logger) { port, pairing in
-                await ServeCommand.printBanner(pairing: pairing, port: port, logger: logger)
+            service = try await BridgeService(options: serviceOptions, logger: logger) { listening in
+                await ServeCommand.printBanner(
+                    pairing: listening.pairing, port: listening.port,
+                    certificateFingerprint: listening.identity.certificateFingerprint, logger: logger)
             }
         } catch InstallIdentityError.unusableStateDirectory(let path, let reason) {
             throw ServeError.stateDirectory(path: path, reason: reason)
@@ -102,10 +104,12 @@ struct ServeCommand: AsyncParsableCommand {
 
 extension ServeCommand {
     /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does.
-    static func printBanner(pairing: PairingSession, port: Int, logger: Logger) async {
+    static func printBanner(pairing: PairingSession, port: Int, certificateFingerprint: String, logger: Logger) async {
         do {
             let payload = try await pairing.payload()
-            let text = try PairingBanner.text(payload: payload, expiresAt: await pairing.expiresAt(), port: port, ansiColors: isatty(STDOUT_FILENO) != 0)
+            let text = try PairingBanner.text(
+                payload: payload, expiresAt: await pairing.expiresAt(), port: port, certificateFingerprint: certificateFingerprint,
+                ansiColors: isatty(STDOUT_FILENO) != 0)
             FileHandle.standardOutput.write(Data((text + "\n").utf8))
         } catch {
             logger.error("cannot show the pairing code: \(error)")

@@ -129,11 +129,30 @@ struct PairingBannerTests {
         #expect(text.hasPrefix(try payload.qrCode().terminalString(quietZone: 2, ansiColors: false)))
         #expect(text.contains("http://127.0.0.1:9099/pair"))
         #expect(text.contains("expires in 60 min"))
+        #expect(!text.contains("oa-bridge app"), "no app that is documented nowhere")
+        #expect(text.contains("https://192.168.1.20:9099/app"))
         // The token travels in the QR code only, not as text.
         #expect(!text.contains(token))
         let open = try PairingBanner.text(
             payload: PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: nil), expiresAt: nil, port: 9099)
         #expect(open.contains("authentication is OFF"))
         #expect(open.contains("\u{1B}[1;31m"))
+    }
+
+    @Test("the banner prepares the user for the first-time certificate warning, with the fingerprint to compare")
+    func certificateWarning() throws {
+        let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: TokenSecret.generate(.pairing))
+        let fingerprint = (0..<32).map { String(format: "%02X", $0 * 7 % 256) }.joined(separator: " ")
+        let text = try PairingBanner.text(payload: payload, expiresAt: nil, port: 9099, certificateFingerprint: fingerprint, ansiColors: false)
+        #expect(text.contains("Your connection is not private"))
+        let lines = text.split(separator: "\n").map(String.init)
+        // The 32 bytes, in two lines of 16 as a browser's certificate viewer groups them.
+        #expect(lines.contains("  " + fingerprint.split(separator: " ").prefix(16).joined(separator: " ")))
+        #expect(lines.contains("  " + fingerprint.split(separator: " ").suffix(16).joined(separator: " ")))
+        // Every line but the QR code's fits an 80-column terminal.
+        let qrRows = Set(try payload.qrCode().terminalString(quietZone: 2, ansiColors: false).split(separator: "\n").map(String.init))
+        for line in lines where !qrRows.contains(line) {
+            #expect(line.count <= 80, "\(line.count) columns: \(line)")
+        }
     }
 }

@@ -21,8 +21,8 @@ struct BridgeServiceTests {
         options.auth = auth
         options.version = "9.9.9"
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        let service = try await BridgeService(options: options, logger: logs.logger(label: "test.service")) { port, _ in
-            portSink.yield(port)
+        let service = try await BridgeService(options: options, logger: logs.logger(label: "test.service")) { listening in
+            portSink.yield(listening.port)
         }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await service.run() }
@@ -47,7 +47,7 @@ struct BridgeServiceTests {
             #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/health").status == 200)
             #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status").status == 401)
             #expect(await logs.waitFor("made this bridge's TLS identity (phones get its pin in the QR code)"))
-            #expect(logs.count(of: "oa-bridge 9.9.9 serving ws://127.0.0.1:\(port)/ (agent: built-in demo agent, auth: token)") == 1)
+            #expect(logs.count(of: "oa-bridge 9.9.9 serving wss://127.0.0.1:\(port)/ and https://127.0.0.1:\(port)/app (ws:// and http:// from loopback only; agent: built-in demo agent, auth: token)") == 1)
             #expect(logs.count(of: "discovery is off (--discovery off): phones must connect by address") == 1)
         }
     }
@@ -58,7 +58,7 @@ struct BridgeServiceTests {
         let (first, state) = try await withService(auth: .none, logs: logs) { service, port, state in
             #expect(service.configuration.authenticator == nil && service.configuration.authorizeUpgrade == nil)
             #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("pairing.sqlite").path))
-            #expect(logs.count(of: "oa-bridge 9.9.9 serving ws://127.0.0.1:\(port)/ (agent: built-in demo agent, auth: none)") == 1)
+            #expect(logs.count(of: "oa-bridge 9.9.9 serving wss://127.0.0.1:\(port)/ and https://127.0.0.1:\(port)/app (ws:// and http:// too; agent: built-in demo agent, auth: none)") == 1)
             #expect(logs.count(of: "AUTHENTICATION IS OFF (--auth none): any client on loopback can drive this desktop's agent without pairing") == 1)
             return (service.installID, state)
         }

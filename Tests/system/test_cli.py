@@ -31,7 +31,7 @@ def test_json_logs_are_one_object_per_line_and_never_hold_a_token():
         wait_healthy(port, proc)
         # Serving, and done starting up: the pairing banner (printed once listening) is out.
         deadline = time.monotonic() + 15
-        while "Scan with the oa-bridge app" not in (logs / "out").read_text() and time.monotonic() < deadline:
+        while "Scan with the phone's camera" not in (logs / "out").read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         proc.terminate()
@@ -41,9 +41,9 @@ def test_json_logs_are_one_object_per_line_and_never_hold_a_token():
     lines = [json.loads(line) for line in err.splitlines() if line.strip()]
     assert lines, "no log lines"
     assert all({"ts", "level", "label", "msg"} <= line.keys() for line in lines), lines[:3]
-    assert any("serving ws://127.0.0.1:" in line["msg"] for line in lines)
+    assert any("serving wss://127.0.0.1:" in line["msg"] for line in lines)
     assert "oa_p_" not in err, "the pairing token reached the log"
-    assert "Scan with the oa-bridge app" in out  # the QR banner goes to stdout
+    assert "Scan with the phone's camera" in out  # the QR banner goes to stdout
 
 
 def test_a_taken_port_is_a_clear_error():
@@ -80,3 +80,33 @@ def test_install_service_print_shows_the_unit():
     r = subprocess.run([BIN, "install-service", "--print", "--", "--name", "Studio"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     assert "ExecStart=" in r.stdout and "serve --name Studio" in r.stdout and "[Install]" in r.stdout
+
+
+def test_the_banner_shows_the_served_certificates_fingerprint_as_browsers_do():
+    """Issue 29 item 4: the banner says what the phone's first screen will be and prints the SHA-256 fingerprint of
+    the certificate the bridge actually serves (checked with openssl against the TLS handshake), in the form browsers
+    show it: upper-case hex bytes separated by spaces."""
+    port = free_port()
+    state = tempfile.mkdtemp(prefix="oa-cli-")
+    out_path = Path(tempfile.mkdtemp(prefix="oa-cli-out-")) / "out"
+    with open(out_path, "w") as out_file:
+        proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+                                 "--state-dir", state], stdout=out_file, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_healthy(port, proc)
+        deadline = time.monotonic() + 15
+        while "expires in" not in out_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        served = subprocess.run(
+            ["sh", "-c", f"openssl s_client -connect 127.0.0.1:{port} </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"],
+            capture_output=True, text=True, timeout=30).stdout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    text = out_path.read_text()
+    assert "Your connection is not private" in text and "oa-bridge app" not in text, text[-1200:]
+    assert f"https://127.0.0.1:{port}/app" in text or "/app (nothing to install)" in text, text[-1200:]
+    hex_bytes = served.strip().split("=", 1)[1].split(":")
+    assert len(hex_bytes) == 32, served
+    lines = text.splitlines()
+    assert "  " + " ".join(hex_bytes[:16]) in lines and "  " + " ".join(hex_bytes[16:]) in lines, (served, text[-1200:])
