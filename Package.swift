@@ -138,7 +138,7 @@ let package = Package(
                 .embedInCode("App/auth.js"), .embedInCode("App/rpc.js"), .embedInCode("App/view.js"),
                 .embedInCode("App/markdown.js"), .embedInCode("App/manifest.webmanifest"), .embedInCode("App/icon.svg"),
                 .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
-                .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"),
+                .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"), .embedInCode("App/outbox.js"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -80,7 +80,7 @@ def test_csp_and_security_headers_of_every_app_file(bridge, phone):
     assert headers["referrer-policy"] == "no-referrer"
     total = 0
     for name in ["index.html", "app.css", "main.js", "auth.js", "rpc.js", "view.js", "markdown.js", "heartbeat.js",
-                 "pairing.js", "manifest.webmanifest", "icon.svg", "icon192.png", "icon512.png"]:
+                 "pairing.js", "outbox.js", "manifest.webmanifest", "icon.svg", "icon192.png", "icon512.png"]:
         asset = phone.page.request.get(bridge.origin + "/app/" + ("" if name == "index.html" else name))
         assert asset.status == 200, name
         assert asset.headers["content-security-policy"] == csp and asset.headers["x-content-type-options"] == "nosniff"

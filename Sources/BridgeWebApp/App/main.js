@@ -3,6 +3,7 @@
 
 import * as auth from "./auth.js";
 import * as pairing from "./pairing.js";
+import { Outbox } from "./outbox.js";
 import { Connection, ConnectionLost, RPCError } from "./rpc.js";
 import { Transcript } from "./view.js";
 
@@ -24,6 +25,16 @@ const ui = {
   notice: $("notice"),
 };
 
+const outbox = new Outbox(ui.transcript, {
+  connection: () => conn,
+  ready: () => ready,
+  running: () => running,
+  setRunning: (value) => setRunning(value),
+  session: () => current,
+  newSession: (connection) => newSession(connection),
+  persist: () => persist(),
+});
+
 let conn = null;
 let agent = { capabilities: {}, workingDirectory: undefined, info: {} };
 let current = null; // {id, lastSeq, modes, models, commands, log, updated}
@@ -33,7 +44,6 @@ let refused = null; // an access token the bridge refused (4001): refresh it bef
 let attachments = []; // [{mimeType, data, url}]
 let refreshTimer = 0;
 let saveTimer = 0;
-let prompting = null; // the session id of this page's own session/prompt call while it waits for its answer
 let resumed = null; // what the last _oa/session/resume said: {session, promptRunning, finishedWhileAway}
 
 // MARK: - Screens and state
@@ -76,7 +86,7 @@ function setRunning(value) {
   running = value;
   updateButtons();
   // A turn that ended (answered, resumed as finished, stopped): the next waiting prompt may go.
-  if (!value && outbox.length) setTimeout(flushOutbox, 0);
+  if (!value && outbox.length) setTimeout(() => outbox.flush(), 0);
 }
 
 function updateButtons() {
@@ -107,9 +117,7 @@ function unpaired(reason = "revoked") {
   saveTimer = 0;
   auth.forget();
   current = null;
-  prompting = null;
-  outbox = [];
-  inflight = null;
+  outbox.clear();
   ui.transcript.clear();
   ui.permissions.replaceChildren();
   ui.message.value = "";
@@ -350,7 +358,7 @@ function startChat() {
   if (state.name) $("bridge-name").textContent = state.name;
   show("chat");
   restoreCurrent();
-  restoreOutbox();
+  outbox.restore();
   conn = new Connection(state.wsPath || "/", {
     token: accessToken,
     opened: onOpened,
@@ -397,8 +405,8 @@ async function onOpened(connection) {
   performance.mark("oa-initialized");
   await attach(connection);
   setReady(true);
-  settleInflight();
-  flushOutbox();
+  outbox.settle(resumed);
+  outbox.flush();
 }
 
 /** Attaches to the current session (resume without loss) or starts one. */
@@ -507,7 +515,7 @@ function onNotification(message) {
       return;
     case "_oa/prompt_finished":
       // Sent when the client that prompted is gone: never about the prompt this page still waits an answer for.
-      if (current && params.sessionId === current.id && prompting !== current.id) setRunning(false);
+      if (current && params.sessionId === current.id && outbox.prompting !== current.id) setRunning(false);
       return;
     case "_oa/agent_exited":
       checkAgentExited();
@@ -529,11 +537,7 @@ function ownPrompt(promptId) {
   if (typeof promptId !== "string" || !promptId.startsWith("prompt-")) return false;
   const log = current ? current.log : [];
   for (let i = log.length - 1, n = 0; i >= 0 && n < 500; i--, n++) if (log[i].promptId === promptId) return true;
-  return !!(inflight && inflight.entry.promptId === promptId);
-}
-
-function newPromptId() {
-  return "prompt-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
+  return outbox.owns(promptId);
 }
 
 /** `_oa/agent_exited`: the bridge forgets the sessions of an agent that died, so asking it about the current session
@@ -911,24 +915,7 @@ ui.stop.addEventListener("click", () => {
   ui.permissions.replaceChildren();
 });
 
-// MARK: - Sending prompts: nothing typed is lost
-//
-// A prompt goes out only over a link just proven alive (an `_oa/ping` answered), so a prompt is never written into a
-// dead link. Typed while the link is down, it waits in the outbox (kept across a reload) and is sent once, after the
-// link is back. If the link dies after it went out, the page asks the bridge after reconnecting whether the prompt
-// arrived (the session's running prompt, an answer that finished while away, or updates since); if it did not, the
-// message is shown as not sent, with a Retry button. Nothing is ever sent twice by itself.
-
-const OUTBOX_KEY = "oa-bridge.outbox";
-const STATE_TEXT = {
-  queued: "Waiting for the connection: sent once it is back.",
-  sending: "Sending…",
-  checking: "The connection was lost: checking whether the desktop got this…",
-  unsent: "Not sent: the desktop did not get this message.",
-};
-
-let outbox = []; // [{prompt, entry, node}] in order; entry = {user, state, at}
-let inflight = null; // the prompt sent and not answered yet: {entry, node, session, seq, lost}
+// MARK: - Sending prompts (outbox.js: nothing typed is lost)
 
 async function sendPrompt() {
   if (running || !conn) return;
@@ -940,192 +927,7 @@ async function sendPrompt() {
   ui.message.style.height = "auto";
   clearAttachments();
   ui.commands.hidden = true;
-  // Stored without the photo's bytes (they would fill the storage); the transcript keeps a marker.
-  const entry = { user: prompt.map((b) => (b.type === "image" ? { type: "text", text: "[photo]\n" } : b)), state: "queued", at: Date.now() };
-  const node = ui.transcript.user(prompt);
-  outbox.push({ prompt, entry, node });
-  markEntry(node, entry);
-  saveOutbox();
-  flushOutbox();
-}
-
-/** Sends the waiting prompts, oldest first, one turn at a time, while the link is up and no prompt runs. */
-async function flushOutbox() {
-  if (flushing) return;
-  flushing = true;
-  try {
-    for (let i = 0; i < 100; i++) {
-      const item = outbox.find((o) => o.entry.state === "queued");
-      if (!item || !ready || !conn || running || inflight) return;
-      if (!(await deliver(item))) return;
-    }
-  } finally {
-    flushing = false;
-  }
-}
-let flushing = false;
-
-/** Sends one prompt; true when its turn ended here (answered), false when it waits for the link or a check. */
-async function deliver(item) {
-  const connection = conn;
-  setEntryState(item, "sending");
-  try {
-    await connection.probe(); // an _oa/ping now: any answer proves the link alive, an error answer too
-  } catch (error) {
-    if (error instanceof ConnectionLost) {
-      setEntryState(item, "queued");
-      return false;
-    }
-  }
-  if (!current) {
-    try {
-      await newSession(connection);
-    } catch (error) {
-      if (error instanceof ConnectionLost) {
-        setEntryState(item, "queued");
-        return false;
-      }
-      setEntryState(item, "unsent");
-      ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
-      return false;
-    }
-  }
-  if (conn !== connection || !ready) {
-    setEntryState(item, "queued");
-    return false;
-  }
-  // From here on the prompt is the session's: it leaves the outbox for the conversation.
-  outbox.splice(outbox.indexOf(item), 1);
-  delete item.entry.state;
-  item.entry.promptId = newPromptId();
-  current.log.push(item.entry);
-  markEntry(item.node, item.entry);
-  ui.transcript.moveToEnd(item.node);
-  persist();
-  saveOutbox();
-  const session = current.id;
-  inflight = { entry: item.entry, node: item.node, prompt: item.prompt, session, seq: current.lastSeq, lost: false };
-  prompting = session;
-  setRunning(true);
-  try {
-    const result = await connection.call("session/prompt", { sessionId: session, prompt: item.prompt }, item.entry.promptId);
-    inflight = null;
-    if (current && current.id === session) {
-      setRunning(false);
-      const reason = result && result.stopReason;
-      if (reason === "cancelled") ui.transcript.system("Stopped.");
-      else if (reason && reason !== "end_turn") ui.transcript.system("The agent stopped: " + String(reason).slice(0, 100) + ".");
-    }
-  } catch (error) {
-    if (error instanceof ConnectionLost) {
-      // It went out: it may or may not have reached the desktop. Settled after reconnecting (settleInflight).
-      if (inflight) {
-        inflight.lost = true;
-        setNodeState(inflight.node, "checking");
-      }
-      return false;
-    }
-    inflight = null;
-    if (current && current.id === session) {
-      setRunning(false);
-      ui.transcript.system("The agent answered with an error: " + String(error.message).slice(0, 300));
-    }
-  } finally {
-    if (prompting === session) prompting = null;
-  }
-  return true;
-}
-
-/** After reconnecting: did the prompt that was out when the link died reach the desktop? */
-function settleInflight() {
-  const item = inflight;
-  if (!item || !item.lost) return;
-  inflight = null;
-  const same = current && current.id === item.session;
-  const arrived = same && ((resumed && resumed.session === item.session && (resumed.promptRunning || resumed.finishedWhileAway))
-    || current.lastSeq > item.seq);
-  if (arrived) {
-    setNodeState(item.node, null);
-    return;
-  }
-  // Not there: back from the conversation to the outbox, as not sent (the user decides to send it again).
-  if (same) {
-    const index = current.log.indexOf(item.entry);
-    if (index !== -1) current.log.splice(index, 1);
-    persist();
-  }
-  item.entry.state = "unsent";
-  outbox.push({ prompt: item.prompt, entry: item.entry, node: item.node });
-  markEntry(item.node, item.entry);
-  saveOutbox();
-}
-
-function setEntryState(item, state) {
-  item.entry.state = state;
-  markEntry(item.node, item.entry);
-  saveOutbox();
-}
-
-/** Shows an entry's state under its message: the line, and Retry for a message not sent. */
-function markEntry(node, entry) {
-  setNodeState(node, entry.state || null, () => {
-    const item = outbox.find((i) => i.entry === entry);
-    if (!item) return;
-    setEntryState(item, "queued");
-    flushOutbox();
-  });
-}
-
-function setNodeState(node, state, retry) {
-  if (!node) return;
-  let line = node.querySelector(":scope > .state");
-  if (!state) {
-    if (line) line.remove();
-    delete node.dataset.state;
-    return;
-  }
-  node.dataset.state = state;
-  if (!line) {
-    line = document.createElement("span");
-    line.className = "state";
-    node.append(line);
-  }
-  line.replaceChildren(STATE_TEXT[state] || state);
-  if (state === "unsent" && retry) {
-    const button = document.createElement("button");
-    button.type = "button";
-    button.textContent = "Retry";
-    button.addEventListener("click", retry);
-    line.append(button);
-  }
-}
-
-function saveOutbox() {
-  const items = outbox.map((i) => ({ user: i.entry.user, state: i.entry.state === "sending" ? "queued" : i.entry.state, at: i.entry.at }));
-  try {
-    if (items.length) localStorage.setItem(OUTBOX_KEY, JSON.stringify(items));
-    else localStorage.removeItem(OUTBOX_KEY);
-  } catch {
-    // storage full: the outbox stays in memory
-  }
-}
-
-/** The outbox kept over a reload: shown after the conversation, and sent once the link is up. */
-function restoreOutbox() {
-  outbox = [];
-  let items = [];
-  try {
-    items = JSON.parse(localStorage.getItem(OUTBOX_KEY) || "[]");
-  } catch {
-    items = [];
-  }
-  for (const stored of Array.isArray(items) ? items.slice(0, 50) : []) {
-    if (!stored || !Array.isArray(stored.user)) continue;
-    const entry = { user: stored.user, state: stored.state === "unsent" ? "unsent" : "queued", at: Number(stored.at) || Date.now() };
-    const node = ui.transcript.user(entry.user);
-    outbox.push({ prompt: entry.user, entry, node });
-    markEntry(node, entry);
-  }
+  outbox.submit(prompt);
 }
 
 /** A user message from the stored conversation. */
