@@ -264,20 +264,21 @@ def test_link_local_ipv6_over_tls_checks_the_pin_not_a_name(lab, desk, phone, br
     `failedToValidateHostname … <none>` and the advice to check the network."""
     serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-connect-fe80")
     state = str(phone.dir / "connect-fe80-state")
+    env = {"XDG_STATE_HOME": state}  # this test's client state only: later tests on the phone host never see it
     try:
         wait_http(desk, "http://127.0.0.1:9099/api/health", guard=serve)
         pair = desk.run([bridge_bin, "pair", "--json"], timeout=10)
         assert pair.returncode == 0, show(pair)
         payload = json.loads(pair.stdout)
-        paired = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--state-dir", state,
-                            "--browse-time", "0.5", "--prompt", "paired over IPv4"], timeout=40)
+        paired = phone.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--browse-time", "0.5",
+                            "--prompt", "paired over IPv4"], timeout=40, env=env)
         assert paired.returncode == 0, show(paired)
-        credentials = f"{state}/client/Desk.json"
+        credentials = f"{state}/oa-bridge/client/Desk.json"
         ll = link_local(desk)
 
         # Pinned, with the credentials named: the pin decides, not the certificate's names.
         r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--pin", payload["pin"], "--credentials", credentials,
-                       "--state-dir", state, "--prompt", "over link-local"], timeout=40)
+                       "--prompt", "over link-local"], timeout=40, env=env)
         assert r.returncode == 0, show(r)
         assert "You said: over link-local" in r.stdout, show(r)
         c = connected(r.stderr)
@@ -285,15 +286,14 @@ def test_link_local_ipv6_over_tls_checks_the_pin_not_a_name(lab, desk, phone, br
         assert "failedToValidateHostname" not in r.stderr
 
         # Nothing named: the saved bridge is found by the pin the address presents.
-        r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--state-dir", state, "--prompt", "found by pin"],
-                      timeout=40)
+        r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--prompt", "found by pin"], timeout=40, env=env)
         assert r.returncode == 0, show(r)
         assert "You said: found by pin" in r.stdout, show(r)
 
         # A wrong pin is a certificate problem, never "check the network".
         wrong = "sha256/" + "A" * 43 + "="
         r = phone.run([bridge_bin, "connect", f"[{ll}%eth0]:9099", "--pin", wrong, "--credentials", credentials,
-                       "--state-dir", state, "--prompt", "never"], timeout=40)
+                       "--prompt", "never"], timeout=40, env=env)
         assert r.returncode != 0, show(r)
         assert "same network" not in r.stderr and "identity changed" in r.stderr, show(r)
 
