@@ -11,25 +11,11 @@ import Glibc
 /// The client-session API `oa-bridge connect` and Examples/PhoneClient share, against a real bridge on loopback.
 @Suite("Client session", .tags(.loopback))
 struct BridgeClientSessionTests {
-    /// A loopback port nothing listens on (bound, then closed).
-    private static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test("connect races past a dead candidate, initializes once, and a prompt streams in order to its end")
     func connectAndPrompt() async throws {
-        let dead = try Self.closedPort()
+        let reserved = try ReservedPort()
+        defer { withExtendedLifetime(reserved) {} }
+        let dead = reserved.port
         try await TestBridge.with { port, configuration in
             let candidates = [
                 try BridgeEndpoint.manual("127.0.0.1:\(dead)"),
@@ -66,7 +52,9 @@ struct BridgeClientSessionTests {
 
     @Test("with no candidate reachable, connect throws the race's typed error")
     func nothingReachable() async throws {
-        let dead = try Self.closedPort()
+        let reserved = try ReservedPort()
+        defer { withExtendedLifetime(reserved) {} }
+        let dead = reserved.port
         await #expect(throws: BridgeClientError.self) {
             _ = try await BridgeClientSession.connect(
                 to: [try BridgeEndpoint.manual("127.0.0.1:\(dead)")], options: BridgeSessionOptions(pingInterval: nil),

@@ -35,7 +35,9 @@ struct ProbeRunnerTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-probe-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
-        let closed = try await WebSocketConnectorTests.closedPort()
+        let reserved = try ReservedPort()
+        defer { withExtendedLifetime(reserved) {} }
+        let closed = reserved.port
         try await TestBridge.with(configure: { $0.host = "::"; $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
             let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
             #expect(report.probes.map(\.outcome) == [.needsPairing, .needsPairing])
@@ -100,8 +102,9 @@ struct ProbeRunnerTests {
             #expect(finding.running)
             #expect(finding.auth == ProbeLocalBridge.Auth.none)
         }
-        let closed = try await WebSocketConnectorTests.closedPort()
-        let nothing = await ProbeLocalBridge(port: closed).check()
+        let reserved = try ReservedPort()
+        defer { withExtendedLifetime(reserved) {} }
+        let nothing = await ProbeLocalBridge(port: reserved.port).check()
         #expect(!nothing.running && nothing.auth == nil && nothing.error != nil)
     }
 }

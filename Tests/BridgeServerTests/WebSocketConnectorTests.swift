@@ -101,7 +101,9 @@ struct WebSocketConnectorTests {
 
     @Test("nothing listening: refused, quickly")
     func refused() async throws {
-        let port = try await Self.closedPort()
+        let closed = try ReservedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let port = closed.port
         let connector = WebSocketConnector(timeout: .seconds(20), logger: Self.logger)
         let started = ContinuousClock.now
         let error = await #expect(throws: WebSocketConnectorError.self) {
@@ -168,14 +170,5 @@ struct WebSocketConnectorTests {
             #expect(String(decoding: answer.body, as: UTF8.self).contains("ok"))
             #expect(answer.certificatePin == nil)
         }
-    }
-
-    /// A port on 127.0.0.1 that was just bound and closed, so nothing listens on it.
-    static func closedPort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = try #require(channel.localAddress?.port)
-        try await channel.close()
-        return port
     }
 }
