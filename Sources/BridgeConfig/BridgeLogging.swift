@@ -16,7 +16,8 @@ public enum BridgeLogging {
         LoggingSystem.bootstrap { label in
             switch format {
             case .text:
-                var handler = StreamLogHandler.standardError(label: label)
+                // Escaped: a value a peer chose (a session id with a newline) cannot forge a line of the text log.
+                var handler = EscapingLogHandler(wrapping: StreamLogHandler.standardError(label: label))
                 handler.logLevel = level
                 return handler
             case .json:

@@ -40,11 +40,11 @@ public struct Authenticator: Sendable {
         authorization: String?, queryToken: String? = nil, address: String, touch: Bool = true
     ) async throws(PairingError) -> AuthenticatedDevice {
         let token = Self.presentedToken(authorization: authorization, queryToken: queryToken)
-        try limiter.check(address, presenting: token)
         guard let token else {
+            try limiter.check(address)
             throw authorization == nil ? .missingToken : .invalidToken(.access)
         }
-        let device = try await counting(address) { () async throws(PairingError) -> AuthenticatedDevice in
+        let device = try await counting(address, presenting: token) { () async throws(PairingError) -> AuthenticatedDevice in
             try await store.validateAccess(token, address: address, touch: touch)
         }
         limiter.rememberGood(token: token, until: device.accessTokenExpiresAt)
@@ -53,8 +53,7 @@ public struct Authenticator: Sendable {
 
     /// `POST /api/auth/exchange`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
     public func exchange(_ request: ExchangeRequest, address: String) async throws(PairingError) -> ExchangeOutcome {
-        try limiter.check(address, presenting: request.pairingToken)
-        let outcome = try await counting(address) { () async throws(PairingError) -> ExchangeOutcome in
+        let outcome = try await counting(address, presenting: request.pairingToken) { () async throws(PairingError) -> ExchangeOutcome in
             try await store.exchange(
                 pairingToken: request.pairingToken, deviceName: request.deviceName, address: address, deviceID: request.deviceID)
         }
@@ -71,8 +70,7 @@ public struct Authenticator: Sendable {
 
     /// `POST /api/auth/refresh`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
     public func refresh(_ request: RefreshRequest, address: String) async throws(PairingError) -> DeviceSession {
-        try limiter.check(address, presenting: request.refreshToken)
-        let session = try await counting(address) { () async throws(PairingError) -> DeviceSession in
+        let session = try await counting(address, presenting: request.refreshToken) { () async throws(PairingError) -> DeviceSession in
             try await store.refresh(request.refreshToken, address: address)
         }
         remember(session)
@@ -85,13 +83,25 @@ public struct Authenticator: Sendable {
         limiter.rememberGood(token: session.refreshToken.token, until: session.refreshToken.expiresAt)
     }
 
+    /// Evaluates `token` from `address` with `body`, counted by the limiter from before the evaluation starts (see
+    /// ``FailedAuthRateLimiter/begin(_:presenting:)``): an unknown or malformed token (`invalid_token`) stays counted
+    /// as a failure, anything else is given back.
     private func counting<T>(
-        _ address: String, _ body: () async throws(PairingError) -> T
+        _ address: String, presenting token: String, _ body: () async throws(PairingError) -> T
     ) async throws(PairingError) -> T {
+        let attempt = try limiter.begin(address, presenting: token)
         do {
-            return try await body()
+            let value = try await body()
+            limiter.settle(attempt, failed: false)
+            return value
         } catch {
-            if case .invalidToken = error { limiter.recordFailure(from: address) }
+            if case .invalidToken = error {
+                // A known-good token was not counted when it started; one the store no longer knows counts now.
+                if attempt == nil { limiter.recordFailure(from: address) }
+                limiter.settle(attempt, failed: true)
+            } else {
+                limiter.settle(attempt, failed: false)
+            }
             throw error
         }
     }

@@ -15,6 +15,13 @@ import Synchronization
 /// remembered by their SHA-256 digest only, in memory; after a restart a device's token becomes known again on its
 /// first success from an address that is not limited.
 ///
+/// Addresses are counted by ``NetworkPolicy/rateLimitKey(fromRemoteAddress:)``: an IPv4 address on its own (an
+/// IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address by its /64 (one host usually has the whole /64).
+///
+/// Under concurrency the limit still holds: an attempt is counted when it starts (``begin(_:presenting:)``), before
+/// its token is looked at, and given back when it succeeds (``settle(_:failed:)``), so that 120 guesses sent at once
+/// from one address are 10 evaluated and 110 refused, not 120 evaluated against a count that has not moved yet.
+///
 /// Memory is bounded: at most ``maximumTrackedAddresses`` addresses and ``maximumKnownTokens`` digests; the stalest
 /// addresses and the soonest-expiring digests are forgotten first.
 public final class FailedAuthRateLimiter: Sendable {
@@ -53,12 +60,52 @@ public final class FailedAuthRateLimiter: Sendable {
     /// `nil` when `address` may try again now; otherwise the whole seconds to wait (for a `Retry-After` header).
     public func retryAfter(for address: String) -> Int? {
         let now = clock.now()
+        let key = Self.key(address)
         return state.withLock { state in
-            let recent = Self.prune(&state, address, now: now, window: window)
-            guard recent.count >= limit else { return nil }
-            let oldestThatCounts = recent[recent.count - limit]
-            let wait = oldestThatCounts.addingTimeInterval(window).timeIntervalSince(now)
-            return max(1, Int(wait.rounded(.up)))
+            wait(Self.prune(&state, key, now: now, window: window), now: now)
+        }
+    }
+
+    /// The seconds to wait with `recent` failures (oldest first) in the window, or `nil` below the limit.
+    private func wait(_ recent: [Date], now: Date) -> Int? {
+        guard recent.count >= limit else { return nil }
+        let oldestThatCounts = recent[recent.count - limit]
+        let wait = oldestThatCounts.addingTimeInterval(window).timeIntervalSince(now)
+        return max(1, Int(wait.rounded(.up)))
+    }
+
+    /// An attempt being evaluated: counted as a failure of its address until ``settle(_:failed:)`` says it succeeded.
+    public struct Attempt: Sendable, Equatable {
+        fileprivate let key: String
+        fileprivate let stamp: Date
+    }
+
+    /// Starts evaluating `token` from `address`: throws ``PairingError/rateLimited(retryAfterSeconds:)`` when the
+    /// address must wait (a known-good token is never refused), else counts the attempt as a failure at once, in the
+    /// same step as the check, and returns it for ``settle(_:failed:)``. `nil` for a known-good token (not counted).
+    public func begin(_ address: String, presenting token: String?) throws(PairingError) -> Attempt? {
+        if let token, isKnownGood(token) { return nil }
+        let now = clock.now()
+        let key = Self.key(address)
+        let refused: Int? = state.withLock { state in
+            var recent = Self.prune(&state, key, now: now, window: window)
+            if let wait = wait(recent, now: now) { return wait }
+            recent.append(now)
+            state.failures[key] = recent
+            if state.failures.count > maximumTrackedAddresses { evictAddresses(&state, now: now) }
+            return nil
+        }
+        if let refused { throw .rateLimited(retryAfterSeconds: refused) }
+        return Attempt(key: key, stamp: now)
+    }
+
+    /// Ends an attempt ``begin(_:presenting:)`` counted: one that did not fail is no longer counted.
+    public func settle(_ attempt: Attempt?, failed: Bool) {
+        guard let attempt, !failed else { return }
+        state.withLock { state in
+            guard var stamps = state.failures[attempt.key], let index = stamps.lastIndex(of: attempt.stamp) else { return }
+            stamps.remove(at: index)
+            state.failures[attempt.key] = stamps.isEmpty ? nil : stamps
         }
     }
 
@@ -78,11 +125,12 @@ public final class FailedAuthRateLimiter: Sendable {
     /// Records one failed attempt from `address`.
     public func recordFailure(from address: String) {
         let now = clock.now()
+        let key = Self.key(address)
         state.withLock { state in
-            var recent = Self.prune(&state, address, now: now, window: window)
+            var recent = Self.prune(&state, key, now: now, window: window)
             recent.append(now)
             if recent.count > limit { recent.removeFirst(recent.count - limit) }
-            state.failures[address] = recent
+            state.failures[key] = recent
             if state.failures.count > maximumTrackedAddresses { evictAddresses(&state, now: now) }
         }
     }
@@ -126,7 +174,13 @@ public final class FailedAuthRateLimiter: Sendable {
 
     /// Forgets the failures of `address` (e.g. after the desktop user unblocks it).
     public func reset(_ address: String) {
-        state.withLock { _ = $0.failures.removeValue(forKey: address) }
+        let key = Self.key(address)
+        state.withLock { _ = $0.failures.removeValue(forKey: key) }
+    }
+
+    /// The bucket an address counts in (see ``NetworkPolicy/rateLimitKey(fromRemoteAddress:)``).
+    private static func key(_ address: String) -> String {
+        NetworkPolicy.rateLimitKey(fromRemoteAddress: address)
     }
 
     /// Drops timestamps older than the window for `address` and returns the rest.

@@ -9,9 +9,10 @@ struct PlaintextPolicyMiddleware<Context: TransportAwareRequestContext>: RouterM
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let remote = context.remoteAddress?.ipAddress
+        // The target as sent (normalised already when it is a path): an absolute-form target's path is judged too.
         let view = PlaintextPolicy.Request(
-            path: request.uri.path, query: request.uri.query, hasAuthorization: request.headers[.authorization] != nil,
-            isUpgrade: false, remoteAddress: remote, isTLS: context.isTLS)
+            path: request.head.path ?? request.uri.path, query: request.uri.query,
+            hasAuthorization: request.headers[.authorization] != nil, isUpgrade: false, remoteAddress: remote, isTLS: context.isTLS)
         guard policy.refuses(view) else { return try await next(request, context) }
         logger.notice("refused a request with a secret in plaintext from another machine", metadata: [
             "path": "\(request.uri.path)", "remote": "\(remote ?? "?")",
