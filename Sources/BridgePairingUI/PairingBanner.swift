@@ -23,8 +23,8 @@ public enum PairingBanner {
         lines.append("Scan with the phone's camera to pair with \(payload.name): it opens the web app at")
         lines.append("  \(payload.http)/app (nothing to install).")
         if let certificateFingerprint, payload.http.hasPrefix("https:") {
-            lines.append("The first time, the phone warns \"Your connection is not private\": the certificate is this")
-            lines.append("bridge's own. On your network, continue if its SHA-256 fingerprint reads:")
+            lines.append("The first time, the phone warns \"Your connection is not private\": the")
+            lines.append("certificate is this bridge's own. Continue if its SHA-256 fingerprint reads:")
             lines.append(contentsOf: fingerprintLines(certificateFingerprint))
         }
         lines.append("Or open http://127.0.0.1:\(port)/pair in a browser on this desktop.")
