@@ -198,8 +198,13 @@ extension BridgeHub {
         }
     }
 
-    /// Sends a notification to the clients attached to its session (or to every client if it names none).
+    /// Sends a notification to the clients attached to its session (or to every client if it names none). The
+    /// bridge's own namespace (`_oa/*`) is not the agent's to write: such a notification is dropped.
     func relay(_ notification: JSONRPCNotification) {
+        if BridgeHub.isBridgeNamespace(notification.method) {
+            logger.debug("dropped a notification of the agent in the bridge's namespace", metadata: ["method": "\(notification.method.prefix(128))"])
+            return
+        }
         if let scanned = notification.scannedUpdate, relayScanned(notification, scanned) { return }
         guard let session = notification.params?["sessionId"]?.stringValue else {
             notify(connections.keys, method: notification.method, params: notification.params)  // initialized ones only
@@ -243,6 +248,13 @@ extension BridgeHub {
 
     /// The agent asked the client something: files are served here, anything else goes to the session's clients.
     private func agentAsked(_ request: JSONRPCRequest, generation current: Int) async {
+        if BridgeHub.isBridgeNamespace(request.method) {
+            // Only the bridge speaks `_oa/*` to phones: the agent's request never reaches them.
+            logger.debug("refused a request of the agent in the bridge's namespace", metadata: ["method": "\(request.method.prefix(128))"])
+            answerAgent(request.id, .failure(JSONRPCError.methodNotFound(
+                request.method, detail: "the _oa/ namespace is the bridge's own; agents cannot send it")), generation: current)
+            return
+        }
         guard case .running(let handle) = agentState, handle.generation == current else {
             answerAgent(request.id, .failure(JSONRPCError.internalError("the bridge is still starting this agent")), generation: current)
             return

@@ -155,6 +155,11 @@ extension BridgeHub {
     }
 
     private func handle(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) -> ReceiveWork? {
+        if request.method == BridgeMethod.ping {
+            // The web app's heartbeat: answered at once, before `initialize` too, whatever the agent is doing.
+            deliver(JSONRPCResponse(id: request.id, result: [:]), to: id, batch: batch)
+            return nil
+        }
         if request.method == ACPMethod.initialize {
             // In a task of its own (perform): the frames of initialize (and of starting the agent) are given back
             // when it ends.
@@ -209,7 +214,7 @@ extension BridgeHub {
             }
             if request.method == ACPMethod.sessionPrompt, let session = params?["sessionId"]?.stringValue {
                 sessions[session]?.finishedWhileAway = nil
-                echoPrompt(params, session: session, from: id)
+                recordPrompt(params, promptID: request.id, session: session)
                 return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session), from: id)
             } else if let session = params?["sessionId"]?.stringValue, let requested = BridgeHub.choice(request.method, params) {
                 return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session, requested: requested), from: id)
@@ -384,10 +389,17 @@ extension BridgeHub {
         return cancelTurn(session, params: params, agent: handle)
     }
 
-    /// Settles every pending request of the agent for the session: permissions are answered `cancelled` (the clients
-    /// asked get `_oa/request_answered`), anything else error -32800 (the clients asked get `$/cancel_request`). Then
-    /// sends `session/cancel` to the agent. Returns the error to report, if any.
+    /// Sends `session/cancel` to the agent, then settles every pending request of the agent for the session:
+    /// permissions are answered `cancelled` (the clients asked get `_oa/request_answered`), anything else error -32800
+    /// (the clients asked get `$/cancel_request`). ACP's order: the agent learns that the turn is cancelled before it
+    /// reads the `cancelled` answers, so it does not take them for the user's refusal. Returns the error to report.
     func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) -> JSONRPCError? {
+        var failure: JSONRPCError?
+        do {
+            try handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
+        } catch {
+            failure = error.rpcError
+        }
         for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
             asks[askID] = nil
             if ask.method == ACPMethod.requestPermission {
@@ -399,12 +411,7 @@ extension BridgeHub {
                     code: ACPMethod.requestCancelledCode, message: "Request cancelled: the prompt was cancelled (session/cancel)")), generation: ask.generation)
             }
         }
-        do {
-            try handle.agent.send(.notification(JSONRPCNotification(method: ACPMethod.sessionCancel, params: params ?? ["sessionId": .string(session)])))
-        } catch {
-            return error.rpcError
-        }
-        return nil
+        return failure
     }
 
     // MARK: forwarding
@@ -493,6 +500,7 @@ extension BridgeHub {
             announcePromptEnd(session: session, outcome: outcome, except: route.connection)
         }
         connections[route.connection]?.pending = max(client.pending - 1, 0)
+        var outcome = outcome
         switch (route.method, outcome) {
         case (ACPMethod.sessionNew, .success(let result)), (ACPMethod.sessionFork, .success(let result)):
             if let session = result["sessionId"]?.stringValue, let files = route.files {
@@ -501,7 +509,11 @@ extension BridgeHub {
         case (ACPMethod.sessionNew, .failure), (ACPMethod.sessionFork, .failure):
             if !sessionBeingCreated() { earlyUpdates.removeAll() }
         case (ACPMethod.sessionLoad, .success(let result)), (ACPMethod.sessionResume, .success(let result)):
-            if let session = route.sessionID { keepState(of: session, from: result) }
+            if let session = route.sessionID {
+                keepState(of: session, from: result)
+                keepAgentMeta(of: session, from: result)
+                outcome = .success(withBridgeMeta(result, session: session))
+            }
         case (ACPMethod.sessionLoad, .failure), (ACPMethod.sessionResume, .failure):
             if let session = route.sessionID {
                 detach(route.connection, from: session)

@@ -88,9 +88,12 @@ extension BridgeHub {
         }
         askAgain(session, to: id)
         var result = presentState(of: record)
-        result["_meta"] = [
-            "lastSeq": .int(record.nextSeq - 1), "replayed": .int(replayed), "promptRunning": .bool(promptRunning(session)),
-        ]
+        // The agent's own `_meta` of its last answer for the session, the bridge's keys merged in (the bridge's win).
+        var meta = record.agentMeta
+        meta["lastSeq"] = .int(record.nextSeq - 1)
+        meta["replayed"] = .int(replayed)
+        meta["promptRunning"] = .bool(promptRunning(session))
+        result["_meta"] = .object(meta)
         connections[id]?.logger.info("attached to a live session", metadata: [
             "session": "\(session)", "method": "\(request.method)", "replayed": "\(replayed)",
         ])
@@ -179,6 +182,7 @@ extension BridgeHub {
         sessions[session] = SessionRecord(files: files, additional: additional, members: [])
         droppedSessions.remove(session)
         keepState(of: session, from: result)
+        keepAgentMeta(of: session, from: result)
         attach(requester, to: session)
         if let early = earlyUpdates.removeValue(forKey: session) {
             logger.debug("delivering updates sent before the session was answered", metadata: ["session": "\(session)", "updates": "\(early.count)"])
@@ -222,19 +226,6 @@ extension BridgeHub {
             answerAgent(ask.agentRequestID, .failure(JSONRPCError.internalError("session \(session) was closed (\(method))")), generation: ask.generation)
         }
         logger.info("session dropped", metadata: ["session": "\(session)", "method": "\(method)", "attached": "\(record.members.count)"])
-    }
-
-    /// Shows a client's prompt to the session's other attached clients: `_oa/user_message` notifications whose params
-    /// are those of a `session/update` with a `user_message_chunk` (one per content block). Not a `session/update`:
-    /// every `session/update` carries an unbroken `_meta.seq` of what the agent sent, and these are not replayed.
-    func echoPrompt(_ params: JSONValue?, session: String, from id: ConnectionID) {
-        guard let others = sessions[session]?.members.filter({ $0 != id }), !others.isEmpty,
-              case .array(let blocks)? = params?["prompt"] else { return }
-        for block in blocks {
-            notify(others, method: BridgeMethod.userMessage, params: [
-                "sessionId": .string(session), "update": ["sessionUpdate": "user_message_chunk", "content": block],
-            ])
-        }
     }
 
     /// Whether client `id` can answer a request of the agent: `elicitation/create` only if it advertised

@@ -13,6 +13,8 @@ extension BridgeHub {
         let seq = takeSeq(at: index)
         var meta = params["_meta"]?.objectValue ?? [:]
         meta["seq"] = .int(seq)
+        // `_meta.oa` marks what the bridge itself recorded (a prompt it relayed): never the agent's to claim.
+        meta["oa"] = nil
         params["_meta"] = .object(meta)
         let stamped = JSONValue.object(params)
         keep(BufferedUpdate(seq: seq, params: stamped), at: index)

@@ -5,8 +5,11 @@ public enum BridgeMethod {
     /// Notification: a session this client was attached to was closed or deleted by another client (`sessionId`,
     /// `method`: `session/close` or `session/delete`); the client is no longer attached.
     public static let sessionClosed = "_oa/session_closed"
-    /// Notification: another client's prompt, one content block each, as the params of a `session/update` with a
-    /// `user_message_chunk` (`sessionId`, `update`); not sequenced, not replayed.
+    /// Request, no params: answered `{}` at once, before `initialize` too (the web app's heartbeat).
+    public static let ping = "_oa/ping"
+    /// Formerly a notification showing another client's prompt (not sequenced, not replayed); no longer sent: every
+    /// prompt is recorded in the session's replay as a `session/update` with a `user_message_chunk` and
+    /// `_meta.oa = {"origin": "bridge", "promptId"}`, sent to every attached client.
     public static let userMessage = "_oa/user_message"
     /// Notification: a prompt ended while the client that sent it was gone (`sessionId`, `stopReason`).
     public static let promptFinished = "_oa/prompt_finished"

@@ -43,6 +43,9 @@ struct SessionRecord {
     var models: JSONValue? = nil
     /// The session's config options, kept current from the answers and `config_option_update`.
     var configOptions: JSONValue? = nil
+    /// The agent's own `_meta` of its last answer for the session (`session/new`, `fork`, `load`, `resume`): a client
+    /// that attaches later gets it, with the bridge's keys merged in.
+    var agentMeta: [String: JSONValue] = [:]
     /// The sequence number the next `session/update` gets (`_meta.seq`).
     var nextSeq: Int64 = 1
     /// The latest updates, oldest first, for `_oa/session/resume` (official spelling, `_meta.seq` set).

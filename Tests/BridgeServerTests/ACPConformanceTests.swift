@@ -334,7 +334,7 @@ struct ACPConformanceTests {
         }
     }
 
-    @Test("each phone's prompt is shown to the other attached phones as a user_message_chunk (_oa/user_message), before the agent's answer")
+    @Test("each phone's prompt reaches every attached phone as a sequenced user_message_chunk marked as the bridge's record, before the agent's answer")
     func promptEcho() async throws {
         try await ScriptAgent.bridge { port, _ in
             try await TestClient.with(port: port) { alice in
@@ -346,12 +346,16 @@ struct ACPConformanceTests {
                     alice.prompt(seed: true, session: session, text: "hello from alice")
                     let (done, aliceFrames) = try await alice.collect(until: "prompt")
                     #expect(done["result"]?["stop_reason"] == "end_turn")
-                    #expect(!aliceFrames.contains { $0["params"]?["update"]?["session_update"] == "user_message_chunk" }, "not echoed to its sender")
+                    // The sender gets the record too (issue 28 item 4): its seq stays unbroken, and promptId is its id.
+                    let own = aliceFrames.first { $0["params"]?["update"]?["session_update"] == "user_message_chunk" }
+                    #expect(own?["params"]?["_meta"]?["oa"] == ["origin": "bridge", "promptId": "prompt"])
                     let (chunk, before) = try await bob.next { $0["params"]?["update"]?["sessionUpdate"] == "agent_message_chunk" }
                     #expect(chunk["params"]?["update"]?["content"]?["text"] == "heard: hello from alice")
                     let echo = before.first { $0["params"]?["update"]?["sessionUpdate"] == "user_message_chunk" }
                     #expect(echo?["params"]?["update"]?["content"]?["text"] == "hello from alice")
-                    #expect(echo?["method"] == "_oa/user_message", "not a session/update: those carry the agent's unbroken _meta.seq")
+                    #expect(echo?["method"] == "session/update", "sequenced and replayed, no longer _oa/user_message")
+                    #expect(echo?["params"]?["_meta"]?["oa"]?["origin"] == "bridge")
+                    #expect(echo?["params"]?["_meta"]?["seq"]?.intValue.map { $0 + 1 } == chunk["params"]?["_meta"]?["seq"]?.intValue)
                 }
             }
         }
@@ -497,11 +501,15 @@ struct ACPConformanceTests {
                     #expect(withheld["params"]?["error"]?["data"]?["sources"] == ["fooBar", "foo_bar"])
                     let seq = try #require(withheld["params"]?["_meta"]?["seq"]?.intValue)
                     // Nothing merged reaches the seed phone; the next update follows with the next seq.
-                    #expect(!frames.contains { $0["params"]?["update"]?["content"]?["text"] == "collide" }, "\(frames)")
+                    // (The bridge's record of the prompt "collide" is a user_message_chunk: not the agent's update.)
+                    #expect(!frames.contains { $0["params"]?["update"]?["content"]?["text"] == "collide" && $0["params"]?["update"]?["session_update"] != "user_message_chunk" }, "\(frames)")
                     let after = try #require(frames.first { $0["params"]?["update"]?["content"]?["text"] == "after collide" })
                     #expect(after["params"]?["_meta"]?["seq"]?.intValue == seq + 1)
 
-                    let (whole, _) = try await official.next { $0["method"] == "session/update" && $0["params"]?["update"]?["content"]?["text"] == "collide" }
+                    let (whole, _) = try await official.next {
+                        $0["method"] == "session/update" && $0["params"]?["update"]?["content"]?["text"] == "collide"
+                            && $0["params"]?["update"]?["sessionUpdate"] != "user_message_chunk"
+                    }
                     #expect(whole["params"]?["update"]?["content"]?["fooBar"] == 1)
                     #expect(whole["params"]?["update"]?["content"]?["foo_bar"] == 2)
                     #expect(whole["params"]?["_meta"]?["seq"]?.intValue == seq)

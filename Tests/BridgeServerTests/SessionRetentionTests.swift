@@ -78,7 +78,8 @@ struct SessionRetentionTests {
                 #expect(dropped["error"]?["data"]?["reason"] == "max_idle_replay_bytes")
                 #expect(dropped["error"]?["data"]?["session_id"] == .string(first))
                 let kept = try await phone.resumeSession(second, seed: true, id: "r2")
-                #expect(kept["result"]?["replayed"] == 1, "got \(kept)")
+                // The bridge's record of the prompt and the agent's update (issue 28 item 4).
+                #expect(kept["result"]?["replayed"] == 2, "got \(kept)")
             }
         }
     }

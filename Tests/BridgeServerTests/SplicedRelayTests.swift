@@ -85,7 +85,11 @@ struct SplicedRelayTests {
                 try await TestClient.with(port: port) { seed in
                     try await seed.initialize(seed: true)
                     #expect(try await seed.resumeSession(session, seed: true)["result"]?["replayed"] == 0)
-                    official.prompt(seed: false, session: session, text: "go")
+                    // An empty prompt: the bridge records no user_message_chunk for it (issue 28 item 4), so the
+                    // agent's updates are seq 1, 2, 3… as written below.
+                    official.send(JSONValue.object([
+                        "jsonrpc": "2.0", "id": "prompt", "method": "session/prompt", "params": ["sessionId": .string(session), "prompt": []],
+                    ]))
                     let live = try await Self.updates(official, until: "prompt")
                     try #require(live.count == Self.lines.count)
                     for (index, text) in live.enumerated() {
