@@ -24,6 +24,8 @@ struct BridgeHTTPRouter {
         let router = Router(context: BridgeRequestContext.self)
         // First: a secret sent in clear from another machine is refused before any token check looks at it.
         router.add(middleware: PlaintextPolicyMiddleware(policy: PlaintextPolicy(for: configuration), logger: logger))
+        // Then: a state-changing request from a web page of another site or host name is refused (issue 27 item 1).
+        router.add(middleware: BrowserOriginMiddleware(policy: BrowserOriginPolicy(for: configuration), logger: logger))
         router.add(middleware: PairingErrorMiddleware(logger: logger))
         let openAPI = router.group("api")
         let protectedAPI = router.group("api")

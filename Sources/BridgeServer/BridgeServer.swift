@@ -41,10 +41,15 @@ public struct BridgeServer: Service {
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
         let plaintext = PlaintextPolicy(for: configuration)
+        let browsers = BrowserOriginPolicy(for: configuration)
         // A request this route answers `200 OK` is upgraded (BridgeUpgradeChannel); a refusal is thrown, recorded for
         // the channel, and answered by RefusalResponseHandler.
-        webSocketRouter.get(RouterPath(configuration.path)) { request, context -> Response in
+        let upgradeCheck: @Sendable (Request, BridgeWebSocketRequestContext) async throws -> Response = { request, context in
             let remote = context.remoteAddress?.ipAddress
+            // A web page of another site or host name (DNS rebinding) never gets a WebSocket, in any mode (issue 27.1).
+            if let refusal = browsers.upgradeRefusal(request, context: context, logger: logger) {
+                throw refusals.refuse(refusal, on: context)
+            }
             if let refusal = plaintext.upgradeRefusal(request, context: context, logger: logger) {
                 throw refusals.refuse(refusal, on: context)
             }
@@ -76,6 +81,10 @@ public struct BridgeServer: Service {
                 }
             }
             return Response(status: .ok)
+        }
+        // The configured path (`/`) and `/acp`, the endpoint of ACP's remote-transport RFD: one check, hub and sessions.
+        for path in Set([configuration.path, BridgeServer.acpPath]) {
+            webSocketRouter.get(RouterPath(path), use: upgradeCheck)
         }
         let connect: BridgeUpgradeChannel.Connect = { upgraded in
             // Only small values in this closure: its async frame stays in the connection's task while it is open.
@@ -163,6 +172,9 @@ public struct BridgeServer: Service {
             logger.info("bridge stopped")
         }
     }
+
+    /// The WebSocket endpoint of ACP's "Streamable HTTP & WebSocket Transport" RFD, served beside the configured path.
+    public static let acpPath = "/acp"
 
     /// How long a graceful shutdown waits for the clients told 1001 to go before the HTTP server shuts down too.
     /// One second: `serve` stops within two in every state (issue 25 item 1).
