@@ -40,6 +40,23 @@ public enum TerminalText {
         escaped(text).replacingOccurrences(of: "\n", with: "^J").replacingOccurrences(of: "\t", with: " ")
     }
 
+    /// A line of JSON (as `connect --json` prints it) with every character ``needsEscape(_:)`` flags written as
+    /// `\uXXXX`: the same JSON value, and nothing a terminal acts on. (A JSON writer already escapes C0; DEL, C1 and
+    /// bidi controls are valid raw in JSON strings, and appear only inside strings, where `\uXXXX` means the same.)
+    public static func jsonSafe(_ json: String) -> String {
+        if !json.unicodeScalars.contains(where: needsEscape) { return json }
+        var out = String.UnicodeScalarView()
+        for scalar in json.unicodeScalars {
+            if needsEscape(scalar) && scalar != "\n" && scalar != "\t" {
+                let hex = String(scalar.value, radix: 16)
+                out.append(contentsOf: ("\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex).unicodeScalars)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
     /// Whether `scalar` must not reach a terminal as is.
     public static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {

@@ -50,7 +50,7 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
         case .timedOut(let address, let after):
             return "no answer from \(address) within \(after): a firewall may drop the connection, or the address is not the desktop's"
         case .upgradeRefused(let status, let error, let message):
-            let detail = [error, message].compactMap { $0 }.joined(separator: ": ")
+            let detail = TerminalText.escapedLine([error, message].compactMap { $0 }.joined(separator: ": "))
             let said = detail.isEmpty ? "" : " (\(detail))"
             if status == 401 || status == 403 {
                 return "the bridge refused the WebSocket with HTTP \(status)\(said): pair with the QR code from 'oa-bridge pair' on the desktop"

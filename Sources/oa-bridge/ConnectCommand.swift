@@ -15,8 +15,16 @@ struct ConnectCommand: AsyncParsableCommand {
         abstract: "Connect to a bridge (mDNS, then manual address, then Tailscale) and prompt its agent.",
         discussion: """
         TARGET is a service name ('Desk'), an install id (TXT 'id'), or an address (host, \
-        host:port, [IPv6]:port). Without TARGET, the first bridge found on the LAN is used. \
-        An address is tried as given (with any --tailscale names), without browsing.
+        host:port, [IPv6]:port). Without TARGET, the bridge used last is used (else the first \
+        one found on the LAN). An address is tried as given (with any --tailscale names), \
+        without browsing.
+
+        The bridges this client paired with are kept in <state dir>/client/bridges.json by their \
+        identity (the certificate pin): their credentials are found whatever name or address is \
+        typed (an address never used before is recognised by the pin it presents), and when \
+        mDNS finds nothing the addresses a bridge answered on before and its Tailscale names are \
+        tried. Everything the agent or the bridge sends is shown with its control characters \
+        escaped (^[, <U+202E>), so it cannot retitle, clear or write the clipboard of this terminal.
 
         Candidates come from three sources, preferred in this order: services discovered over \
         mDNS, the manual address, and the desktop's Tailscale name (--tailscale, or the \
@@ -173,7 +181,7 @@ struct ConnectCommand: AsyncParsableCommand {
         }
         let total = String(format: "%.0f ms", (ContinuousClock.now - start).inMilliseconds)
         FileHandle.standardError.write(Data("connected to \(connected.endpoint.url) via \(connected.endpoint.source.rawValue) in \(total) (\(connected.agentTitle ?? "agent"))\n".utf8))
-        if json { print(JSONRPCMessage.response(JSONRPCResponse(id: .int(1), result: connected.initialize)).jsonText) }
+        if json { print(TerminalText.jsonSafe(JSONRPCMessage.response(JSONRPCResponse(id: .int(1), result: connected.initialize)).jsonText)) }
 
         // The session runs on the desktop: default to the directory the bridge serves.
         guard let directory = cwd ?? connected.workingDirectory else {

@@ -82,8 +82,8 @@ final class ConnectSession: Sendable {
         let transcript = self.transcript
         return { update, last in
             if json {
-                // JSON escapes every control character: the line is safe as it is.
-                print(update.jsonObject(sequence: last).jsonText)
+                // The JSON writer escapes C0; DEL, C1 and bidi controls are escaped here.
+                print(TerminalText.jsonSafe(update.jsonObject(sequence: last).jsonText))
                 fflushStandardOutput()
             } else {
                 transcript.show(update)

@@ -2,6 +2,9 @@
 import BridgeTLS
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A TLS server that is not the bridge: `openssl s_server -www` with a certificate that names only
 /// `elsewhere.example` (no IP address at all), as a bridge's certificate names none of a link-local `fe80::…%eth0`.
@@ -25,36 +28,41 @@ private final class OpenSSLServer: Sendable {
         request.standardError = FileHandle.nullDevice
         try request.run()
         request.waitUntilExit()
-        let output = Pipe()
+        // Its output goes to a file that is polled (never a blocking read): "ACCEPT [::1]:35485" once it listens.
+        let log = directory.appendingPathComponent("s_server.out")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         let accept = host.contains(":") ? "[\(host)]:0" : "\(host):0"
-        process.arguments = ["s_server", "-accept", accept, "-cert", cert, "-key", key, "-www", "-quiet"]
+        process.arguments = ["s_server", "-accept", accept, "-cert", cert, "-key", key, "-www"]
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        // "ACCEPT [::1]:35485" once it listens (bounded: 10 s).
+        try? output.close()
         var seen = ""
-        let deadline = Date().addingTimeInterval(10)
         var found: Int?
-        while found == nil, Date() < deadline {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
+        let deadline = Date().addingTimeInterval(10)
+        while found == nil, Date() < deadline, process.isRunning {
+            seen = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
             if let line = seen.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT") }),
                let colon = line.lastIndex(of: ":") {
                 found = Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            } else {
+                Thread.sleep(forTimeInterval: 0.05)
             }
         }
         guard let found else {
-            process.terminate()
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl s_server did not listen: \(seen)"])
         }
         port = found
     }
 
     func stop() {
-        process.terminate()
+        // SIGKILL: a child of the test process starts with its blocked signal mask, and SIGTERM would wait for ever.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -50,6 +50,14 @@ struct TerminalTextTests {
         #expect(shown == "text ^[]0;title^G more <U+009B>2J")
     }
 
+    @Test("JSON lines keep their value and lose every control character: DEL, C1 and bidi as \\uXXXX")
+    func json() {
+        let line = #"{"text":"a\u001b]0;x\u0007"# + "\u{7F}\u{9B}\u{202E}" + #""}"#
+        let safe = TerminalText.jsonSafe(line)
+        #expect(safe == #"{"text":"a\u001b]0;x\u0007\u007f\u009b\u202e"}"#)
+        #expect(!TerminalTextTests.hasControl(safe))
+    }
+
     @Test("a line for a title or reason keeps to one line")
     func oneLine() {
         #expect(TerminalText.escapedLine("Read\nfile\t\u{1B}[31m") == "Read^Jfile ^[[31m")
