@@ -22,11 +22,17 @@ enum SelfSignedCertificate {
             }
             var alternativeNames: [GeneralName] = names.dnsNames.map { .dnsName($0) }
             alternativeNames += names.ipAddresses.map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) }
+            // Key identifiers (RFC 5280 4.2.1.1-2; the SHA-1 of the key, as OpenSSL makes them): pyca/cryptography
+            // refuses a certificate without them even where it is trusted (issue 26 item 8). They are the key's, so
+            // they do not move the pin.
+            let keyIdentifier = SubjectKeyIdentifier(hash: signingKey.publicKey)
             let extensions = try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
                 SubjectAlternativeNames(alternativeNames)
+                keyIdentifier
+                AuthorityKeyIdentifier(keyIdentifier: keyIdentifier.keyIdentifier)
             }
             return try Certificate(
                 version: .v3,
@@ -44,13 +50,16 @@ enum SelfSignedCertificate {
         }
     }
 
-    /// Whether `certificate` is still right for `key` and `names` at `now`: same public key, same names, and more
-    /// than ``renewBefore`` left before it expires.
+    /// Whether `certificate` is still right for `key` and `names` at `now`: same public key, same names, key
+    /// identifiers present, and more than ``renewBefore`` left before it expires.
     static func fits(_ certificate: Certificate, key: P256.Signing.PrivateKey, names: BridgeIdentityNames, now: Date) -> Bool {
         guard certificate.publicKey == Certificate.PublicKey(key.publicKey) else { return false }
         guard certificate.notValidAfter.timeIntervalSince(now) > renewBefore, certificate.notValidBefore <= now else {
             return false
         }
+        // A certificate from before key identifiers were added is issued again (same key, same pin).
+        guard (try? certificate.extensions.subjectKeyIdentifier) != nil, (try? certificate.extensions.authorityKeyIdentifier) != nil
+        else { return false }
         guard let extensionValue = try? certificate.extensions.subjectAlternativeNames else { return false }
         let present = Array(extensionValue)
         let wanted: [GeneralName] = names.dnsNames.map { .dnsName($0) }

@@ -130,7 +130,7 @@ struct PairingBannerTests {
         #expect(text.contains("http://127.0.0.1:9099/pair"))
         #expect(text.contains("expires in 60 min"))
         #expect(!text.contains("oa-bridge app"), "no app that is documented nowhere")
-        #expect(text.contains("https://192.168.1.20:9099/app"))
+        #expect(text.contains("http://192.168.1.20:9099/app"))
         // The token travels in the QR code only, not as text.
         #expect(!text.contains(token))
         let open = try PairingBanner.text(
@@ -141,10 +141,12 @@ struct PairingBannerTests {
 
     @Test("the banner prepares the user for the first-time certificate warning, with the fingerprint to compare")
     func certificateWarning() throws {
-        let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: TokenSecret.generate(.pairing))
+        let payload = PairingPayload(
+            host: "192.168.1.20", session: "s", name: "desk", token: TokenSecret.generate(.pairing), pin: "sha256/AAAA")
         let fingerprint = (0..<32).map { String(format: "%02X", $0 * 7 % 256) }.joined(separator: " ")
         let text = try PairingBanner.text(payload: payload, expiresAt: nil, port: 9099, certificateFingerprint: fingerprint, ansiColors: false)
         #expect(text.contains("Your connection is not private"))
+        #expect(text.contains("https://192.168.1.20:9099/app"))
         let lines = text.split(separator: "\n").map(String.init)
         // The 32 bytes, in two lines of 16 as a browser's certificate viewer groups them.
         #expect(lines.contains("  " + fingerprint.split(separator: " ").prefix(16).joined(separator: " ")))

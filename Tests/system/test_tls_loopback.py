@@ -614,3 +614,23 @@ def test_a_pinned_client_reaching_the_bridge_by_its_tailnet_name_still_gets_the_
     finally:
         bridge.stop()
         localapi.close()
+
+
+def test_pyca_cryptography_verifies_the_served_certificate_when_it_is_trusted():
+    """Issue 26 item 8: with the bridge's certificate as the only trust anchor, pyca/cryptography's RFC 5280 verifier
+    accepts the certificate the handshake serves for `localhost` (it requires Subject and Authority Key
+    Identifiers, which the bridge's certificates lacked)."""
+    from cryptography.x509 import DNSName, load_der_x509_certificate
+    from cryptography.x509.verification import PolicyBuilder, Store
+
+    bridge = Bridge()
+    try:
+        context = unverified_context()
+        with socket.create_connection(("127.0.0.1", bridge.port), timeout=5) as raw, \
+                context.wrap_socket(raw, server_hostname="localhost") as tls:
+            served = load_der_x509_certificate(tls.getpeercert(binary_form=True))
+    finally:
+        bridge.stop()
+    verifier = PolicyBuilder().store(Store([served])).build_server_verifier(DNSName("localhost"))
+    chain = verifier.verify(served, [])
+    assert chain[0] == served
