@@ -25,9 +25,10 @@ WEBDRIVER = os.environ.get("OA_WEBKIT_DRIVER", "/usr/bin/WebKitWebDriver")
 MINIBROWSER = os.environ.get("OA_WEBKIT_BROWSER", "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser")
 
 
-@pytest.fixture(scope="module")
-def display():
-    """An Xvfb display of its own (MiniBrowser is a GTK window); the display number is Xvfb's choice."""
+@pytest.fixture
+def display(artifacts):
+    """An Xvfb display of its own for each test (MiniBrowser is a GTK window); the display number is Xvfb's choice.
+    Its output goes to artifacts/xvfb.log."""
     require_tools()
     for tool in (WEBDRIVER, MINIBROWSER):
         if not os.path.exists(tool):
@@ -35,34 +36,55 @@ def display():
     if not shutil.which("Xvfb"):
         pytest.skip("no Xvfb (apt-get install xvfb)")
     read, write = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1024x900x24", "-nolisten", "tcp"],
-                            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(artifacts / "xvfb.log", "ab")
+    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1024x900x24", "-nolisten", "tcp", "-noreset"],
+                            pass_fds=(write,), stdout=log, stderr=log)
     os.close(write)
+    # Xvfb writes the number and the newline apart, and dies when a write fails: read to the newline, and keep the
+    # pipe open while Xvfb runs.
+    said = b""
+    while not said.endswith(b"\n") and len(said) < 16:
+        chunk = os.read(read, 16)
+        if not chunk:
+            break
+        said += chunk
+    number = said.decode().strip()
     try:
-        number = os.read(read, 16).decode().strip()
+        assert number.isdigit(), "Xvfb did not say its display (see xvfb.log)"
+        yield xvfb, ":" + number
     finally:
+        xvfb.terminate()
+        xvfb.wait(timeout=10)
         os.close(read)
-    assert number.isdigit(), "Xvfb did not say its display"
-    yield ":" + number
-    xvfb.terminate()
-    xvfb.wait(timeout=10)
+        log.close()
 
 
 @pytest.fixture
 def webkit(display):
+    import threading
+
     from selenium import webdriver
     from selenium.webdriver.webkitgtk.options import Options
     from selenium.webdriver.webkitgtk.service import Service
 
+    xvfb, name = display
     options = Options()
     options.binary_location = MINIBROWSER
     options.add_argument("--automation")
     options.accept_insecure_certs = True  # the bridge's self-signed certificate, as a user accepts it once
-    service = Service(executable_path=WEBDRIVER, env=dict(os.environ, DISPLAY=display))
-    driver = webdriver.WebKitGTK(options=options, service=service)
+    service = Service(executable_path=WEBDRIVER, env=dict(os.environ, DISPLAY=name))
+    # WebKitWebDriver waits without end for a browser that cannot start: bounded here (the driver is killed).
+    started = threading.Event()
+    watchdog = threading.Timer(60, lambda: started.is_set() or (service.process and service.process.kill()))
+    watchdog.start()
+    try:
+        driver = webdriver.WebKitGTK(options=options, service=service)
+    finally:
+        started.set()
+        watchdog.cancel()
+    assert xvfb.poll() is None, "Xvfb exited (see xvfb.log)"
     driver.set_page_load_timeout(20)
     driver.set_script_timeout(30)
-    # Page errors and alerts, kept by the page itself (WebKitWebDriver has no log API).
     yield driver
     driver.quit()
 
