@@ -32,6 +32,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     private var timer: Scheduled<Void>?
     private var phase = Phase.request
+    /// The next bytes read start a request line (see ``servingMinorVersionsAsHTTP11(_:)``).
+    private var atRequestLine = true
     /// The admission's place was given back.
     private var released = false
 
@@ -58,13 +60,40 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             phase = .request
             startTimer(context)
         }
+        // Bytes come wrapped as IOData (NIOAny unwraps to `Any` that way).
+        if atRequestLine, case .byteBuffer(var bytes)? = unwrapInboundIn(data) as? IOData {
+            atRequestLine = false
+            Self.servingMinorVersionsAsHTTP11(&bytes)
+            context.fireChannelRead(NIOAny(bytes))
+            return
+        }
         context.fireChannelRead(data)
+    }
+
+    /// Rewrites a request line's `HTTP/1.2`…`HTTP/1.9` to `HTTP/1.1` (RFC 9110 §6.2: a server serves a later minor
+    /// version of its major one as the one it speaks; NIO's parser refuses them). Only the line at the start of a read
+    /// that starts a request is looked at: a line cut across reads, or a pipelined request, keeps its version (`505`).
+    static func servingMinorVersionsAsHTTP11(_ bytes: inout ByteBuffer) {
+        let start = bytes.readerIndex
+        let end = start + min(bytes.readableBytes, 8192)
+        guard let newline = bytes.withUnsafeReadableBytes({ raw in
+            raw[0..<(end - start)].firstIndex(of: UInt8(ascii: "\n"))
+        }) else { return }
+        var lineEnd = start + newline
+        if lineEnd > start, bytes.getInteger(at: lineEnd - 1, as: UInt8.self) == UInt8(ascii: "\r") { lineEnd -= 1 }
+        guard lineEnd - start >= 9, bytes.getString(at: lineEnd - 8, length: 7) == "HTTP/1.",
+              let minor = bytes.getInteger(at: lineEnd - 1, as: UInt8.self),
+              (UInt8(ascii: "2")...UInt8(ascii: "9")).contains(minor),
+              bytes.getInteger(at: lineEnd - 9, as: UInt8.self) == UInt8(ascii: " ")
+        else { return }
+        bytes.setInteger(UInt8(ascii: "1"), at: lineEnd - 1)
     }
 
     /// The request in progress has fully arrived (head and body): its bound ends.
     func requestEnded() {
         guard phase == .request else { return }
         phase = .idle
+        atRequestLine = true
         timer?.cancel()
         timer = nil
     }
@@ -72,6 +101,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The connection became a WebSocket: nothing more is bounded here, and its admission place is given back.
     func upgraded() {
         phase = .webSocket
+        atRequestLine = false
         timer?.cancel()
         timer = nil
         release(answered: true)

@@ -100,6 +100,7 @@ CASES = [
     ("obs-fold", b"GET /api/health HTTP/1.1\r\n" + H + b"X-A: 1\r\n  folded\r\n\r\n", 400, True),
     ("space before the colon", b"GET /api/health HTTP/1.1\r\n" + H + b"X-A : 1\r\n\r\n", 400, True),
     ("NUL in a header", b"GET /api/health HTTP/1.1\r\n" + H + b"X-A: a\x00b\r\n\r\n", 400, True),
+    ("HTTP/1.2 is served as 1.1", b"GET /api/health HTTP/1.2\r\n" + H + b"\r\n", 200, False),
     ("HTTP/2.0", b"GET /api/health HTTP/2.0\r\n" + H + b"\r\n", 505, True),
     ("HTTP/2 preface", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, True),
     # No method the bridge knows where the request line starts: llhttp says "invalid method", answered 501.
