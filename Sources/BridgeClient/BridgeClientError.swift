@@ -75,7 +75,8 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
                 + "Check that the bridge runs ('oa-bridge doctor' on the desktop) and connect again"
         case .sessionReplaced(let old, let new, let reason):
             return "the bridge no longer knows session \(old) (\(reason)); it probably restarted. "
-                + "A new session \(new) is open in the same directory; the answer to the prompt that was running is lost"
+                + "A new session \(new == old ? "(the agent gave it the same id)" : new) is open in the same directory; "
+                + "the answer to the prompt that was running is lost"
         }
     }
 }

@@ -49,8 +49,9 @@ final class ConnectSession: Sendable {
                 try await send(text, sessionID: sessionID)
             } catch BridgeClientError.sessionReplaced(let old, let new, let reason) {
                 // The bridge restarted and forgot the session: go on in the new one, and say so.
+                let shown = new == old ? "a new session (the agent gave it the same id)" : "a new session \(TerminalText.escapedLine(new))"
                 transcript.note("[session \(TerminalText.escapedLine(old)) is gone (\(reason)); the bridge probably restarted. "
-                    + "Continuing in a new session \(TerminalText.escapedLine(new)); the answer to that prompt was lost, send it again if you need it]")
+                    + "Continuing in \(shown); the answer to that prompt was lost, send it again if you need it]")
                 sessionID = new
             }
         }
@@ -59,6 +60,8 @@ final class ConnectSession: Sendable {
     /// One prompt; throws what the session throws (``BridgeClientError/sessionReplaced(old:new:reason:)`` included).
     private func send(_ text: String, sessionID: String) async throws {
         let transcript = self.transcript
+        // Whatever ends the turn, the answer's line is ended first, so an error never glues onto it.
+        defer { transcript.endTurn() }
         let stopReason = try await session.prompt(
             sessionID: sessionID, text: text, onUpdate: updatePrinter(), onPermission: permissionAnswerer()
         ) { event in

@@ -8,6 +8,8 @@
 4. `doctor` on the desk with a bridge running (all ok, a fake `tailscale` command shows the tailnet name; never a
    real tailnet), and on a host whose avahi-daemon is stopped (exit 2, the avahi-daemon line fails with a fix).
 5. Resume: the phone's link is cut during a streaming prompt; every update arrives exactly once, in order.
+6. Link-local IPv6 over TLS (issue 25.5): a pinned `connect` to `fe80::…%eth0` (the certificate names no link-local
+   address), then the same address with nothing named (the saved bridge found by the pin it presents), a wrong pin.
 
 The desk serves with --auth none for the lab's networks (pairing has its own tests in test_pairing.py).
 Every wait is bounded.

@@ -126,6 +126,7 @@ def test_a_restart_mid_prompt_opens_a_new_session_and_says_so_instead_of_looping
         err = client.stderr()
         assert status != 0, "the answer was lost: that is not a success"
         assert "no longer knows session" in err and "A new session" in err, err[-3000:]
+        assert client.stdout().endswith("\n"), "the error must not glue onto the answer's last line"
         reconnects = [line for line in err.splitlines() if line.startswith("[reconnecting ")]
         assert 1 <= len(reconnects) <= 10, err[-3000:]
         assert err.count("Unknown session") <= 1, f"the unknown session was retried:\n{err[-3000:]}"
