@@ -171,3 +171,48 @@ def test_a_prompt_lost_in_flight_is_shown_not_sent_with_retry(bridge_factory, ph
     states = phone.page.eval_on_selector_all("#transcript .msg.user", "nodes => nodes.map(n => n.dataset.state || '')")
     assert states == [""], states
     assert not phone.dialogs
+
+
+def test_the_heartbeat_by_the_clock(bridge, phone):
+    """heartbeat.js under Playwright's clock (no waiting): answered pings keep a link alive for 10 minutes; a link
+    that goes silent is declared dead 10 s after the first unanswered ping (5 s of quiet before it), once; other
+    messages count as life; a probe pings at once."""
+    phone.page.clock.install()
+    phone.page.goto(bridge.origin + "/app")
+    phone.page.get_by_role("heading", name="Not paired").wait_for()
+    phone.page.evaluate("""async () => {
+        const { Heartbeat } = await import('/app/heartbeat.js');
+        window.hb = { pings: [], dead: [], answer: true };
+        window.hb.beat = new Heartbeat(() => {
+            window.hb.pings.push(Date.now());
+            if (window.hb.answer) { window.hb.beat.alive(); return Promise.resolve({}); }
+            return new Promise(() => {});
+        }, () => window.hb.dead.push(Date.now()));
+        window.hb.start = Date.now();
+        window.hb.beat.start();
+    }""")
+    clock = phone.page.clock
+    state = "() => ({pings: hb.pings.map(t => t - hb.start), dead: hb.dead.map(t => t - hb.start)})"
+    clock.run_for(600_000)
+    alive = phone.page.evaluate(state)
+    assert alive["dead"] == [] and 110 <= len(alive["pings"]) <= 121, alive
+    # Silence from now on: the next ping is not answered.
+    phone.page.evaluate("() => { hb.answer = false; hb.start = Date.now(); hb.pings = []; }")
+    clock.run_for(9_000)
+    silent = phone.page.evaluate(state)
+    assert silent["dead"] == [] and len(silent["pings"]) == 1, silent
+    first = silent["pings"][0]
+    clock.run_for(30_000)
+    over = phone.page.evaluate(state)
+    assert len(over["dead"]) == 1 and 10_000 <= over["dead"][0] - first <= 11_000, over
+    assert len(over["pings"]) == 1  # dead: no more pings
+    # Heard messages are life: no ping while the bridge keeps talking; a probe pings at once.
+    phone.page.evaluate("""() => { hb.answer = true; hb.dead = []; hb.pings = []; hb.start = Date.now();
+        hb.beat.start(); hb.talk = setInterval(() => hb.beat.alive(), 1_000); }""")
+    clock.run_for(60_000)
+    talking = phone.page.evaluate(state)
+    assert talking == {"pings": [], "dead": []}, talking
+    phone.page.evaluate("() => { hb.beat.probe(); }")
+    assert len(phone.page.evaluate(state)["pings"]) == 1
+    phone.page.evaluate("() => { clearInterval(hb.talk); hb.beat.stop(); }")
+    assert not phone.errors
