@@ -27,9 +27,6 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// The methods the bridge's routes use, for `Allow`.
-    static let allowedMethods = "GET, HEAD, POST, PUT, DELETE, OPTIONS"
-
     private let maxBodySize: Int
     private weak var connectionGuard: ConnectionGuard?
     /// A request's head came and its end has not.
@@ -188,7 +185,6 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var headers = extra
         headers.add(name: "connection", value: "close")
         headers.add(name: "content-length", value: "0")
-        if status == .methodNotAllowed { headers.add(name: "allow", value: Self.allowedMethods) }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         responded = true
         closing = true
