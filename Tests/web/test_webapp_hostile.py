@@ -119,13 +119,17 @@ def test_permission_buttons_say_what_their_kind_does(bridge_factory, phone):
 
 def test_the_agents_user_message_chunk_is_marked_replayed_by_the_agent(bridge_factory, phone):
     """A user_message_chunk without the bridge's `_meta.oa.origin` is marked "replayed by the agent", never shown as
-    the user's words, also after a reload. Fails on the old code (shown as the user's message)."""
+    the user's words, also after a reload, also when the agent forges the mark. Fails on the old code (shown as the
+    user's message)."""
     impersonated_turn(bridge_factory, phone)
     for attempt in range(2):
         fake = phone.page.locator("#transcript .msg", has_text="FAKE-USER")
         assert fake.count() == 1
         assert fake.get_attribute("data-origin") == "agent" and fake.get_attribute("data-role") == "replayed"
         assert "replayed by the agent" in fake.inner_text()
+        # Also the two with the bridge's mark forged (the bridge removes the one beside seq; with the bridge of
+        # before issue 27.7 it reached the page, and this fails).
+        assert "FAKE-USER-2" in fake.inner_text() and "FAKE-USER-3" in fake.inner_text()
         users = phone.page.eval_on_selector_all('#transcript [data-role="user"]', "nodes => nodes.map(n => n.textContent)")
         assert users == ["first"], users
         if attempt == 0:
