@@ -15,11 +15,13 @@ struct LimitsUnderConcurrencyTests {
         let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
         let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock))
         _ = try await store.issuePairingToken()
+        let guesses = (0..<120).map { _ in TokenSecret.generate(.pairing) }
         let outcomes = await withTaskGroup(of: PairingError?.self) { group in
             for index in 0..<120 {
                 group.addTask {
                     await pairingError {
-                        try await auth.exchange(ExchangeRequest(pairingToken: "oa_p_guess\(index)", deviceName: "x"), address: "10.0.0.9")
+                        // Well-formed guesses: a malformed one is refused before the store is asked, with no suspension.
+                        try await auth.exchange(ExchangeRequest(pairingToken: guesses[index], deviceName: "x"), address: "10.0.0.9")
                     }
                 }
             }
@@ -33,6 +35,20 @@ struct LimitsUnderConcurrencyTests {
         }
         #expect(evaluated.count == 10, "evaluated \(evaluated.count) of 120 guesses against a limit of 10")
         #expect(evaluated.allSatisfy { $0 == .invalidToken(.pairing) })
+    }
+
+    @Test("attempts still being evaluated count: with 10 in flight from one address, the 11th is refused before evaluation")
+    func inFlightAttemptsCount() throws {
+        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock)
+        var inFlight: [FailedAuthRateLimiter.Attempt?] = []
+        for _ in 0..<10 { inFlight.append(try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing))) }
+        #expect(throws: PairingError.self) { try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing)) }
+        #expect(throws: PairingError.self) { try limiter.begin("::ffff:10.0.0.9", presenting: nil) }
+        // One of them turns out good: given back, one more may be evaluated.
+        limiter.settle(inFlight[0], failed: false)
+        let next = try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing))
+        #expect(next != nil)
+        #expect(throws: PairingError.self) { try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing)) }
     }
 
     @Test("a good token evaluated while guesses run is not counted as a failure")
