@@ -1,4 +1,5 @@
 import BridgePairing
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -89,7 +90,8 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                     }
                     return promise.futureResult.map { context in
                         accepted.value = context
-                        return context.map { _ in HTTPHeaders() }
+                        // ACP's remote-transport RFD: the 101 names the connection (`Acp-Connection-Id`).
+                        return context.map { _ in HTTPHeaders([("Acp-Connection-Id", UUID().uuidString.lowercased())]) }
                     }
                 },
                 upgradePipelineHandler: { channel, _ in

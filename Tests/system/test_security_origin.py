@@ -216,3 +216,18 @@ def test_chromium_page_of_another_loopback_origin_cannot_open_the_bridges_websoc
         site.close()
     log = open_bridge.stop()
     assert "forbidden_origin" in log and "forbidden_host" in log, log[-3000:]
+
+
+def test_the_acp_path_upgrades_with_a_connection_id(open_bridge):
+    """ACP's remote-transport RFD: the WebSocket at /acp, its 101 carrying Acp-Connection-Id (a fresh one each)."""
+    ids = []
+    for _ in range(2):
+        key = base64.b64encode(os.urandom(16)).decode()
+        head = (f"GET /acp HTTP/1.1\r\nHost: 127.0.0.1:{open_bridge.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        data = exchange(open_bridge.port, head.encode())
+        assert data.startswith(b"HTTP/1.1 101"), data[:200]
+        fields = dict(line.split(": ", 1) for line in data.split(b"\r\n\r\n")[0].decode().split("\r\n")[1:])
+        ids.append({k.lower(): v for k, v in fields.items()}["acp-connection-id"])
+    assert len(set(ids)) == 2 and all(len(i) == 36 for i in ids), ids
+
