@@ -36,7 +36,7 @@ public final class BridgeRPCClient: Sendable {
         let client = BridgeRPCClient(url: url)
         do {
             try await client.open(target: target, token: token, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
-        } catch let error as WebSocketConnectorError where error.needsPairing {
+        } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
             throw BridgeClientError.unauthorized(token == nil
                 ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"

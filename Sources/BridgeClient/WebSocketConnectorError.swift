@@ -33,6 +33,13 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
         return false
     }
 
+    /// Whether the bridge refused the name or page the client came by (`forbidden_host`, `forbidden_origin`: a host
+    /// name it does not know as its own), which no pairing changes.
+    public var refusesHostOrOrigin: Bool {
+        if case .upgradeRefused(403, let error?, _) = self { return error == "forbidden_host" || error == "forbidden_origin" }
+        return false
+    }
+
     /// The HTTP status the upgrade was answered with, when it was refused.
     public var upgradeStatus: Int? {
         if case .upgradeRefused(let status, _, _) = self { return status }
@@ -52,6 +59,10 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
         case .upgradeRefused(let status, let error, let message):
             let detail = TerminalText.escapedLine([error, message].compactMap { $0 }.joined(separator: ": "))
             let said = detail.isEmpty ? "" : " (\(detail))"
+            if refusesHostOrOrigin {
+                return "the bridge refused the WebSocket with HTTP \(status)\(said): it does not know the name this client used as its own; "
+                    + "connect by its address, or give the bridge that name (its Tailscale name is learnt from tailscaled)"
+            }
             if status == 401 || status == 403 {
                 return "the bridge refused the WebSocket with HTTP \(status)\(said): pair with the QR code from 'oa-bridge pair' on the desktop"
             }

@@ -102,11 +102,8 @@ struct ConnectCommand: AsyncParsableCommand {
         }
         if payload == nil {
             known = saved.find(target: target)
-            if known == nil, let target, BridgeCandidates.looksLikeAddress(target) {
+            if known == nil, !saved.all.isEmpty, let target, BridgeCandidates.looksLikeAddress(target) {
                 known = await saved.identify(address: target, logger: logger)
-            }
-            if let known {
-                FileHandle.standardError.write(Data("using the saved bridge '\(TerminalText.escapedLine(known.name))'\(known.pin.map { " (\($0))" } ?? "")\n".utf8))
             }
         }
         // Tokens are kept per bridge, so one desktop's token is never sent to another.
@@ -125,6 +122,13 @@ struct ConnectCommand: AsyncParsableCommand {
             credentialsFile = saved.directory.appendingPathComponent("\(ConnectCommand.fileSafe(target ?? "default")).json")
         }
         let vault = TokenVault(file: credentialsFile)
+        // A saved bridge holds this client to its pin only while it is paired with it (its credentials are there): a
+        // bridge seen once without pairing, or whose tokens were deleted, is not a pairing to keep.
+        let haveCredentials = await vault.current != nil
+        let pairedWithKnown = payload == nil && credentials == nil && known != nil && haveCredentials
+        if pairedWithKnown, let known {
+            FileHandle.standardError.write(Data("using the saved bridge '\(TerminalText.escapedLine(known.name))'\(known.pin.map { " (\($0))" } ?? "")\n".utf8))
+        }
         if let payload, let pairingToken = payload.token {
             let paired = try await vault.pair(
                 bridge: payload.http, pairingToken: pairingToken, deviceName: "oa-bridge connect on \(HostName.current)", pin: payload.pin)
@@ -158,7 +162,7 @@ struct ConnectCommand: AsyncParsableCommand {
         // The pin from --pin, else the QR code's, else the one kept with the tokens or the saved bridge's: with one,
         // only wss:// to that key.
         let stored = try await vault.pin
-        let pin = try (pin ?? payload?.pin ?? known?.pin).map { try CertificatePin(parsing: $0) } ?? stored
+        let pin = try (pin ?? payload?.pin ?? (pairedWithKnown ? known?.pin : nil)).map { try CertificatePin(parsing: $0) } ?? stored
         let options = BridgeSessionOptions(
             pingInterval: .seconds(keepalive), reconnectPolicy: ReconnectPolicy(maximumDelay: .seconds(10), maximumAttempts: max(0, retries)), pin: pin)
         let session = try await BridgeClientSession.connect(

@@ -139,7 +139,8 @@ def test_guest_subnet_discovers_nothing_but_manual_address_works(lab, desk, phon
 def test_tailscale_name_wins_when_the_lan_is_cut(lab, desk, phone, bridge_bin, timings):
     lab.add_link(desk, phone, f"{TAILNET_DESK}/30", f"{TAILNET_PHONE}/30", a_dev="tsdesk0", b_dev="tsphone0")
     phone.override_file("/etc/hosts", f"127.0.0.1 localhost\n{TAILNET_DESK} {TAILNET_NAME}\n")
-    serve = start_serve(desk, bridge_bin, "serve-connect-tailnet")
+    # The bridge accepts only host names it knows as its own: a (fake) tailscale tells it its MagicDNS name.
+    serve = start_serve(desk, bridge_bin, "serve-connect-tailnet", env=fake_tailscale(desk, TAILSCALE_STATUS))
     try:
         wait_resolved(phone, "Desk", timeout=10, guard=serve)  # the LAN path works until it is cut
         resolved = phone.run(["getent", "hosts", TAILNET_NAME], timeout=5)
