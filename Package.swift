@@ -19,6 +19,11 @@ let package = Package(
         .library(name: "BridgePairingWire", targets: ["BridgePairingWire"]),
         .library(name: "BridgePairing", targets: ["BridgePairing"]),
         .library(name: "BridgePairingUI", targets: ["BridgePairingUI"]),
+        .library(name: "BridgeTime", targets: ["BridgeTime"]),
+        .library(name: "BridgeWorkspace", targets: ["BridgeWorkspace"]),
+        .library(name: "BridgeTerminal", targets: ["BridgeTerminal"]),
+        .library(name: "BridgeTailscale", targets: ["BridgeTailscale"]),
+        .library(name: "BridgeHTTP", targets: ["BridgeHTTP"]),
         .library(name: "BridgeServer", targets: ["BridgeServer"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
         .library(name: "BridgeClient", targets: ["BridgeClient"]),
@@ -96,8 +101,6 @@ let package = Package(
                 .target(name: "CAvahi", condition: .when(platforms: [.linux])),
                 "CDNSSD",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings,
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
@@ -142,6 +145,67 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        /// The time the bridge's timers run on (`BridgeClock`, which tests replace) and durations as people read them.
+        .target(
+            name: "BridgeTime",
+            swiftSettings: swiftSettings
+        ),
+        /// The agent's `fs/*` requests: files confined to a session's directories by `openat2(2)` (CWorkspaceFS) and a
+        /// walk beneath a directory descriptor, run off the hub on a thread pool within a time limit.
+        .target(
+            name: "BridgeWorkspace",
+            dependencies: [
+                "BridgeRPC",
+                "BridgeACP",
+                "BridgeTime",
+                "CWorkspaceFS",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The agent's `terminal/*` requests: commands run on the desktop, their output kept and batched for the phones.
+        .target(
+            name: "BridgeTerminal",
+            dependencies: [
+                "BridgeRPC",
+                "BridgeACP",
+                "BridgeTime",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// Everything Tailscale: the tailnet identity from tailscaled's LocalAPI or the CLI, and the MagicDNS name's
+        /// HTTPS certificate, fetched and renewed.
+        .target(
+            name: "BridgeTailscale",
+            dependencies: [
+                "BridgeTime",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The bridge's HTTP routes and policies that need no hub: pairing, account, status and metrics routes, the
+        /// `--auth none` network gate, the plaintext policy, JSON error answers and the request contexts.
+        .target(
+            name: "BridgeHTTP",
+            dependencies: [
+                "BridgePairing",
+                "BridgePairingUI",
+                "BridgeTLS",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        /// The bridge itself: the hub between phones and the agent, the WebSocket transport, the service assembly.
         .target(
             name: "BridgeServer",
             dependencies: [
@@ -149,8 +213,12 @@ let package = Package(
                 "BridgeACP",
                 "BridgeDiscovery",
                 "BridgePairing",
-                "BridgePairingUI",
                 "BridgeWebApp",
+                "BridgeTime",
+                "BridgeWorkspace",
+                "BridgeTerminal",
+                "BridgeTailscale",
+                "BridgeHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -159,10 +227,6 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 "BridgeTLS",
-                "CWorkspaceFS",
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -196,6 +260,8 @@ let package = Package(
                 "BridgeServer",
                 "BridgeDiscovery",
                 "BridgePairing",
+                "BridgeWorkspace",
+                "BridgeHTTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -210,6 +276,7 @@ let package = Package(
                 "BridgeDiscovery",
                 "BridgePairing",
                 "BridgeTLS",
+                "BridgeTailscale",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -223,13 +290,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        /// The bridge's TLS identity (self-signed certificate and key in the state directory) and its pin.
+        /// The bridge's TLS identity (self-signed certificate and key in the state directory) and its pin, and the
+        /// server side of TLS on SwiftNIO (the context, the first-byte sniffer, the handshake deadline); no Hummingbird.
         .target(
             name: "BridgeTLS",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -244,6 +316,8 @@ let package = Package(
                 "BridgeTLS",
                 "BridgeClient",
                 "BridgeDiagnostics",
+                "BridgeWorkspace",
+                "BridgeHTTP",
                 "BridgeDiscovery",
                 "BridgePairing",
                 "BridgePairingUI",
@@ -310,7 +384,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiscoveryTests",
-            dependencies: ["BridgeDiscovery"],
+            dependencies: ["BridgeDiscovery", "CDNSSD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -326,14 +400,31 @@ let package = Package(
         // Test helpers shared by the test targets (the hand-moved clock); not a product.
         .target(
             name: "BridgeTestSupport",
-            dependencies: ["BridgeServer"],
+            dependencies: ["BridgeTime"],
             path: "Tests/BridgeTestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeTLSTests",
+            dependencies: ["BridgeTLS"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeWorkspaceTests",
             dependencies: [
-                "BridgeTLS", "BridgeServer", "BridgeDiscovery", "BridgeTestSupport",
+                "BridgeWorkspace", "BridgeRPC", "BridgeTestSupport", "CWorkspaceFS", .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeTerminalTests",
+            dependencies: ["BridgeTerminal", "BridgeTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeTailscaleTests",
+            dependencies: [
+                "BridgeTailscale", "BridgeTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -348,8 +439,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "BridgeHTTPTests",
+            dependencies: ["BridgeHTTP", "BridgeRPC"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgeConfigTests",
-            dependencies: ["BridgeConfig", "BridgeServer", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BridgeConfig", "BridgeServer", "BridgeWorkspace", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -369,10 +465,19 @@ let package = Package(
                 "BridgeTestSupport",
                 "BridgeDiscovery",
                 "BridgeWebApp",
+                "BridgePairing",
                 "BridgePairingUI",
                 "BridgeClient",
                 "BridgeRPC",
                 "BridgeACP",
+                "BridgeTime",
+                "BridgeWorkspace",
+                "BridgeTailscale",
+                "BridgeHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -34,6 +34,9 @@ public enum ACPMethod {
     public static let elicitationCreate = "elicitation/create"
     /// JSON-RPC error code of a request cancelled with `$/cancel_request` (ACP's "request cancelled").
     public static let requestCancelledCode = -32800
+    /// JSON-RPC error code of a resource that does not exist (ACP's "resource not found"): an unknown session,
+    /// terminal or file.
+    public static let resourceNotFoundCode = -32002
     /// Agent -> client notification: streamed session progress.
     public static let sessionUpdate = "session/update"
     /// Agent -> client: ask the user to allow a tool call.

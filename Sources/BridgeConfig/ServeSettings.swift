@@ -1,4 +1,6 @@
+import BridgeHTTP
 import BridgeServer
+import BridgeWorkspace
 import Foundation
 import Logging
 

@@ -1,6 +1,7 @@
 import BridgeClient
 import BridgeDiscovery
 import BridgePairing
+import BridgeTailscale
 import Foundation
 import Logging
 import NIOPosix

@@ -1,4 +1,5 @@
 import BridgeDiscovery
+import BridgeTailscale
 import Logging
 import Metrics
 import ServiceLifecycle

@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeTLS
 import Hummingbird
 import HummingbirdCore
 import Logging

@@ -1,3 +1,4 @@
+import BridgeACP
 import BridgeRPC
 
 /// The bridge's own JSON-RPC errors (implementation-defined server errors use -32000...-32099;
@@ -6,7 +7,7 @@ enum BridgeErrors {
     /// -32001: too many requests waiting for the agent on one connection.
     static let tooManyPendingCode = -32001
     /// -32002: ACP's "resource not found".
-    static let resourceNotFoundCode = -32002
+    static let resourceNotFoundCode = ACPMethod.resourceNotFoundCode
 
     static func notInitialized(_ method: String) -> JSONRPCError {
         JSONRPCError.invalidRequest(
@@ -57,6 +58,6 @@ enum BridgeErrors {
     }
 
     static func unknownSession(_ session: String) -> JSONRPCError {
-        JSONRPCError(code: resourceNotFoundCode, message: "Unknown session \(session)", data: ["sessionId": .string(session)])
+        .unknownSession(session)
     }
 }

@@ -1,3 +1,4 @@
+import BridgeHTTP
 import BridgePairing
 import BridgeWebApp
 import Foundation
@@ -49,7 +50,9 @@ struct BridgeHTTPRouter {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
         }
-        StatusRoute.register(on: protectedAPI, configuration: configuration, started: started)
+        StatusRoute.register(
+            on: protectedAPI, name: configuration.serverName, version: configuration.serverVersion,
+            tokensInUse: configuration.authenticator != nil, path: configuration.path, started: started)
         if let authenticator = configuration.authenticator { AccountRoutes.register(on: protectedAPI, authenticator: authenticator, logger: logger, prefix: "/api") }
         self.router = router
         self.protectedAPI = protectedAPI

@@ -1,5 +1,7 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTerminal
+import BridgeWorkspace
 import Logging
 
 extension BridgeHub {

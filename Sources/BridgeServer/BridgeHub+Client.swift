@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeWorkspace
 import Logging
 
 extension BridgeHub {

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeWorkspace
 import Logging
 
 /// The session lifecycle beyond `session/new`, from whichever connection: `session/load` and `session/resume` attach

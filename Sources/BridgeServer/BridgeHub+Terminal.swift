@@ -1,5 +1,7 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTerminal
+import BridgeWorkspace
 import Logging
 
 /// The agent's `terminal/*` requests, served on the desktop (see ``TerminalHost``), and their output shown to the

@@ -1,6 +1,8 @@
 import BridgeACP
 import BridgePairing
 import BridgeRPC
+import BridgeTerminal
+import BridgeWorkspace
 import NIOWebSocket
 import Logging
 

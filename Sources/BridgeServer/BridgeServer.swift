@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgeHTTP
 import BridgePairing
 import BridgeRPC
 import Foundation

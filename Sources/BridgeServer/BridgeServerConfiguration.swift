@@ -1,6 +1,10 @@
 import BridgeACP
 import BridgePairing
+import BridgeTailscale
+import BridgeTerminal
+import BridgeTime
 import BridgeTLS
+import BridgeWorkspace
 import Foundation
 import Prometheus
 

@@ -1,5 +1,7 @@
 import BridgeDiscovery
+import BridgeHTTP
 import BridgePairing
+import BridgeTailscale
 import BridgeTLS
 import Foundation
 import Logging

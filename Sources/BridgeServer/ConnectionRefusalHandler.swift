@@ -1,3 +1,4 @@
+import BridgeHTTP
 import NIOCore
 
 /// Answers a connection that ``ConnectionAdmission`` turned away: a `503` with a JSON body and `Connection: close`

@@ -1,3 +1,4 @@
+import BridgeTime
 import NIOCore
 import Synchronization
 

@@ -1,3 +1,4 @@
+import BridgeTime
 import Synchronization
 
 /// Runs one of the hub's sweeps when something can be due, not on a tick, so an idle bridge uses no CPU.

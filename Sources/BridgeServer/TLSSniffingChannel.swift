@@ -1,3 +1,4 @@
+import BridgeTLS
 import HummingbirdCore
 import Logging
 import NIOCore

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgeClient
 import BridgeDiscovery
+import BridgeHTTP
 import BridgeServer
 import BridgePairing
 import BridgeRPC

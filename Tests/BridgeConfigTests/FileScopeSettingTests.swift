@@ -1,5 +1,6 @@
 import BridgeConfig
 import BridgeServer
+import BridgeWorkspace
 import Foundation
 import Logging
 import Testing

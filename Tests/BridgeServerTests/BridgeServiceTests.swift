@@ -1,6 +1,7 @@
 import BridgeClient
 import BridgeDiscovery
 import BridgeServer
+import BridgeTailscale
 import BridgeTLS
 import Foundation
 import Logging

@@ -6,6 +6,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTPTypes
 import Testing
+@testable import BridgeHTTP
 
 /// The bounds before a connection's first answer (issue 16 item 5): admission counts, the time bound with an
 /// injected clock (EmbeddedEventLoop's), the 503 for a refused connection, and the shaped answer of a refused upgrade.

@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Logging
 import Prometheus
 import Testing
+@testable import BridgeHTTP
 
 /// Authentication follows routes, not path strings (issue 16 item 6), and the loopback-only routes check `Host`
 /// (DNS rebinding), through the bridge's own router (``BridgeHTTPRouter``) served by HummingbirdTesting.

@@ -1,6 +1,7 @@
 @testable import BridgeServer
 import Synchronization
 import Testing
+@testable import BridgeTime
 
 /// Issue 14 goal 5: an idle bridge uses no CPU. Its sweeps (stuck clients, orphaned requests and retention) sleep until
 /// something can be due instead of ticking, and still run when it is. All on the injected clock.

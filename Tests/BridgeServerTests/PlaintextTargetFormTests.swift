@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import Testing
+@testable import BridgeHTTP
 
 /// Issue 27 item 10: the clear-text policy judges the normalised path of every request-target form, so that no
 /// spelling of `/api/auth/*` (absolute form with a bad port, empty or dot segments, escapes) slips past it from the LAN.

@@ -1,4 +1,4 @@
-public import BridgeServer
+public import BridgeTime
 import Synchronization
 
 /// A clock the test moves by hand: ``now`` stands still until ``advance(by:)``, and a task sleeping on it wakes only

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgeConfig
 import BridgeServer
+import BridgeWorkspace
 import Logging
 
 /// The options of `oa-bridge serve`. Each is optional here: a value not given on the command line

@@ -1,0 +1,4 @@
+import BridgeTestSupport
+
+/// The shared hand-moved clock (``ManualBridgeClock``); this name wins over BridgePairing's `ManualClock` here.
+typealias ManualClock = ManualBridgeClock
