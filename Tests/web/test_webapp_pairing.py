@@ -148,3 +148,19 @@ def test_a_bridge_that_answers_401_ends_the_reconnecting(bridge, phone):
     assert phone.page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('oa-bridge.')).length") == 0
     assert not phone.dialogs
     assert not [e for e in phone.errors if not re.search(r"WebSocket", e)], phone.errors
+
+
+def test_a_link_without_a_pairing_code_does_not_end_a_wait_for_approval(bridge_factory, phone):
+    """A phone waiting for the desktop's approval opens a link without a code: it keeps waiting, and is let in once
+    approved. Fails on the old code (the pending pairing was replaced with {"noAuth": true})."""
+    bridge = bridge_factory(["--require-approval"])
+    phone.page.goto(loopback_url(qr_url(bridge), bridge))
+    phone.page.get_by_role("heading", name="Waiting for approval").wait_for(timeout=10_000)
+    phone.page.goto("about:blank")
+    phone.page.goto(bridge.origin + "/app#e30")
+    phone.page.get_by_role("heading", name="Waiting for approval").wait_for(timeout=10_000)
+    pending = wait_until(lambda: [d for d in bridge.devices() if not d["approved"]], 5, "a pending device")
+    bridge.post_json("/api/pair/approve", {"device_id": pending[0]["id"]})
+    phone.wait_ready(timeout=15_000)
+    assert stored_tokens(phone)["deviceId"] == pending[0]["id"]
+    assert not phone.errors and not phone.dialogs

@@ -170,8 +170,10 @@ async function openLink(payload, state) {
     case "confirm":
       return confirmReplace(payload, state, wsPath);
     default:
-      // A link without a pairing code: what is stored stays as it is.
-      return conn ? undefined : startChat();
+      // A link without a pairing code: what is stored stays as it is (a phone waiting for approval goes on waiting).
+      if (conn) return undefined;
+      if (state && state.pending && !state.tokens) return pair(state.pending.token, state.name, state.wsPath, state.pending.deviceId);
+      return startChat();
   }
 }
 
