@@ -8,6 +8,7 @@ and reports it completed (the time) or failed ("Not run: permission was not give
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -160,3 +161,12 @@ def test_a_bridge_that_answers_401_needs_pairing_with_the_command_to_pair():
     assert "no address of the bridge answered" not in done.stderr and "no address answered" not in done.stderr, done.stderr
     assert "oa-bridge pair --json" in done.stderr and "--pair" in done.stderr, done.stderr
     assert "Usage:" not in done.stderr, done.stderr
+
+
+def test_json_lines_carry_no_control_characters_either(bridge):
+    done = connect(bridge, "--json", "--prompt", HOSTILE)
+    assert done.returncode == 0, done.stderr
+    found = sorted({hex(ord(c)) for c in CONTROL.findall(done.stdout)})
+    assert not found, f"--json output carries control characters {found}"
+    texts = "".join(json.loads(line).get("text", "") for line in done.stdout.splitlines() if '"agent_message_chunk"' in line)
+    assert "\x1b]0;owned\x07" in texts and "\u202efdp.exe" in texts, "the JSON values themselves are unchanged"
