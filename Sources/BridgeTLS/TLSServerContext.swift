@@ -2,12 +2,20 @@ import NIOCore
 import NIOSSL
 
 /// The server side of the bridge's TLS: its identity loaded into a BoringSSL context (TLS 1.2 minimum, 1.3 preferred,
-/// ALPN `http/1.1`), made once per server and shared by every connection.
+/// AEAD cipher suites only, ALPN `http/1.1`), made once per server and shared by every connection.
 ///
 /// With `serverNameOverride`, a client whose ClientHello names a server (SNI) may get another certificate instead (the
 /// bridge passes the tailnet's, `TailscaleCertificates` in BridgeTailscale, for the MagicDNS name); everyone else
 /// gets the identity.
 package struct TLSServerContext: Sendable {
+    /// TLS 1.2's suites: Mozilla's "intermediate" list for an ECDSA key, AEAD only (AES-GCM and ChaCha20-Poly1305
+    /// with ECDHE). NIOSSL sets no server preference, so the list itself leaves a client nothing weaker to choose
+    /// (BoringSSL's default also offered ECDHE-ECDSA-AES-CBC-SHA, where a Java 8 client landed). TLS 1.3's suites
+    /// are all AEAD and not configurable in BoringSSL.
+    package static let tls12CipherSuites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA-AES256-GCM-SHA384",
+    ].joined(separator: ":")
+
     /// The context every TLS connection's `NIOSSLServerHandler` uses.
     package let sslContext: NIOSSLContext
 
@@ -25,6 +33,7 @@ package struct TLSServerContext: Sendable {
                 certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
             configuration.maximumTLSVersion = .tlsv13
+            configuration.cipherSuites = TLSServerContext.tls12CipherSuites
             configuration.applicationProtocols = ["http/1.1"]
             if let serverNameOverride {
                 // Called once per ClientHello, on the connection's event loop; the choice is a lock and a compare.

@@ -634,3 +634,21 @@ def test_pyca_cryptography_verifies_the_served_certificate_when_it_is_trusted():
     verifier = PolicyBuilder().store(Store([served])).build_server_verifier(DNSName("localhost"))
     chain = verifier.verify(served, [])
     assert chain[0] == served
+
+
+@pytest.mark.parametrize("suite,accepted", [
+    ("ECDHE-ECDSA-AES128-SHA", False), ("ECDHE-ECDSA-AES256-SHA", False),
+    ("ECDHE-ECDSA-AES128-GCM-SHA256", True), ("ECDHE-ECDSA-AES256-GCM-SHA384", True),
+    ("ECDHE-ECDSA-CHACHA20-POLY1305", True),
+])
+def test_tls12_offers_aead_suites_only(suite, accepted):
+    """Issue 26 item 8: Mozilla's intermediate list, AEAD only. A TLS 1.2 client that offers only a CBC suite
+    (what a Java 8 client chose) gets a handshake failure; every AEAD suite of the list is served."""
+    bridge = Bridge()
+    try:
+        r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{bridge.port}", "-tls1_2", "-cipher", suite],
+                           input="", capture_output=True, text=True, timeout=20)
+    finally:
+        bridge.stop()
+    negotiated = f"Cipher is {suite}" in r.stdout or f"Cipher    : {suite}" in r.stdout
+    assert negotiated == accepted, (r.stdout[-600:], r.stderr[-600:])
