@@ -155,6 +155,7 @@ let package = Package(
         .target(
             name: "BridgeWorkspace",
             dependencies: [
+                "BridgeSandbox",
                 "BridgeRPC",
                 "BridgeACP",
                 "BridgeTime",
@@ -167,6 +168,7 @@ let package = Package(
         .target(
             name: "BridgeTerminal",
             dependencies: [
+                "BridgeSandbox",
                 "BridgeRPC",
                 "BridgeACP",
                 "BridgeTime",
@@ -209,6 +211,7 @@ let package = Package(
         .target(
             name: "BridgeServer",
             dependencies: [
+                "BridgeSandbox",
                 "BridgeRPC",
                 "BridgeACP",
                 "BridgeDiscovery",
@@ -257,6 +260,8 @@ let package = Package(
         .target(
             name: "BridgeConfig",
             dependencies: [
+                "BridgeTerminal",
+                "BridgeSandbox",
                 "BridgeServer",
                 "BridgeDiscovery",
                 "BridgePairing",
@@ -272,6 +277,7 @@ let package = Package(
         .target(
             name: "BridgeDiagnostics",
             dependencies: [
+                "BridgeSandbox",
                 "BridgeClient",
                 "BridgeDiscovery",
                 "BridgePairing",
@@ -312,6 +318,7 @@ let package = Package(
             name: "oa-bridge",
             dependencies: [
                 "BridgeServer",
+                "BridgeTerminal",
                 "BridgeConfig",
                 "BridgeTLS",
                 "BridgeClient",
@@ -412,13 +419,14 @@ let package = Package(
         .testTarget(
             name: "BridgeWorkspaceTests",
             dependencies: [
+                "BridgeSandbox",
                 "BridgeWorkspace", "BridgeRPC", "BridgeTestSupport", "CWorkspaceFS", .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeTerminalTests",
-            dependencies: ["BridgeTerminal", "BridgeTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BridgeTerminal", "BridgeTestSupport", .product(name: "Logging", package: "swift-log"), "BridgeSandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -26,6 +26,8 @@ extension ServeSettings {
             idleTimeout: idleSessionTimeout.value > 0 ? .seconds(idleSessionTimeout.value) : nil)
         configuration.allowPlaintext = allowPlaintext.value
         configuration.terminal.enabled = terminal.value
+        configuration.terminal.confinement = terminalConfinement.value
+        configuration.protectedFiles = try protectedFiles()
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
         options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none
         options.discovery = try discovery.value.makeBackend(logger: logger, interface: interface.value)

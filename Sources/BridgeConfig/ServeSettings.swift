@@ -1,5 +1,6 @@
 import BridgeHTTP
 import BridgeServer
+import BridgeTerminal
 import BridgeWorkspace
 import Foundation
 import Logging
@@ -69,6 +70,8 @@ public struct ServeFlags: Sendable {
     public var allowPlaintext: Bool?
     /// `--terminal` / `--no-terminal`.
     public var terminal: Bool?
+    /// `--terminal-confinement`.
+    public var terminalConfinement: TerminalConfinement?
 
     /// Nothing given on the command line.
     public init() {}
@@ -125,6 +128,8 @@ public struct ServeSettings: Sendable {
     public var allowPlaintext: Resolved<Bool>
     /// Whether the agent's `terminal/*` requests are served on the desktop.
     public var terminal: Resolved<Bool>
+    /// How terminals are confined: Landlock (refused where the kernel has none) or unconfined.
+    public var terminalConfinement: Resolved<TerminalConfinement>
     /// The config file consulted.
     public var configPath: String
     /// Whether that file exists.
@@ -134,7 +139,7 @@ public struct ServeSettings: Sendable {
     public static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
-        "allow-plaintext", "interface", "terminal",
+        "allow-plaintext", "interface", "terminal", "terminal-confinement",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -184,6 +189,7 @@ public struct ServeSettings: Sendable {
                                             expected: "CIDR networks, comma-separated", default: []),
             allowPlaintext: try resolver.pick("allow-plaintext", flags.allowPlaintext, parse: SettingResolver.bool, expected: "true or false", default: false),
             terminal: try resolver.pick("terminal", flags.terminal, parse: SettingResolver.bool, expected: "true or false", default: true),
+            terminalConfinement: try resolver.pick("terminal-confinement", flags.terminalConfinement, parse: TerminalConfinement.init(rawValue:), expected: "landlock or unconfined", default: .landlock),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -218,6 +224,7 @@ public struct ServeSettings: Sendable {
             row("allow-network", allowNetwork) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
             row("allow-plaintext", allowPlaintext) { String($0) },
             row("terminal", terminal) { String($0) },
+            row("terminal-confinement", terminalConfinement) { $0.rawValue },
         ]
     }
 }

@@ -75,18 +75,20 @@ extension BridgeHub {
             }
             limit = Int(clamping: value)
         }
-        var directory = record.files.root
+        var directory = record.files
         if let cwd = params?["cwd"], cwd != .null {
             guard let path = cwd.stringValue else { throw .badParams(method: method, detail: "cwd must be a string (an absolute path)") }
             do {
                 // As fs/* paths: within the session's directories, or further under a wider --fs-scope.
-                directory = try WorkspaceFiles.serving(path, files: record.files, additional: record.additional).directory(path).root
+                directory = try WorkspaceFiles.serving(path, files: record.files, additional: record.additional).directory(path)
             } catch {
                 throw .badDirectory(error.rpcError)
             }
         }
+        // Started from the directory's descriptor, confined to what fs/* reaches (see TerminalHost).
         let terminal = try terminals.create(
-            session: session, generation: current, command: command, args: args, environment: environment, directory: directory,
+            session: session, generation: current, command: command, args: args, environment: environment,
+            directory: directory.descriptor, directoryPath: directory.root, policy: record.files.terminalPolicy(additional: record.additional),
             outputByteLimit: limit)
         return ["terminalId": .string(terminal.id)]
     }

@@ -69,7 +69,8 @@ actor BridgeHub {
         self.configuration = configuration
         self.logger = logger
         do {
-            self.workspace = try WorkspaceFiles(root: configuration.workingDirectory, scope: configuration.fileScope)
+            self.workspace = try WorkspaceFiles(
+                root: configuration.workingDirectory, scope: configuration.fileScope, protected: configuration.protectedFiles)
         } catch {
             throw error.serverError(workingDirectory: configuration.workingDirectory)
         }

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgePairing
+import BridgeSandbox
 import BridgeTailscale
 import BridgeTerminal
 import BridgeTime
@@ -118,6 +119,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// How far `fs/read_text_file` and `fs/write_text_file` reach (`--fs-scope`): the session's directories (default),
     /// also the home directory, or any path; never through a symbolic link beyond it.
     public var fileScope: WorkspaceScope = .workspace
+    /// The bridge's own files (its state directory, its configuration), which neither `fs/*` requests nor terminals
+    /// reach, whatever ``fileScope`` says; nothing by default (`serve` protects its state and configuration).
+    public var protectedFiles: ProtectedFiles = .none
     /// The agent's `terminal/*` requests: served or not (`--no-terminal`), and their limits.
     public var terminal = TerminalSettings()
     /// On graceful shutdown: how long prompts in flight may run on before they are cancelled.

@@ -20,6 +20,8 @@ package enum TerminalError: Error, Equatable, Sendable {
     case badDirectory(JSONRPCError)
     /// The command could not be started.
     case launchFailed(command: String, reason: String)
+    /// The command cannot be confined (`reason`: the kernel has no Landlock, or a rule was refused), so it is not run.
+    case unconfinable(reason: String)
 
     /// The JSON-RPC error the agent is answered with: -32601 when terminals are off, -32602 for bad params and a
     /// refused `cwd`, -32002 for an unknown session or terminal, -32603 for limits and a failed start.
@@ -48,6 +50,10 @@ package enum TerminalError: Error, Equatable, Sendable {
                 data: ["limit": .int(Int64(limit))])
         case .badDirectory(let error):
             return JSONRPCError(code: error.code, message: "terminal/create cwd: \(error.message)", data: error.data)
+        case .unconfinable(let reason):
+            return JSONRPCError.internalError(
+                "terminals cannot be confined to this bridge's --fs-scope here (\(reason)), so none is run; the desktop's user may "
+                    + "start the bridge with --terminal-confinement unconfined to run them anyway")
         case .launchFailed(let command, let reason):
             return JSONRPCError.internalError("could not start \(command): \(reason)", data: ["command": .string(command)])
         }

@@ -1,10 +1,21 @@
+import BridgeSandbox
 import BridgeTime
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The terminals the agent created, by id, within ``TerminalSettings/maxPerSession`` and
 /// ``TerminalSettings/maxTotal``. ``run(sink:)`` runs each one (see ``Terminal``); released terminals are killed and
 /// forgotten at once, and their task ends when the process is gone.
+///
+/// Under ``TerminalConfinement/landlock`` (the default) each command runs under a Landlock ruleset made from the
+/// session's ``SandboxPolicy`` (see ``LandlockRuleset``); where the kernel has none, the host says so when it starts
+/// and refuses every terminal (``TerminalError/unconfinable(reason:)``) rather than run one unconfined.
 package final class TerminalHost: Sendable {
     /// The limits and switches.
     package let settings: TerminalSettings
@@ -13,6 +24,8 @@ package final class TerminalHost: Sendable {
     private let state = Mutex<(terminals: [String: Terminal], nextID: UInt64, closed: Bool)>(([:], 1, false))
     private let launches: AsyncStream<Terminal>
     private let launchSink: AsyncStream<Terminal>.Continuation
+    /// Confined terminals' `TMPDIR`.
+    private let scratch = TerminalScratchDirectory()
 
     /// A host with `settings`, whose timers run on `clock`.
     package init(settings: TerminalSettings, clock: any BridgeClock, logger: Logger) {
@@ -20,6 +33,15 @@ package final class TerminalHost: Sendable {
         self.clock = clock
         self.logger = logger
         (launches, launchSink) = AsyncStream.makeStream(of: Terminal.self)
+        guard settings.enabled else { return }
+        switch (settings.confinement, Landlock.abi()) {
+        case (.unconfined, _):
+            logger.warning("terminals run unconfined (--terminal-confinement unconfined): commands reach whatever the bridge's user can")
+        case (.landlock, .success(let abi)):
+            logger.info("terminals run confined by Landlock", metadata: ["abi": "\(abi)"])
+        case (.landlock, .failure(let error)):
+            logger.warning("terminals are refused: \(error.description); start the bridge with --terminal-confinement unconfined to run them unconfined")
+        }
     }
 
     /// Runs every terminal created until ``close()``, then until their processes are gone; cancelling it kills them.
@@ -39,10 +61,12 @@ package final class TerminalHost: Sendable {
         }
     }
 
-    /// Starts `command` (see ``TerminalProcess``) for `session` and registers it.
+    /// Starts `command` (see ``TerminalProcess``) for `session` in the directory open at `directory` (whose path is
+    /// `directoryPath`, for the log), confined to `policy` unless ``TerminalSettings/confinement`` is unconfined, and
+    /// registers it.
     package func create(
-        session: String, generation: Int, command: String, args: [String], environment: [(String, String)], directory: String,
-        outputByteLimit: Int?
+        session: String, generation: Int, command: String, args: [String], environment: [(String, String)], directory: Int32,
+        directoryPath: String, policy: SandboxPolicy, outputByteLimit: Int?
     ) throws(TerminalError) -> Terminal {
         let limits = state.withLock { state -> TerminalError? in
             if state.closed || state.terminals.count >= settings.maxTotal { return .tooMany(limit: settings.maxTotal) }
@@ -52,7 +76,22 @@ package final class TerminalHost: Sendable {
             return nil
         }
         if let limits { throw limits }
-        let process = try TerminalProcess.launch(command: command, args: args, environment: environment, directory: directory)
+        var ruleset: LandlockRuleset?
+        var environment = environment
+        if settings.confinement == .landlock {
+            var policy = policy
+            if let scratch = scratch.directory() {
+                policy.writable.append(.descriptor(scratch.descriptor, name: scratch.path))
+                if !environment.contains(where: { $0.0 == "TMPDIR" }) { environment.append(("TMPDIR", scratch.path)) }
+            }
+            do {
+                ruleset = try LandlockRuleset.build(policy)
+            } catch {
+                throw .unconfinable(reason: error.description)
+            }
+        }
+        let process = try TerminalProcess.launch(
+            command: command, args: args, environment: environment, directory: directory, ruleset: ruleset)
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return "term-\(state.nextID)"
@@ -62,7 +101,7 @@ package final class TerminalHost: Sendable {
         terminalLogger[metadataKey: "session"] = "\(session)"
         terminalLogger[metadataKey: "pid"] = "\(process.pid)"
         // The program's name only: a command line can carry secrets.
-        terminalLogger.info("terminal started", metadata: ["program": "\(command.split(separator: " ").first ?? "")", "cwd": "\(directory)"])
+        terminalLogger.info("terminal started", metadata: ["program": "\(command.split(separator: " ").first ?? "")", "cwd": "\(directoryPath)", "confined": "\(ruleset != nil)"])
         let terminal = Terminal(
             id: id, session: session, generation: generation, process: process,
             outputLimit: min(outputByteLimit ?? settings.maxOutputBytes, settings.maxOutputBytes),
@@ -70,6 +109,23 @@ package final class TerminalHost: Sendable {
         state.withLock { $0.terminals[id] = terminal }
         launchSink.yield(terminal)
         return terminal
+    }
+
+    /// ``create(session:generation:command:args:environment:directory:directoryPath:policy:outputByteLimit:)`` in the
+    /// directory at `directory`, opened here, confined to it (writable) and the system (readable).
+    package func create(
+        session: String, generation: Int, command: String, args: [String], environment: [(String, String)], directory: String,
+        outputByteLimit: Int?
+    ) throws(TerminalError) -> Terminal {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .launchFailed(command: command, reason: "cannot open \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { closeDescriptor(descriptor) }
+        return try create(
+            session: session, generation: generation, command: command, args: args, environment: environment, directory: descriptor,
+            directoryPath: directory, policy: .terminal(writable: [.descriptor(descriptor, name: directory)], protected: .none),
+            outputByteLimit: outputByteLimit)
     }
 
     /// The terminal `id` of `session`.
@@ -107,5 +163,9 @@ package final class TerminalHost: Sendable {
         state.withLock { $0.closed = true }
         releaseAll()
         launchSink.finish()
+        scratch.remove()
     }
 }
+
+// close(2) under a name the type's own `close()` does not hide.
+private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }

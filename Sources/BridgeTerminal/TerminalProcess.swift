@@ -1,5 +1,5 @@
+import BridgeSandbox
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -8,28 +8,24 @@ import Darwin
 #endif
 
 /// A terminal's command in a child process: `/bin/sh -c '<command> <args…>'` (the command line as the agent wrote it,
-/// each argument quoted), as Zed runs one, in its own process group, stdin from `/dev/null`, stdout and stderr into one
-/// pipe whose read end ``outputDescriptor`` the caller reads (with SwiftNIO) and closes.
+/// each argument quoted), as Zed runs one, started by ``ConfinedProcess``: from the directory's descriptor (no path
+/// that could be swapped meanwhile), under a Landlock ruleset when one is given, in its own process group whose every
+/// member dies with the bridge, stdin from `/dev/null`, stdout and stderr into one pipe whose read end
+/// ``outputDescriptor`` the caller reads (with SwiftNIO) and closes.
 ///
 /// ``kill()`` sends SIGKILL to the whole process group, so the children the command started go too (a child that
 /// moved to a group of its own escapes it).
 package final class TerminalProcess: Sendable {
-    /// The process id (also its process group id).
+    /// The process id (also its process group id): the supervisor that runs the command and ends as it ends.
     let pid: Int32
     /// The read end of the output pipe (close-on-exec); the caller owns it.
     let outputDescriptor: CInt
-    private let process: Process
-    private let group: Int32?
-    private let state = Mutex<(status: TerminalExitStatus?, waiters: [CheckedContinuation<TerminalExitStatus, Never>])>((nil, []))
+    private let process: ConfinedProcess
 
-    private init(process: Process, outputDescriptor: CInt) {
+    private init(process: ConfinedProcess, outputDescriptor: CInt) {
         self.process = process
-        self.pid = process.processIdentifier
+        self.pid = process.pid
         self.outputDescriptor = outputDescriptor
-        // Foundation starts children in a process group of their own (POSIX_SPAWN_SETPGROUP); never signal the
-        // bridge's own group should that ever change.
-        let group = getpgid(process.processIdentifier)
-        self.group = group > 0 && group == process.processIdentifier && group != getpgrp() ? group : nil
     }
 
     /// The shell command line for `command` and `args`: the command as written, each argument single-quoted.
@@ -42,9 +38,10 @@ package final class TerminalProcess: Sendable {
         "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 
-    /// Starts the command in `directory` with the bridge's environment plus `environment`.
+    /// Starts the command in the directory open at `directory` with the bridge's environment plus `environment`,
+    /// under `ruleset` when given.
     static func launch(
-        command: String, args: [String], environment: [(String, String)], directory: String
+        command: String, args: [String], environment: [(String, String)], directory: Int32, ruleset: LandlockRuleset?
     ) throws(TerminalError) -> TerminalProcess {
         var ends: [CInt] = [-1, -1]
         guard pipe(&ends) == 0 else {
@@ -54,101 +51,52 @@ package final class TerminalProcess: Sendable {
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         var variables = ProcessInfo.processInfo.environment
         for (name, value) in environment { variables[name] = value }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", commandLine(command, args)]
-        process.environment = variables
-        process.currentDirectoryURL = URL(fileURLWithPath: directory, isDirectory: true)
-        process.standardInput = FileHandle.nullDevice
-        let output = FileHandle(fileDescriptor: ends[1], closeOnDealloc: false)
-        process.standardOutput = output
-        process.standardError = output
-        let exit = ExitBox()
-        process.terminationHandler = { finished in
-            let code = finished.terminationStatus
-            exit.ended(finished.terminationReason == .uncaughtSignal ? .killed(by: code) : .exited(code))
-        }
+        defer { close(ends[1]) }  // the child has its copy
         do {
-            try process.run()
+            let process = try ConfinedProcess.spawn(ConfinedProcess.Request(
+                executable: "/bin/sh", arguments: ["-c", commandLine(command, args)], environment: variables,
+                directory: directory, output: ends[1], ruleset: ruleset))
+            return TerminalProcess(process: process, outputDescriptor: ends[0])
         } catch {
             close(ends[0])
-            close(ends[1])
-            throw .launchFailed(command: command, reason: error.localizedDescription)
+            throw .launchFailed(command: command, reason: error.description)
         }
-        close(ends[1])  // the child has its copy
-        let terminal = TerminalProcess(process: process, outputDescriptor: ends[0])
-        exit.set(terminal)
-        return terminal
+    }
+
+    /// ``launch(command:args:environment:directory:ruleset:)`` in the directory at `directory` (opened here),
+    /// unconfined.
+    static func launch(
+        command: String, args: [String], environment: [(String, String)], directory: String
+    ) throws(TerminalError) -> TerminalProcess {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .launchFailed(command: command, reason: "cannot open \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        return try launch(command: command, args: args, environment: environment, directory: descriptor, ruleset: nil)
     }
 
     /// How the process ended, once it has.
-    var exitStatus: TerminalExitStatus? { state.withLock { $0.status } }
+    var exitStatus: TerminalExitStatus? { process.exit.map(Self.status) }
 
     /// Waits until the process has ended. Not cut short by cancellation: a killed process still has to go.
     func wait() async -> TerminalExitStatus {
-        await withCheckedContinuation { continuation in
-            let known = state.withLock { state -> TerminalExitStatus? in
-                if let status = state.status { return status }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let known { continuation.resume(returning: known) }
-        }
+        Self.status(await process.wait())
     }
 
-    /// SIGKILL to the process group (to the process alone where it has no group of its own). Harmless once the
-    /// process is gone: its group id is not reused while any member of the group lives.
+    /// SIGKILL to the process group. Harmless once the process is gone: its group id is not reused while any member
+    /// of the group lives.
     package func kill() {
-        if let group {
-            _ = sendSignal(-group, SIGKILL)
-        } else if exitStatus == nil {
-            _ = sendSignal(pid, SIGKILL)
-        }
+        process.kill()
     }
 
-    /// Lets Foundation free the `Process` once it has ended: swift-corelibs-foundation keeps a `Process` with a
-    /// `terminationHandler` alive until `waitUntilExit()` is called (repro/foundation-process-retain, mode
-    /// handler-then-wait: 0 of 200 alive). Called after the handler ran, so it does not wait.
-    func reap() {
-        guard exitStatus != nil else { return }
-        process.waitUntilExit()
-    }
+    /// Nothing left to free: the supervisor was reaped by ``ConfinedProcess`` when it ended.
+    func reap() {}
 
-    private func ended(_ result: TerminalExitStatus) {
-        let resumed = state.withLock { state -> [CheckedContinuation<TerminalExitStatus, Never>] in
-            guard state.status == nil else { return [] }
-            state.status = result
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in resumed { waiter.resume(returning: result) }
-    }
-
-    /// Hands the termination handler (set before the process exists) the object to tell; an exit seen before that is
-    /// kept and told on ``set(_:)``. It lets go of the object once told (the handler, kept by the `Process`, would
-    /// otherwise keep it alive: a cycle).
-    private final class ExitBox: Sendable {
-        private let state = Mutex<(terminal: TerminalProcess?, early: TerminalExitStatus?)>((nil, nil))
-
-        func set(_ terminal: TerminalProcess) {
-            let early = state.withLock { state -> TerminalExitStatus? in
-                if state.early == nil { state.terminal = terminal }
-                return state.early
-            }
-            if let early { terminal.ended(early) }
-        }
-
-        func ended(_ result: TerminalExitStatus) {
-            let terminal = state.withLock { state -> TerminalProcess? in
-                if state.terminal == nil { state.early = result }
-                defer { state.terminal = nil }
-                return state.terminal
-            }
-            terminal?.ended(result)
+    private static func status(_ exit: ConfinedProcess.Exit) -> TerminalExitStatus {
+        switch exit {
+        case .exited(let code): return .exited(code)
+        case .signaled(let signal): return .killed(by: signal)
         }
     }
 }
-
-// kill(2) under a name the type's own `kill()` does not hide.
-private func sendSignal(_ pid: Int32, _ signal: Int32) -> Int32 { kill(pid, signal) }

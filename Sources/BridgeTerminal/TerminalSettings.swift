@@ -3,6 +3,9 @@ public struct TerminalSettings: Sendable {
     /// Whether terminals are served (`oa-bridge serve --no-terminal` / `terminal: false` turns them off): the agent is
     /// told `clientCapabilities.terminal` accordingly, and with them off every `terminal/*` request is refused.
     public var enabled: Bool = true
+    /// How commands are confined: under Landlock to the session's directories and `--fs-scope` (the default; where
+    /// the kernel has no Landlock, terminals are refused), or not at all (`--terminal-confinement unconfined`).
+    public var confinement: TerminalConfinement = .landlock
     /// The most terminals one session may hold at once (created and not yet released).
     public var maxPerSession: Int = 8
     /// The most terminals all sessions together may hold at once.

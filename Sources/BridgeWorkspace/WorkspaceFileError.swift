@@ -39,6 +39,9 @@ package enum WorkspaceFileError: Error, Equatable, Sendable {
     case timedOut(path: String, limit: Duration)
     /// The work was abandoned (the bridge is stopping, or its answer was already given).
     case abandoned(path: String)
+    /// The path is, or lies in, one of the bridge's own files or directories (`protected`: its state directory with
+    /// the TLS key and pairing database, its config directory or file), which no `--fs-scope` reaches.
+    case bridgeFile(path: String, protected: String)
     /// The directory a workspace was asked for does not exist or cannot be opened.
     case missingWorkspace(directory: String)
     /// The directory of a wider ``WorkspaceScope`` (the home directory) cannot be opened; `nil` when none is known.
@@ -91,6 +94,11 @@ package enum WorkspaceFileError: Error, Equatable, Sendable {
                 data: ["path": .string(path)])
         case .abandoned(let path):
             return .internalError("\(path): the bridge is stopping", data: ["path": .string(path)])
+        case .bridgeFile(let path, let protected):
+            return .invalidParams(
+                "\(path) is one of the bridge's own files (\(protected): its keys, pairing database or configuration), which "
+                    + "the agent may neither read nor write, whatever the --fs-scope",
+                data: ["path": .string(path), "protected": .string(protected)])
         case .missingWorkspace(let directory):
             return .invalidParams("the directory \(directory) does not exist", data: ["path": .string(directory)])
         case .missingScopeDirectory(let scope, let directory):

@@ -1,4 +1,5 @@
 import BridgeRPC
+import BridgeSandbox
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,9 @@ import Darwin
 /// Under a wider ``WorkspaceScope`` (`--fs-scope home` or `any`), an absolute path outside the directory, or one whose
 /// symbolic links lead out of it, is opened again beneath the scope's directory (the home directory, or `/`), under
 /// the same rules: nothing beyond the scope's directory is reached.
+///
+/// Whatever the scope, the bridge's own files (``protected``: its state and configuration) are never read or written
+/// (see ``WorkspaceResolver``); a refusal is ``WorkspaceFileError/bridgeFile(path:protected:)``.
 package struct WorkspaceFiles: Sendable {
     /// The directory's real path (what the agent is told as the session's `cwd`).
     package let root: String
@@ -24,14 +28,31 @@ package struct WorkspaceFiles: Sendable {
     /// Opens paths beneath the scope's directory, for absolute paths outside ``root``; `nil` under
     /// ``WorkspaceScope/workspace``.
     let scopeResolver: WorkspaceResolver?
+    /// The bridge's own files, never opened for the agent.
+    package var protected: ProtectedFiles { resolver.protected }
+    /// The directory's descriptor (valid while this value lives), for a terminal started in it.
+    package var descriptor: Int32 { resolver.directory.descriptor }
+
+    /// What a terminal of a session working here (with `additional` directories) may reach: this directory, the
+    /// additional ones and the scope's directory read and written, the system's read, never ``protected``. The
+    /// descriptors are this value's and `additional`'s: they live as long as those.
+    package func terminalPolicy(additional: [WorkspaceFiles]) -> SandboxPolicy {
+        var writable = ([self] + additional).map { SandboxPolicy.Root.descriptor($0.descriptor, name: $0.root) }
+        if let scopeResolver {
+            writable.append(.descriptor(scopeResolver.directory.descriptor, name: scopeResolver.rootPath))
+        }
+        return .terminal(writable: writable, protected: protected)
+    }
 
     /// Files under `directory`, which must exist; `kernelConfinement` `false` skips `openat2(2)` (as on a kernel
     /// without it), for tests of the walk. `scope` widens what absolute paths may reach; `home` replaces the user's
-    /// home directory for ``WorkspaceScope/home`` (tests).
+    /// home directory for ``WorkspaceScope/home`` (tests). `protected` are the bridge's own files, refused whatever
+    /// the scope.
     /// - Throws: ``WorkspaceFileError/missingWorkspace(directory:)`` when `directory` cannot be opened,
     ///   ``WorkspaceFileError/missingScopeDirectory(scope:directory:)`` when the scope's directory cannot.
     package init(
-        root directory: String, scope: WorkspaceScope = .workspace, home: String? = nil, kernelConfinement: Bool = true
+        root directory: String, scope: WorkspaceScope = .workspace, home: String? = nil, kernelConfinement: Bool = true,
+        protected: ProtectedFiles = .none
     ) throws(WorkspaceFileError) {
         guard let (real, fd) = Self.openDirectory(directory) else { throw .missingWorkspace(directory: directory) }
         var scopeResolver: WorkspaceResolver?
@@ -41,15 +62,17 @@ package struct WorkspaceFiles: Sendable {
                 throw .missingScopeDirectory(scope: scope, directory: scopeRoot)
             }
             scopeResolver = WorkspaceResolver(
-                directory: WorkspaceDirectory(adopting: scopeFD), rootPath: realScope, kernelConfinement: kernelConfinement)
+                directory: WorkspaceDirectory(adopting: scopeFD), rootPath: realScope, kernelConfinement: kernelConfinement,
+                protected: protected)
         }
         self.init(
-            directory: WorkspaceDirectory(adopting: fd), root: real, kernelConfinement: kernelConfinement, scope: scopeResolver)
+            directory: WorkspaceDirectory(adopting: fd), root: real, kernelConfinement: kernelConfinement, scope: scopeResolver,
+            protected: protected)
     }
 
-    private init(directory: WorkspaceDirectory, root: String, kernelConfinement: Bool, scope: WorkspaceResolver?) {
+    private init(directory: WorkspaceDirectory, root: String, kernelConfinement: Bool, scope: WorkspaceResolver?, protected: ProtectedFiles) {
         self.root = root
-        self.resolver = WorkspaceResolver(directory: directory, rootPath: root, kernelConfinement: kernelConfinement)
+        self.resolver = WorkspaceResolver(directory: directory, rootPath: root, kernelConfinement: kernelConfinement, protected: protected)
         self.scopeResolver = scope
     }
 
@@ -94,7 +117,7 @@ package struct WorkspaceFiles: Sendable {
     private func adopting(_ fd: Int32, path: String) -> WorkspaceFiles {
         WorkspaceFiles(
             directory: WorkspaceDirectory(adopting: fd), root: Self.path(of: fd) ?? path,
-            kernelConfinement: resolver.kernelConfinement, scope: scopeResolver)
+            kernelConfinement: resolver.kernelConfinement, scope: scopeResolver, protected: resolver.protected)
     }
 
     /// The real path of `directory` and a descriptor of it (`O_DIRECTORY`), or `nil` when it cannot be opened.
@@ -146,6 +169,8 @@ package struct WorkspaceFiles: Sendable {
         let fd = try open(path, as: .fileForWriting, isAbandoned: isAbandoned)
         defer { close(fd) }
         try Self.requireRegularFile(fd, path)
+        // Opened without O_TRUNC: only now is it known to be no file of the bridge's own.
+        guard ftruncate(fd, 0) == 0 else { throw .system(path: path, operation: "truncate", errno: errno) }
         var bytes = Array(content.utf8)[...]
         while !bytes.isEmpty {
             if isAbandoned() { throw .abandoned(path: path) }

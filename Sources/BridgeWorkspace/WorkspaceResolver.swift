@@ -1,3 +1,4 @@
+import BridgeSandbox
 import CWorkspaceFS
 
 #if canImport(Glibc)
@@ -17,6 +18,12 @@ import Darwin
 /// the workspace) and an absolute target must lie under the workspace's path. Missing directories are made with
 /// `mkdirat` under the same rule; the file itself is opened with `O_NOFOLLOW`, and a link in its place is followed
 /// only to an existing file (a dangling link is refused, never followed).
+///
+/// The bridge's own files (``protected``) are never opened for the agent, whatever the spelling: the file or
+/// directory reached is compared by device and inode with them, and when one of the protected directories lies beneath
+/// this directory the walk is taken (not `openat2(2)`) and every directory it enters is compared too, so nothing is
+/// opened or created inside them. A file is opened for writing without `O_TRUNC` (the caller truncates it once it is
+/// known not to be protected).
 struct WorkspaceResolver: Sendable {
     /// Symbolic links followed for one path at most (as the kernel's own limit).
     static let maxSymbolicLinks = 40
@@ -29,7 +36,8 @@ struct WorkspaceResolver: Sendable {
         case directory
         /// An existing file, opened `O_RDONLY | O_NONBLOCK` (a FIFO does not block the open).
         case fileForReading
-        /// A file opened `O_WRONLY | O_TRUNC`, created with missing parent directories.
+        /// A file opened `O_WRONLY` (not truncated: see the type's documentation), created with missing parent
+        /// directories.
         case fileForWriting
     }
 
@@ -39,10 +47,29 @@ struct WorkspaceResolver: Sendable {
     let rootPath: String
     /// Whether to try `openat2(2)` first; `false` walks at once (as on a kernel without it).
     let kernelConfinement: Bool
+    /// The bridge's own files, never opened.
+    var protected: ProtectedFiles = .none
 
     /// Opens `path` as `target`; the caller closes the descriptor. `isAbandoned` is asked at every step.
     func open(_ path: WorkspacePath, as target: Target, isAbandoned: () -> Bool = { false }) throws(WorkspaceFileError) -> Int32 {
-        if kernelConfinement {
+        var mayUseKernel = kernelConfinement
+        if !protected.isEmpty {
+            if let enclosing = protected.enclosing(directory: directory.descriptor) {
+                throw .bridgeFile(path: path.original, protected: enclosing)
+            }
+            // Something protected beneath: walk, checking each directory entered.
+            if let identity = FileIdentity(descriptor: directory.descriptor), protected.ancestors().contains(identity) { mayUseKernel = false }
+        }
+        let fd = try open(path, as: target, kernel: mayUseKernel, isAbandoned: isAbandoned)
+        if let found = protected.protected(descriptor: fd) ?? (target == .directory ? protected.enclosing(directory: fd) : nil) {
+            close(fd)
+            throw .bridgeFile(path: path.original, protected: found)
+        }
+        return fd
+    }
+
+    private func open(_ path: WorkspacePath, as target: Target, kernel: Bool, isAbandoned: () -> Bool) throws(WorkspaceFileError) -> Int32 {
+        if kernel {
             let flags = flags(for: target, creating: true)
             // openat2 refuses a mode without O_CREAT (EINVAL).
             let mode: UInt64 = flags & O_CREAT != 0 ? 0o666 : 0
@@ -68,7 +95,7 @@ struct WorkspaceResolver: Sendable {
         switch target {
         case .directory: return O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW
         case .fileForReading: return O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW
-        case .fileForWriting: return O_WRONLY | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | (creating ? O_CREAT : 0)
+        case .fileForWriting: return O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | (creating ? O_CREAT : 0)
         }
     }
 
@@ -173,6 +200,9 @@ struct WorkspaceResolver: Sendable {
             let fd = openat(current, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             if fd >= 0 {
                 stack.append(fd)
+                if let protected = resolver.protected.protected(descriptor: fd) {
+                    throw .bridgeFile(path: path.original, protected: protected)
+                }
                 return
             }
             let code = errno

@@ -52,7 +52,7 @@ struct DoctorCommand: AsyncParsableCommand {
         options.port = port
         options.selfCheck = selfCheck
         let checks = await Doctor(options: options, logger: logger).run()
-            + [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir))]
+            + [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir)), DoctorCheck.terminalConfinement()]
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

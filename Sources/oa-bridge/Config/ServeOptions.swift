@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgeConfig
 import BridgeServer
+import BridgeTerminal
 import BridgeWorkspace
 import Logging
 
@@ -83,6 +84,9 @@ struct ServeOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Serve the agent's terminal/* requests on the desktop: commands run in the session's directory, their output is shown to the phones. --no-terminal refuses them and tells the agent terminal: false. Default: on.")
     var terminal: Bool?
 
+    @Option(help: "How the agent's terminals are confined: landlock (the default: to the session's directories and --fs-scope, never the bridge's own files; refused where the kernel has no Landlock) or unconfined.")
+    var terminalConfinement: TerminalConfinement?
+
     /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
     var flags: ServeFlags {
         var flags = ServeFlags()
@@ -110,11 +114,13 @@ struct ServeOptions: ParsableArguments {
         flags.allowNetwork = allowNetwork
         flags.allowPlaintext = allowPlaintext
         flags.terminal = terminal
+        flags.terminalConfinement = terminalConfinement
         return flags
     }
 }
 
 extension AuthMode: ExpressibleByArgument {}
+extension TerminalConfinement: ExpressibleByArgument {}
 extension DiscoveryChoice: ExpressibleByArgument {}
 extension BridgeLogging.Format: ExpressibleByArgument {}
 
