@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, masked_frame, upgrade_request, wait_healthy
+from loopback import listening_port, masked_frame, upgrade_request, wait_healthy
 
 websockets = pytest.importorskip("websockets")
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -101,14 +101,14 @@ async def reader(ws, name: str, prompt_id: int | None, lag: bool = False) -> dic
 
 @pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 def test_lagging_readers_get_every_update_and_only_a_client_that_stopped_reading_is_cut_off():
-    port = free_port()
     agent = f"{sys.executable} {REPO / 'bench' / 'flood_agent.py'}"
-    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--auth", "none", "--host", "127.0.0.1", "--port", str(port),
+    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--auth", "none", "--host", "127.0.0.1", "--port", "0",
                              "--state-dir", tempfile.mkdtemp(prefix="oa-backpressure-"), "--agent", agent],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, FLOOD_COUNT=str(UPDATES), FLOOD_PAD=str(PAD)))
     stuck = None
     try:
+        port = listening_port(proc)  # the kernel's pick: no free port guessed by bind-and-close
         wait_healthy(port, proc)
         url = f"ws://127.0.0.1:{port}/"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import listening_port, wait_healthy
 
 websockets = pytest.importorskip("websockets")
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -23,11 +23,11 @@ BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 
 @pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 def test_metrics_count_what_happened():
-    port = free_port()
-    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+    proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", "0",
                              "--state-dir", tempfile.mkdtemp(prefix="oa-metrics-"), "--log-level", "error"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
+        port = listening_port(proc)  # the kernel's pick: no free port guessed by bind-and-close
         base = f"http://127.0.0.1:{port}"
         wait_healthy(port, proc)
         # One refused upgrade (no token), then one paired client doing a prompt.
