@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import listening_port, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -49,16 +49,23 @@ def get(url: str, timeout: float = 2.0) -> tuple[int, dict]:
 
 
 class Bridge:
-    def __init__(self, state: Path, port: int):
-        self.state, self.port = state, port
-        self.base = f"http://127.0.0.1:{port}"
+    """`serve` on `state`: the first start on a port the kernel picks (`--port 0`, read back with `listening_port`),
+    every restart on that same port."""
+
+    def __init__(self, state: Path):
+        self.state = state
+        self.port: int | None = None
+        self.base = ""
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
+            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port or 0),
              "--state-dir", str(self.state), "--log-level", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if self.port is None:
+            self.port = listening_port(self.proc)
+            self.base = f"http://127.0.0.1:{self.port}"
         wait_healthy(self.port, self.proc)
 
     def kill9(self) -> None:
@@ -81,7 +88,7 @@ class Bridge:
 @pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 def test_kill_9_loses_no_device_and_no_revocation():
     state = Path(tempfile.mkdtemp(prefix="oa-crash-"))
-    bridge = Bridge(state, free_port())
+    bridge = Bridge(state)
     acknowledged_devices: set[str] = set()
     acknowledged_revocations: set[str] = set()
     latest_refresh: dict[str, str] = {}     # device -> the refresh token last handed out (200)
