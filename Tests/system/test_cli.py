@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import free_port, listening_port, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -21,13 +21,13 @@ pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge bi
 
 
 def test_json_logs_are_one_object_per_line_and_never_hold_a_token():
-    port = free_port()
     logs = Path(tempfile.mkdtemp(prefix="oa-cli-logs-"))
     with open(logs / "out", "w") as out_file, open(logs / "err", "w") as err_file:
-        proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
+        proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", "0",
                                  "--state-dir", tempfile.mkdtemp(prefix="oa-cli-"), "--log-format", "json"],
                                 stdout=out_file, stderr=err_file, text=True)
     try:
+        port = listening_port(proc, log=logs / "err")  # the kernel's pick: no free port guessed by bind-and-close
         wait_healthy(port, proc)
         # Serving, and done starting up: the pairing banner (printed once listening) is out.
         deadline = time.monotonic() + 15
