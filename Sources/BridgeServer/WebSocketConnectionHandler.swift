@@ -81,6 +81,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
         closeTimer?.cancel()
         closeTimer = nil
         self.context = nil
+        // The low-water closure holds this handler, and the handler holds `messages`: without this the pair (with the
+        // stream's storage, about 490 bytes) outlived every connection (issue 25 item 7).
+        messages.onLowWater = nil
         messages.finish()
     }
 
