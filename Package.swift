@@ -396,7 +396,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiagnosticsTests",
-            dependencies: ["BridgeDiagnostics", "BridgeDiscovery"],
+            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 @testable import BridgeDiagnostics
 import BridgeDiscovery
+import BridgeTestSupport
 import Testing
 
 /// doctor's readings of /proc and `ip neigh`, from text: no system state, no network.
@@ -58,8 +59,10 @@ struct NetworkFindingsTests {
 
     @Test("a TCP attempt to a closed loopback port is refused", .tags(.loopback))
     func tcp() async throws {
-        // Port 9 on 127.0.0.1: nothing listens in a test environment (discard service is never run here).
-        let refused = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: 9, timeout: .seconds(2))
+        // A port this test holds bound and never listens on: refused, and nobody else can take it meanwhile.
+        let closed = try ReservedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let refused = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: UInt16(closed.port), timeout: .seconds(2))
         #expect(refused == .refused)
     }
 }

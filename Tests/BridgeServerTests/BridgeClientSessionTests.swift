@@ -1,5 +1,6 @@
 import BridgeClient
 import BridgeServer
+import BridgeTestSupport
 import Foundation
 import Logging
 import Synchronization

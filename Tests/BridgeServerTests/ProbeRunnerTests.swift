@@ -2,6 +2,7 @@ import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
+import BridgeTestSupport
 import BridgeTLS
 import Foundation
 import Testing

@@ -2,6 +2,7 @@ import BridgeClient
 import BridgePairing
 import BridgeRPC
 import BridgeServer
+import BridgeTestSupport
 import Foundation
 import Logging
 import NIOCore

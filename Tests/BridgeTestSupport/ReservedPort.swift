@@ -7,13 +7,13 @@ import Darwin
 /// A loopback TCP port that is closed for as long as this value lives: a socket bound to it that never listens, so a
 /// connect to it is refused (RST) and nothing else can bind it meanwhile (it has no `SO_REUSEADDR`). Binding a port,
 /// closing it and handing out the number would let another test take it first (issue 31 item 3).
-final class ReservedPort: Sendable {
+public final class ReservedPort: Sendable {
     /// The port number.
-    let port: Int
+    public let port: Int
     private let descriptor: Int32
 
     /// Binds a fresh port on 127.0.0.1 (never listened on).
-    init() throws {
+    public init() throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(errno: errno) }
         var address = sockaddr_in()
@@ -38,7 +38,8 @@ final class ReservedPort: Sendable {
     }
 
     /// The socket could not be made or bound.
-    struct Failure: Error {
-        let errno: Int32
+    public struct Failure: Error {
+        /// The `errno` of `socket(2)` or `bind(2)`.
+        public let errno: Int32
     }
 }
