@@ -56,10 +56,12 @@ class Bridge:
     def __init__(self, extra: list[str] | None = None):
         self.port = free_port()
         self.state = tempfile.mkdtemp(prefix="oa-web-")
+        # The agent's directory apart from the bridge's state: the bridge's own files are in no session's scope.
+        self.work = tempfile.mkdtemp(prefix="oa-web-work-")
         self.log = open(Path(self.state) / "serve.log", "w+b")
         self.proc = subprocess.Popen(
             [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", self.state, "--working-directory", self.state, "--log-level", "info", *(extra or [])],
+             "--state-dir", self.state, "--working-directory", self.work, "--log-level", "info", *(extra or [])],
             stdout=subprocess.DEVNULL, stderr=self.log)
         wait_healthy(self.port, self.proc)
         self.local = f"http://127.0.0.1:{self.port}"
@@ -103,6 +105,7 @@ class Bridge:
                 self.proc.wait(timeout=5)
         self.log.close()
         shutil.rmtree(self.state, ignore_errors=True)
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 class Phone:
