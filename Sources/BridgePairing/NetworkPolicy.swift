@@ -170,6 +170,10 @@ extension NetworkPolicy {
     ) -> BrowserRefusal? {
         guard let origin = origin?.trimmingCharacters(in: .whitespaces), !origin.isEmpty else { return nil }
         guard isOriginAllowed(origin: origin, host: host) else { return .foreignOrigin }
+        // A `ws://`/`wss://` origin is a native client's (browsers send the page's http(s) origin): no page, no
+        // rebinding, and it may reach the bridge by any name (a Tailscale name the bridge does not know yet).
+        let scheme = origin.prefix(while: { $0 != ":" }).lowercased()
+        guard scheme == "http" || scheme == "https" else { return nil }
         if checkHostName, !isBridgeHost(host, names: names) { return .foreignHost }
         return nil
     }

@@ -10,10 +10,13 @@ struct BrowserRefusalTests {
         NetworkPolicy.browserRefusal(origin: origin, host: host, names: names, checkHostName: !tls)
     }
 
-    @Test("no Origin (a native client) passes, whatever the Host")
+    @Test("no Origin, or a ws:// one (native clients), passes, whatever the Host")
     func native() {
         #expect(refusal(nil, host: "anything.example:9099") == nil)
         #expect(refusal("", host: nil) == nil)
+        // oa-bridge connect by a Tailscale name the bridge does not know as its own (the lab's LAN-cut fallback).
+        #expect(refusal("ws://desk.tail-lab.ts.net:9099", host: "desk.tail-lab.ts.net:9099") == nil)
+        #expect(refusal("wss://somewhere.example:9099", host: "somewhere.example:9099") == nil)
     }
 
     @Test("another site, null, several origins and an origin of another port are refused")
