@@ -148,7 +148,11 @@ struct PairingRoutesTests {
             #expect(missing.status == 404 && missing.headers["x-content-type-options"] == "nosniff")
             #expect(try await PairingHTTP.request(port: port, "GET", "/app/../api/status").status == 401)
             #expect(WebAppAssets.totalBytes < 150_000)
-            #expect(WebAppAssets.all.count == 11)
+            // Every file of the app's folder is embedded and served, and nothing else.
+            let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Sources/BridgeWebApp/App").standardizedFileURL
+            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }
+            #expect(Set(WebAppAssets.all.keys) == Set(files), "embedded \(WebAppAssets.all.keys.sorted()), folder \(files.sorted())")
         }
     }
 
