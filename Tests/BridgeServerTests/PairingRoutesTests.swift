@@ -14,7 +14,7 @@ import Testing
 import Glibc
 #endif
 
-/// The pairing and auth routes (Sources/BridgeServer/PairingRoutes.swift) over real HTTP on 127.0.0.1.
+/// The pairing and auth routes (Sources/BridgeHTTP/PairingRoutes.swift) over real HTTP on 127.0.0.1.
 @Suite("Pairing and auth routes", .tags(.loopback, .externalTool))
 struct PairingRoutesTests {
     /// Runs the bridge's HTTP routes (``BridgeHTTPRouter``: pairing, health, the protected `/api/status`) on port 0.
