@@ -247,7 +247,11 @@ def test_a_phone_of_the_other_dialect_attaches_and_sees_the_prompt_and_the_answe
             while bob.text(seen) != "from alice" and time.monotonic() < deadline:
                 seen.append(json.loads(await asyncio.wait_for(ws_b.recv(), max(0.1, deadline - time.monotonic()))))
             assert bob.text(seen) == "from alice", seen
-            echo = [f for f in seen if f.get("method") == "_oa/user_message"]
+            # Alice's prompt reaches Bob as the bridge's record of it (issue 28 item 4): a user_message_chunk in Bob's
+            # dialect, marked as the bridge's own.
+            echo = [f for f in seen if f.get("method") == "session/update"
+                    and f["params"]["update"].get(b("sessionUpdate")) == "user_message_chunk"
+                    and f["params"].get("_meta", {}).get("oa", {}).get("origin") == "bridge"]
             assert echo and echo[0]["params"]["update"]["content"]["text"] == "from alice", seen
     asyncio.run(scenario())
 

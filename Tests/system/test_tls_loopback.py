@@ -36,14 +36,16 @@ SEED_INIT = {"jsonrpc": "2.0", "method": "initialize", "id": "1",
 
 
 class Bridge(Serve):
-    """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given), which is also
-    its working directory."""
+    """`oa-bridge serve` on 127.0.0.1 with its own state directory (kept across restarts when given) and a working
+    directory of its own beside it (the state directory is the bridge's, out of every session's reach)."""
 
     def __init__(self, state: str | None = None, extra: list[str] | None = None, env: dict | None = None):
         state_dir = Path(state) if state else Path(tempfile.mkdtemp(prefix="oa-tls-state-")).resolve()
-        super().__init__("--log-level", "info", *(extra or []), prefix="oa-tls-", working_directory=state_dir,
+        workspace = Path(tempfile.mkdtemp(prefix="oa-tls-work-")).resolve()
+        super().__init__("--log-level", "info", *(extra or []), prefix="oa-tls-", working_directory=workspace,
                          state=state_dir, env=env)
         self.state = str(state_dir)
+        self.workspace = str(workspace)
 
     def pair_info(self) -> dict:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/pair/info", timeout=5) as response:
@@ -174,10 +176,10 @@ def test_pairing_and_prompting_over_wss_and_seed_dialect_over_ws_from_loopback()
     bridge = Bridge()
     try:
         token, pin = pair_over_tls(bridge)
-        answer = asyncio.run(prompt_once(f"wss://127.0.0.1:{bridge.port}/", token, pin, "over tls", bridge.state))
+        answer = asyncio.run(prompt_once(f"wss://127.0.0.1:{bridge.port}/", token, pin, "over tls", bridge.workspace))
         assert "over tls" in answer
         # Loopback plaintext keeps working (local tools, the seed dialect over ws://).
-        answer = asyncio.run(prompt_once(f"ws://127.0.0.1:{bridge.port}/", token, None, "in clear on loopback", bridge.state))
+        answer = asyncio.run(prompt_once(f"ws://127.0.0.1:{bridge.port}/", token, None, "in clear on loopback", bridge.workspace))
         assert "in clear on loopback" in answer
     finally:
         bridge.stop()
@@ -353,7 +355,7 @@ def test_hostile_tls_input_is_refused_or_closed_and_a_witness_keeps_prompting():
         async def scenario():
             stop = asyncio.Event()
             turns: list[float] = []
-            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.state, stop, turns))
+            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.workspace, stop, turns))
             loop = asyncio.get_running_loop()
             flood: list[str] = []
             results = await asyncio.wait_for(asyncio.gather(
@@ -568,7 +570,7 @@ def test_a_flood_of_unfinished_tls_handshakes_is_closed_and_a_witness_keeps_prom
         async def scenario():
             stop = asyncio.Event()
             turns: list[float] = []
-            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.state, stop, turns))
+            task = asyncio.create_task(witness(f"wss://127.0.0.1:{bridge.port}/", token, pin, bridge.workspace, stop, turns))
             while not turns:  # the witness is connected and prompting before the flood starts
                 await asyncio.sleep(0.05)
                 assert not task.done(), task.exception()
@@ -606,7 +608,7 @@ def test_a_pinned_client_reaching_the_bridge_by_its_tailnet_name_still_gets_the_
             assert time.monotonic() < deadline, "the tailnet certificate was never served"
             time.sleep(0.2)
         connected = subprocess.run([BIN, "connect", f"localhost:{bridge.port}", "--pin", pin, "--token", token,
-                                    "--prompt", "by the tailnet name", "--browse-time", "0.2", "--cwd", bridge.state],
+                                    "--prompt", "by the tailnet name", "--browse-time", "0.2", "--cwd", bridge.workspace],
                                    capture_output=True, text=True, timeout=60)
         assert connected.returncode == 0, connected.stderr
         assert "You said: by the tailnet name" in connected.stdout, connected.stdout
