@@ -148,8 +148,12 @@ struct ConnectCommand: AsyncParsableCommand {
             tailscale: tailscale + (targetIsAddress ? [] : known?.tailscale ?? []), browseTime: .milliseconds(Int(browseTime * 1_000)))
         if let known, !targetIsAddress {
             // With mDNS down (or another subnet) the addresses it answered on before still reach it.
+            // A Tailscale name stays a Tailscale candidate: it is tried (and reported) as one, not as an address.
+            let tailnetNames = Set((tailscale + known.tailscale).map { $0.lowercased() })
             for address in known.addresses {
-                guard let endpoint = try? BridgeEndpoint.manual(address), !finder.manual.contains(where: { $0.url == endpoint.url }) else { continue }
+                guard let endpoint = try? BridgeEndpoint.manual(address), !finder.manual.contains(where: { $0.url == endpoint.url }),
+                      !tailnetNames.contains(endpoint.host.lowercased())
+                else { continue }
                 finder.manual.append(endpoint)
             }
         }
@@ -174,7 +178,8 @@ struct ConnectCommand: AsyncParsableCommand {
         let name = payload?.name ?? known?.name ?? (targetIsAddress ? nil : target) ?? connected.endpoint.host
         do {
             try saved.remember(
-                name: name, pin: pin ?? connected.client.connection.certificatePin, address: connected.endpoint.url,
+                name: name, pin: pin ?? connected.client.connection.certificatePin,
+                address: connected.endpoint.source == .tailscale ? nil : connected.endpoint.url,
                 tailscale: tailscale + (payload?.fallbacks ?? []),
                 credentials: await vault.current == nil ? nil : ConnectCommand.name(of: credentialsFile, in: saved.directory))
         } catch {

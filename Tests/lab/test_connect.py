@@ -265,7 +265,9 @@ def test_link_local_ipv6_over_tls_checks_the_pin_not_a_name(lab, desk, phone, br
     """The desk serves as a new user would (token auth, TLS). Its certificate names no link-local address (they need
     a zone): before the fix a pinned `connect` and `discover --probe` to `fe80::…%eth0` failed with
     `failedToValidateHostname … <none>` and the advice to check the network."""
-    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk"], label="serve-connect-fe80")
+    # A token store of its own: the device this test pairs must not show up in later tests' `devices` lists.
+    serve = desk.spawn([bridge_bin, "serve", "--name", "Desk", "--state-dir", str(desk.dir / "serve-fe80-state")],
+                       label="serve-connect-fe80")
     state = str(phone.dir / "connect-fe80-state")
     env = {"XDG_STATE_HOME": state}  # this test's client state only: later tests on the phone host never see it
     try:

@@ -23,9 +23,21 @@ PORT = 9099
 
 HOLD_PORT = r"""
 import socket, sys, time
-s = socket.socket(socket.AF_INET6)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.bind(("::", int(sys.argv[1])))
+# The serve of the test before may still be letting the port go: try for up to 15 s.
+deadline = time.monotonic() + 15
+while True:
+    s = socket.socket(socket.AF_INET6)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    # As every server does (serve too): the earlier tests' connections in TIME_WAIT must not keep the port.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("::", int(sys.argv[1])))
+        break
+    except OSError:
+        s.close()
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.2)
 s.listen()
 print("listening", flush=True)
 time.sleep(120)
@@ -64,7 +76,7 @@ def _stop_time(proc: labmod.Proc, sig: int = signal.SIGTERM, bound: float = STOP
 def test_a_taken_port_fails_fast_naming_the_holder(desk, bridge_bin, discovery):
     holder = desk.spawn(["python3", "-c", HOLD_PORT, str(PORT)], label="port-holder")
     try:
-        holder.wait_for_line(lambda l: "listening" in l, timeout=10)
+        assert holder.wait_for_line(lambda l: "listening" in l, timeout=20), holder.describe()
         started = time.monotonic()
         proc = _serve(desk, bridge_bin, "--discovery", discovery)
         code = proc.wait(timeout=FAIL_BOUND_S + 20)
@@ -141,7 +153,7 @@ def test_stops_while_shutting_down_with_a_client_that_stays(desk, bridge_bin):
     # A client that completes the WebSocket upgrade and then never reads or answers the bridge's close.
     client = desk.spawn(["python3", "-c", STUBBORN_CLIENT, str(PORT)], label="stubborn-client")
     try:
-        client.wait_for_line(lambda l: "upgraded" in l, timeout=10)
+        assert client.wait_for_line(lambda l: "upgraded" in l, timeout=10), client.describe()
         took = _stop_time(proc)
         print(f"\n[serve-lifecycle] a client that ignores the close: stopped {took:.2f} s after SIGTERM")
     finally:
@@ -153,7 +165,7 @@ def test_a_second_signal_ends_a_shutdown_at_once(desk, bridge_bin):
     _wait_serving(proc)
     client = desk.spawn(["python3", "-c", STUBBORN_CLIENT, str(PORT)], label="stubborn-client")
     try:
-        client.wait_for_line(lambda l: "upgraded" in l, timeout=10)
+        assert client.wait_for_line(lambda l: "upgraded" in l, timeout=10), client.describe()
         proc.signal(signal.SIGTERM)
         time.sleep(0.2)
         took = _stop_time(proc, signal.SIGINT, bound=1.5)
