@@ -1,0 +1,797 @@
+#!/usr/bin/env python3
+"""The chaos run of issue 25 item 8, in the LAN lab: three phones on one session of a real ACP agent while a seeded
+random driver breaks what a real day breaks, then the books are checked.
+
+    desk       oa-bridge serve --auth none, its agent fast-agent-acp (offline model `passthrough`: the answer is the
+               prompt's own text) behind chaos_agent_tap.py, which logs every line the agent receives and sends
+    webphone   the web app in Chromium (chaos_web_phone.py, Playwright)
+    cliphone   `oa-bridge connect ADDRESS --json --keepalive 1 --yes` (interactive: prompts on its stdin)
+    sdkphone   the official ACP Python SDK over WebSocket (chaos_sdk_phone.py)
+
+`connect` opens the session (it cannot join another); the SDK phone joins it with `session/load`, the web app opens
+it. Prompts go one at a time, round robin over the phones, each with a text of its own (`chaos-<seed>-<n>-<phone>`),
+so the tap says exactly which prompt the agent ran and how often. Meanwhile the driver, at seeded random times, does
+one of: `kill -9` of the agent (the bridge restarts it on the next request; the phones reattach, the agent loads the
+session and replays it), restart of the desk's avahi-daemon, restart of the desk's D-Bus (avahi-daemon with it), a
+phone's or the desk's link down for 1-8 s, a blackhole route to the desk on a phone for 1-8 s, and (when enabled) a
+restart of the bridge. The seed is printed first; the same seed gives the same actions and delays.
+
+At the end (links up, daemons back, every phone reattached, one more prompt each) it checks:
+- every prompt had an outcome at its phone (answered, or an error the phone showed): none lost; the agent received
+  none twice (and each answered one once);
+- every phone got the session's updates exactly once and in order: within each attachment, `seq` goes up by one
+  with no hole or repeat (a gap the bridge reports is shown by the phone and counted, never hidden); the web app's
+  screen and the SDK phone's view of the final session hold every answer the agent gave in it, once, in order;
+  each of connect's answered turns holds its answer once;
+- no process is left behind: one agent while the bridge runs, nothing of the bridge's after it stops;
+- the bridge's descriptors and anonymous memory after the run, with every phone attached and idle, against the same
+  figures after the first round of prompts.
+
+Run by Tests/lab/test_chaos.py (3 minutes in CI) and `scripts/bench chaos --minutes N` (the long run, figures as
+JSON). Every loop is bounded in count and time; all traffic stays on lab hosts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import lab as labmod  # noqa: E402
+from lab_support import REPO, wait_http  # noqa: E402
+
+FAST_AGENT = REPO / ".venv" / "thirdparty" / "fast-agent-mcp-0.10.46" / "bin" / "fast-agent-acp"
+VENV_PY = REPO / ".venv" / "bin" / "python"
+PORT = 9099
+PROMPT_TIMEOUT_S = 150.0  # a prompt with no outcome at its phone after this long is lost
+
+ACTIONS = ("agent_kill", "avahi_restart", "dbus_restart", "link_drop", "blackhole", "bridge_restart")
+DEFAULT_ACTIONS = ("agent_kill", "avahi_restart", "dbus_restart", "link_drop", "blackhole")
+LINK_TARGETS = ("webphone", "cliphone", "sdkphone", "desk")  # link_drop; blackhole takes the phones among them
+# "Back" after the run, every phone attached and idle, against the figures after the warm-up round.
+FD_SLACK = 8
+RSS_ANON_SLACK_KB = 16 * 1024
+
+
+def spawn_piped(host: labmod.Host, argv: list[str], label: str, env: Optional[dict] = None) -> labmod.Proc:
+    """Like Host.spawn, with a pipe to the process's stdin (proc.popen.stdin); stopped with the host's processes."""
+    host._seq += 1
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    out = host.dir / f"{host._seq:02d}-{safe}.out"
+    err = host.dir / f"{host._seq:02d}-{safe}.err"
+    popen = subprocess.Popen(host._nsenter(argv), stdin=subprocess.PIPE, stdout=open(out, "wb"), stderr=open(err, "wb"),
+                             env=host.env(env), cwd=str(host.dir), start_new_session=True)
+    proc = labmod.Proc(host, argv, popen, out, err, label)
+    host.procs.append(proc)
+    return proc
+
+
+def send_line(proc: labmod.Proc, line: str) -> bool:
+    try:
+        proc.popen.stdin.write((line + "\n").encode())
+        proc.popen.stdin.flush()
+        return True
+    except (BrokenPipeError, OSError, ValueError):
+        return False
+
+
+class EventLog:
+    """A phone's JSON-lines stdout, read as it grows."""
+
+    def __init__(self, proc: labmod.Proc):
+        self.proc = proc
+        self.events: list[dict] = []
+        self._offset = 0
+        self._partial = ""
+
+    def poll(self) -> list[dict]:
+        try:
+            with open(self.proc.out_path, "r", errors="replace") as f:
+                f.seek(self._offset)
+                data = f.read()
+                self._offset = f.tell()
+        except FileNotFoundError:
+            return []
+        data = self._partial + data
+        lines = data.split("\n")
+        self._partial = lines.pop()
+        fresh = []
+        for line in lines:
+            if line.startswith("{"):
+                try:
+                    fresh.append(json.loads(line))
+                except ValueError:
+                    continue
+        self.events.extend(fresh)
+        return fresh
+
+    def wait(self, pred: Callable[[dict], bool], timeout: float, start: int = 0) -> Optional[dict]:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.poll()
+            for e in self.events[start:]:
+                if pred(e):
+                    return e
+            if time.monotonic() >= deadline or self.proc.poll() is not None:
+                self.poll()
+                return next((e for e in self.events[start:] if pred(e)), None)
+            time.sleep(0.05)
+
+
+@dataclass
+class Prompt:
+    n: int
+    phone: str
+    text: str
+    sent_at: float
+    session: Optional[str] = None
+    outcome: Optional[str] = None  # "done", "error", "lost"
+    detail: str = ""
+    took: float = 0.0
+    during: list = field(default_factory=list)  # chaos actions that overlapped it
+
+
+@dataclass
+class Action:
+    kind: str
+    target: str
+    started: float
+    ended: float = 0.0
+    detail: str = ""
+
+
+class ChaosRun:
+    def __init__(self, lab: labmod.Lab, bridge_bin: str, minutes: float, seed: Optional[int] = None,
+                 actions: tuple = DEFAULT_ACTIONS, link_targets: tuple = LINK_TARGETS,
+                 log: Callable[[str], None] = print):
+        self.lab = lab
+        self.bridge_bin = bridge_bin
+        self.minutes = minutes
+        self.seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
+        self.rng = random.Random(self.seed)
+        self.actions = tuple(actions)
+        self.link_targets = tuple(link_targets)
+        self.log = log
+        self.dir = lab.dir / f"chaos-{self.seed}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.tap = self.dir / "agent-tap.jsonl"
+        self.state_dir = self.dir / "bridge-state"
+        self.work_dir = self.dir / "work"
+        self.agent_home = self.dir / "agent-home"
+        for d in (self.state_dir, self.work_dir, self.agent_home):
+            d.mkdir(parents=True, exist_ok=True)
+        self.prompts: list[Prompt] = []
+        self.done_actions: list[Action] = []
+        self.findings: list[str] = []
+        self.figures: dict = {"seed": self.seed, "minutes": minutes, "actions_enabled": list(self.actions)}
+        self.session: Optional[str] = None
+        self.agent_epoch = 0
+        self.bridge_epoch = 0
+        self.stop_chaos = threading.Event()
+        self.lock = threading.Lock()
+        self.serve: Optional[labmod.Proc] = None
+        self.phones: dict[str, labmod.Proc] = {}
+        self.events: dict[str, EventLog] = {}
+        self.connect_prompts = 0  # lines sent to connect
+        self.joined_epoch = 0  # the agent epoch the phones last opened the session in
+        self.rejoin_needed = False
+
+    # -- setup ----------------------------------------------------------------------------------------------------
+
+    def host(self, name: str) -> labmod.Host:
+        h = self.lab.hosts.get(name)
+        if h is None:
+            h = self.lab.add_host(name)
+        return h
+
+    def start(self) -> None:
+        self.log(f"[chaos] seed {self.seed} ({self.minutes} min; actions {', '.join(self.actions)}); files in {self.dir}")
+        if not FAST_AGENT.exists():
+            raise labmod.LabError(f"no fast-agent-acp at {FAST_AGENT} (Tests/system/test_acp_thirdparty.py installs it)")
+        self.desk = self.host("desk")
+        self.webphone = self.host("webphone")
+        self.cliphone = self.host("cliphone")
+        self.sdkphone = self.host("sdkphone")
+        self.ws_url = f"ws://{self.desk.ipv4}:{PORT}/"  # the SDK cannot pin a certificate; --auth none serves ws:// too
+        self.start_bridge()
+        self.start_phones()
+
+    def agent_command(self) -> str:
+        return " ".join(["python3",
+                         str(HERE / "chaos_agent_tap.py"), str(FAST_AGENT), "--model", "passthrough",
+                         "--home", str(self.agent_home)])
+
+    def start_bridge(self) -> None:
+        env = {"OA_CHAOS_TAP": str(self.tap), "OTEL_SDK_DISABLED": "true", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+        self.bridge_epoch += 1
+        self.serve = self.desk.spawn([self.bridge_bin, "serve", "--name", "Desk", "--auth", "none", "--port", str(PORT),
+                                      "--allow-network", "198.18.0.0/15", "--state-dir", str(self.state_dir),
+                                      "--working-directory", str(self.work_dir), "--log-level", "info",
+                                      "--agent", self.agent_command()], label=f"serve-chaos{self.bridge_epoch}", env=env)
+        wait_http(self.desk, f"http://127.0.0.1:{PORT}/api/health", timeout=30, guard=self.serve)
+        # The pairing link (its fragment tells the app the bridge's name and that it needs no pairing): the long
+        # form, `<http>/app#<base64url of the payload's JSON>`, built from /api/pair/info's fields (the QR code may
+        # hold a short link; the long one works everywhere).
+        cp = self.desk.run(["python3", "-c", "import urllib.request, sys; sys.stdout.write(urllib.request.urlopen("
+                            f"'http://127.0.0.1:{PORT}/api/pair/info', timeout=5).read().decode())"], timeout=15)
+        try:
+            info = json.loads(cp.stdout)
+        except ValueError:
+            raise AssertionError(f"no pairing info from /api/pair/info: {cp.stdout} {cp.stderr}") from None
+        payload = {k: v for k, v in info.items() if k != "url"}
+        if isinstance(payload.get("http"), str):
+            fragment = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
+            self.url = payload["http"] + "/app#" + fragment
+        else:
+            self.url = info["url"]
+
+    def start_phones(self) -> None:
+        # The SDK phone first: its initialize (retried, 10 s each) waits out the agent's first start (~5 s), which
+        # is longer than connect's handshake allows.
+        sdk = spawn_piped(self.sdkphone, [str(VENV_PY), str(HERE / "chaos_sdk_phone.py"), self.ws_url, str(self.work_dir)],
+                          label="sdk-chaos")
+        self.phones["sdk"] = sdk
+        self.events["sdk"] = EventLog(sdk)
+        if self.events["sdk"].wait(lambda e: e["ev"] == "connected", 90) is None:
+            raise AssertionError(f"the SDK phone did not connect\n{sdk.describe()}\n{self.serve.describe()}")
+        cli = spawn_piped(self.cliphone, [self.bridge_bin, "connect", f"{self.desk.ipv4}:{PORT}", "--json",
+                                          "--keepalive", "1", "--yes", "--retries", "30", "--cwd", str(self.work_dir)],
+                          label="connect-chaos")
+        self.phones["cli"] = cli
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            m = re.search(r"^session (\S+); type a prompt", cli.stderr(), re.M)
+            if m:
+                self.session = m.group(1)
+                break
+            if cli.poll() is not None:
+                break
+            time.sleep(0.1)
+        if self.session is None:
+            raise AssertionError(f"connect opened no session\n{cli.describe()}\n{self.serve.describe()}")
+        self.log(f"[chaos] connect opened session {self.session}")
+        web = spawn_piped(self.webphone, [str(VENV_PY), str(HERE / "chaos_web_phone.py")], label="web-chaos")
+        self.phones["web"] = web
+        self.events["web"] = EventLog(web)
+        self.attach("sdk", self.session, first=True)
+        self.attach("web", self.session, first=True)
+
+    def attach(self, phone: str, session: str, first: bool = False) -> None:
+        """The phone (sdk or web) opens `session`; waits until it has."""
+        log = self.events[phone]
+        log.poll()
+        start = len(log.events)
+        if phone == "sdk":
+            send_line(self.phones["sdk"], json.dumps({"cmd": "attach", "session": session}))
+            e = log.wait(lambda e: e["ev"] in ("attached", "attach_error") and e.get("session") == session, 90, start)
+        else:
+            cmd = {"cmd": "open", "url": self.url, "session": session} if first else {"cmd": "attach", "session": session}
+            send_line(self.phones["web"], json.dumps(cmd))
+            e = log.wait(lambda e: e["ev"] in ("ready", "command_failed"), 120, start)
+        if e is None or e["ev"] not in ("attached", "ready"):
+            raise AssertionError(f"{phone} did not open session {session}: {e}\n{self.phones[phone].describe()}")
+        if phone == "web" and e.get("session") != session:
+            self.findings.append(f"the web app opened session {e.get('session')} instead of {session}")
+
+    # -- the agent, the processes -------------------------------------------------------------------------------
+
+    def desk_procs(self) -> list[tuple[int, str]]:
+        """(ns pid, command line) of every process in the desk's pid namespace."""
+        cp = self.desk.run(["ps", "-e", "-o", "pid=,args="], timeout=10)
+        out = []
+        for line in cp.stdout.splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and parts[0].isdigit():
+                out.append((int(parts[0]), parts[1]))
+        return out
+
+    def agent_pids(self) -> list[int]:
+        return [pid for pid, args in self.desk_procs() if "fast-agent-acp" in args and "chaos_agent_tap" not in args
+                and not args.startswith(("ps ", "nsenter"))]
+
+    def bridge_host_pid(self) -> Optional[int]:
+        return self.serve.pid if self.serve is not None else None
+
+    def bridge_figures(self) -> dict:
+        pid = self.bridge_host_pid()
+        figures = {}
+        try:
+            figures["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith(("RssAnon:", "VmRSS:", "Threads:")):
+                    key, value = line.split(":", 1)
+                    figures[key] = int(value.split()[0])
+        except (OSError, TypeError):
+            pass
+        return figures
+
+    # -- chaos ------------------------------------------------------------------------------------------------------
+
+    def driver(self, until: float) -> None:
+        """The seeded random driver: a pause of 3-10 s, then an action, until `until` (monotonic). The first actions
+        are every enabled kind once, in a seeded order; then any kind at random."""
+        first = list(self.actions)
+        self.rng.shuffle(first)
+        phones = [t for t in self.link_targets if t != "desk"]
+        while not self.stop_chaos.is_set() and time.monotonic() < until:
+            pause = self.rng.uniform(3.0, 10.0)
+            kind = first.pop(0) if first else self.rng.choice(self.actions)
+            target = self.rng.choice(self.link_targets) if kind == "link_drop" else \
+                self.rng.choice(phones) if kind == "blackhole" else "desk"
+            outage = self.rng.uniform(1.0, 8.0)
+            if self.stop_chaos.wait(pause) or time.monotonic() >= until:
+                break
+            action = Action(kind, target, time.monotonic())
+            try:
+                getattr(self, f"do_{kind}")(target, outage, action)
+            except Exception as e:  # noqa: BLE001  (the lab's own failure is recorded and stops the run)
+                action.detail += f" FAILED: {type(e).__name__}: {e}"[:500]
+                self.findings.append(f"chaos action {kind} on {target} failed: {e}"[:500])
+                self.stop_chaos.set()
+            action.ended = time.monotonic()
+            with self.lock:
+                self.done_actions.append(action)
+            self.log(f"[chaos] {action.kind} {action.target} {action.ended - action.started:.1f} s {action.detail}")
+            agents = self.agent_pids()
+            self.figures["agents_max"] = max(self.figures.get("agents_max", 0), len(agents))
+
+    def do_agent_kill(self, target: str, outage: float, action: Action) -> None:
+        pids = self.agent_pids()
+        if not pids:
+            action.detail = "(no agent running: nothing to kill)"
+            return
+        for pid in pids:
+            self.desk.run(["kill", "-9", str(pid)], timeout=5)
+        with self.lock:
+            self.agent_epoch += 1
+        action.detail = f"pids {pids}"
+
+    def do_avahi_restart(self, target: str, outage: float, action: Action) -> None:
+        self.desk.restart_avahi()
+
+    def do_dbus_restart(self, target: str, outage: float, action: Action) -> None:
+        for prog in ("avahi-daemon", "dbus-daemon"):
+            self.desk.run(["pkill", "-KILL", "-x", prog], timeout=5)
+        deadline = time.monotonic() + 5
+        while self.desk.run(["pgrep", "-x", "dbus-daemon"], timeout=5).returncode == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        script = ("rm -f /run/dbus/system_bus_socket; "
+                  f"dbus-daemon --system --nofork --nopidfile >>{shlex.quote(str(self.desk.dbus_log))} 2>&1 </dev/null & "
+                  f"echo $! >{shlex.quote(str(self.desk.dir / 'dbus.nspid'))}")
+        self.desk.run(["setsid", "sh", "-c", script], timeout=5, check=True)
+        deadline = time.monotonic() + 5
+        while self.desk.run(["test", "-S", "/run/dbus/system_bus_socket"], timeout=5).returncode != 0:
+            if time.monotonic() > deadline:
+                raise labmod.LabError("dbus-daemon did not come back")
+            time.sleep(0.05)
+        self.desk.start_avahi()
+
+    def do_link_drop(self, target: str, outage: float, action: Action) -> None:
+        host = self.lab.hosts[target]
+        host.link_down()
+        try:
+            self.stop_chaos.wait(outage)
+        finally:
+            host.link_up()
+        action.detail = f"{outage:.1f} s down"
+
+    def do_blackhole(self, target: str, outage: float, action: Action) -> None:
+        host = self.lab.hosts[target]
+        labmod._run(["ip", "-n", host.netns, "route", "add", "blackhole", f"{self.desk.ipv4}/32"])
+        try:
+            self.stop_chaos.wait(outage)
+        finally:
+            labmod._run(["ip", "-n", host.netns, "route", "del", "blackhole", f"{self.desk.ipv4}/32"], check=False)
+        action.detail = f"{outage:.1f} s blackholed to the desk"
+
+    def do_bridge_restart(self, target: str, outage: float, action: Action) -> None:
+        how = self.rng.choice(["TERM", "KILL"])
+        old = self.serve
+        old.signal(signal.SIGTERM if how == "TERM" else signal.SIGKILL)
+        code = old.wait(15)
+        if code is None:
+            self.findings.append(f"the bridge did not stop within 15 s of SIG{how}")
+            old.kill()
+            old.wait(5)
+        with self.lock:
+            self.agent_epoch += 1
+        self.start_bridge()
+        action.detail = f"SIG{how}, exit {code}"
+
+    # -- prompts ----------------------------------------------------------------------------------------------------
+
+    def prompt(self, phone: str) -> Prompt:
+        n = len(self.prompts) + 1
+        p = Prompt(n, phone, f"chaos-{self.seed}-{n}-{phone}", time.monotonic())
+        self.prompts.append(p)
+        if phone == "cli":
+            self.prompt_cli(p)
+        else:
+            self.prompt_json(phone, p)
+        p.took = time.monotonic() - p.sent_at
+        with self.lock:
+            p.during = [f"{a.kind}:{a.target}" for a in self.done_actions if a.ended >= p.sent_at]
+        return p
+
+    def prompt_json(self, phone: str, p: Prompt) -> None:
+        log = self.events[phone]
+        log.poll()
+        start = len(log.events)
+        if not send_line(self.phones[phone], json.dumps({"cmd": "prompt", "id": p.text, "text": p.text})):
+            p.outcome, p.detail = "error", "the phone process is gone"
+            return
+        e = log.wait(lambda e: e["ev"] in ("prompt_done", "prompt_error", "command_failed") and e.get("id") == p.text,
+                     PROMPT_TIMEOUT_S, start)
+        if e is None:
+            p.outcome, p.detail = "lost", f"no outcome at the {phone} phone within {PROMPT_TIMEOUT_S:.0f} s"
+        elif e["ev"] == "prompt_done":
+            p.outcome, p.session = "done", e.get("session")
+        else:
+            p.outcome = "lost" if e.get("lost") else "error"
+            p.detail = json.dumps({k: v for k, v in e.items() if k not in ("ev", "t", "id")})[:300]
+
+    def prompt_cli(self, p: Prompt) -> None:
+        cli = self.phones["cli"]
+        turns_before = len(re.findall(r"(?m)^> ", cli.stderr()))
+        self.connect_prompts += 1
+        if not send_line(cli, p.text):
+            p.outcome, p.detail = "error", f"connect is gone (exit {cli.poll()})"
+            return
+        deadline = time.monotonic() + PROMPT_TIMEOUT_S
+        while time.monotonic() < deadline:
+            err = cli.stderr()
+            if len(re.findall(r"(?m)^> ", err)) > turns_before or cli.poll() is not None:
+                break
+            time.sleep(0.05)
+        err = cli.stderr()
+        turns = re.split(r"(?m)^> ", err)
+        turn = turns[turns_before] if len(turns) > turns_before else ""  # what followed the marker our line answered
+        if len(re.findall(r"(?m)^> ", err)) > turns_before:
+            m = re.search(r"\[stop\] (\S+)", turn)
+            replaced = re.search(r"Continuing in a new session (\S+);", turn)
+            if m and m.group(1) == "end_turn":
+                p.outcome = "done"
+            else:
+                p.outcome, p.detail = "error", turn.strip()[-300:]
+            if replaced:
+                p.detail = turn.strip()[-300:]
+                self.on_connect_session(replaced.group(1))
+        elif cli.poll() is not None:
+            p.outcome, p.detail = "error", f"connect exited {cli.poll()}: {turn.strip()[-300:]}"
+            self.findings.append(f"connect exited (status {cli.poll()}) during prompt {p.text}: {turn.strip()[-400:]}")
+        else:
+            p.outcome, p.detail = "lost", f"connect said nothing more within {PROMPT_TIMEOUT_S:.0f} s: {turn.strip()[-300:]}"
+
+    def on_connect_session(self, new: str) -> None:
+        """connect went on in a new session (it says so): the other phones follow it there."""
+        self.log(f"[chaos] connect continues in a new session {new} (was {self.session})")
+        self.session = new
+        self.rejoin_needed = True
+
+    def rejoin(self) -> None:
+        """After the agent (or the bridge) restarted: the SDK phone and the web app open the shared session again
+        (the agent loads it and replays the conversation)."""
+        for phone in ("sdk", "web"):
+            self.attach(phone, self.session)
+
+    def prompter(self, until: float) -> None:
+        order = ["cli", "sdk", "web"]
+        i = 0
+        while time.monotonic() < until:
+            if self.restarted():
+                # As a user would: connect's next prompt finds the session gone and reattaches it (or says it
+                # replaced it); then the SDK phone and the web app open it again.
+                time.sleep(1.0)
+                p = self.prompt("cli")
+                self.log(f"[chaos] prompt {p.n} cli (first after the restart): {p.outcome} in {p.took:.1f} s {p.detail[:160]}")
+                if self.cli_dead() or not self.rejoin_all():
+                    return
+                i = 1
+                continue
+            phone = order[i % 3]
+            i += 1
+            p = self.prompt(phone)
+            self.log(f"[chaos] prompt {p.n} {phone}: {p.outcome} in {p.took:.1f} s {p.detail[:160]}")
+            if self.cli_dead():
+                return
+            time.sleep(self.rng.uniform(0.2, 1.5))
+
+    def restarted(self) -> bool:
+        """Whether the agent or the bridge restarted (or connect moved to a new session) since the phones last
+        opened the session."""
+        with self.lock:
+            return self.agent_epoch != self.joined_epoch or self.rejoin_needed
+
+    def rejoin_all(self) -> bool:
+        with self.lock:
+            epoch = self.agent_epoch
+        self.rejoin_needed = False
+        try:
+            self.rejoin()
+        except AssertionError as e:
+            self.findings.append(f"rejoin after a restart failed: {e}"[:1500])
+            return False
+        self.joined_epoch = epoch
+        return True
+
+    def cli_dead(self) -> bool:
+        cli = self.phones["cli"]
+        if cli.poll() is None:
+            return False
+        self.findings.append(f"connect exited with status {cli.poll()} during the run:\n{cli.stderr()[-1500:]}")
+        return True
+
+    # -- the run -----------------------------------------------------------------------------------------------------
+
+    def run(self) -> dict:
+        self.start()
+        t0 = time.monotonic()
+        # Warm-up: one round of prompts with nothing broken, then the baseline figures.
+        for phone in ("cli", "sdk", "web"):
+            p = self.prompt(phone)
+            if p.outcome != "done":
+                raise AssertionError(f"warm-up prompt from {phone} failed with nothing broken: {p}\n"
+                                     f"{self.phones[phone].describe()}\n{self.serve.describe()}")
+        time.sleep(2)
+        self.figures["bridge_baseline"] = self.bridge_figures()
+        self.figures["setup_s"] = round(time.monotonic() - t0, 1)
+        until = time.monotonic() + self.minutes * 60
+        driver = threading.Thread(target=self.driver, args=(until,), daemon=True)
+        driver.start()
+        try:
+            self.prompter(until)
+        finally:
+            self.stop_chaos.set()
+            driver.join(60)
+        self.figures["chaos_s"] = round(time.monotonic() - t0 - self.figures["setup_s"], 1)
+        self.settle()
+        return self.check()
+
+    def settle(self) -> None:
+        """Everything mended, every phone on the session, one more prompt each, then quiet."""
+        for name in ("webphone", "cliphone", "sdkphone", "desk"):
+            h = self.lab.hosts[name]
+            h.link_up()
+            labmod._run(["ip", "-n", h.netns, "route", "del", "blackhole", f"{self.desk.ipv4}/32"], check=False)
+        if self.desk.run(["pgrep", "-x", "dbus-daemon"], timeout=5).returncode != 0:
+            self.do_dbus_restart("desk", 0, Action("dbus_restart", "desk", time.monotonic()))
+        elif not self.desk.avahi_running():
+            self.desk.start_avahi()
+        if self.cli_dead():
+            return
+        # connect first: if the agent restarted, its prompt reattaches the session (or says it replaced it).
+        restarted = self.restarted()
+        self.prompt("cli")
+        if restarted and (self.cli_dead() or not self.rejoin_all()):
+            return
+        for phone in ("sdk", "web"):
+            self.prompt(phone)
+        time.sleep(3)
+        self.figures["bridge_end"] = self.bridge_figures()
+
+    # -- the books -----------------------------------------------------------------------------------------------------
+
+    def tap_entries(self) -> list[dict]:
+        out = []
+        try:
+            for line in self.tap.read_text(errors="replace").splitlines():
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue
+        except FileNotFoundError:
+            pass
+        return out
+
+    def agent_books(self) -> tuple[dict, dict]:
+        """From the tap: how often the agent received each prompt text, and per session the texts it answered
+        (end_turn), in order."""
+        received: dict[str, int] = {}
+        answered: dict[str, list[str]] = {}
+        pending: dict[tuple, tuple[str, str]] = {}
+        for e in self.tap_entries():
+            m = e.get("msg")
+            if not isinstance(m, dict):
+                continue
+            if e["dir"] == "in" and m.get("method") == "session/prompt":
+                params = m.get("params") or {}
+                text = "".join(b.get("text", "") for b in params.get("prompt", []) if isinstance(b, dict))
+                received[text] = received.get(text, 0) + 1
+                pending[(e["pid"], json.dumps(m.get("id")))] = (params.get("sessionId"), text)
+            elif e["dir"] == "out" and "id" in m and "method" not in m:
+                key = (e["pid"], json.dumps(m.get("id")))
+                if key in pending:
+                    session, text = pending.pop(key)
+                    if (m.get("result") or {}).get("stopReason") == "end_turn":
+                        answered.setdefault(session, []).append(text)
+        return received, answered
+
+    def check(self) -> dict:
+        received, answered = self.agent_books()
+        problems: list[str] = []
+        # 1. prompts: none lost, none run twice
+        for p in self.prompts:
+            count = received.get(p.text, 0)
+            if p.outcome == "lost":
+                problems.append(f"prompt {p.text} was lost: {p.detail} (the agent received it {count} times; "
+                                f"during {p.during})")
+            if count > 1:
+                problems.append(f"prompt {p.text} ran {count} times in the agent (outcome at {p.phone}: {p.outcome}; "
+                                f"during {p.during})")
+            if p.outcome == "done" and count != 1:
+                problems.append(f"prompt {p.text} answered at {p.phone} but the agent received it {count} times")
+        # 2. updates: exactly once, in order, per attachment
+        for phone in ("sdk", "web"):
+            problems += self.check_stream(phone)
+        problems += self.check_connect_turns()
+        # 3. the final view of the shared session
+        expected = answered.get(self.session, [])
+        sdk_view = self.final_view("sdk")
+        if sdk_view != expected:
+            problems.append(f"the SDK phone's view of session {self.session} is not the agent's answers in order:\n"
+                            f"  agent: {expected}\n  phone: {sdk_view}")
+        web = self.web_snapshot()
+        mine = [t for t in web.get("agent", []) if t.startswith("chaos-")]
+        if web.get("session") != self.session or mine != expected:
+            problems.append(f"the web app's screen (session {web.get('session')}) is not the agent's answers of "
+                            f"{self.session} in order:\n  agent:  {expected}\n  screen: {mine}")
+        # 4. processes, descriptors, memory
+        agents = self.agent_pids()
+        if len(agents) > 1 or self.figures.get("agents_max", 0) > 1:
+            problems.append(f"more than one agent ran at once on the desk: {agents}, at most "
+                            f"{self.figures.get('agents_max')} after an action")
+        base, end = self.figures.get("bridge_baseline", {}), self.figures.get("bridge_end", {})
+        if self.bridge_epoch == 1 and base and end:
+            if end["fds"] > base["fds"] + FD_SLACK:
+                problems.append(f"the bridge holds {end['fds']} descriptors after the run, {base['fds']} after the "
+                                f"warm-up (allowed: {FD_SLACK} more)")
+            if end["RssAnon"] > base["RssAnon"] + RSS_ANON_SLACK_KB:
+                problems.append(f"the bridge's anonymous memory grew from {base['RssAnon']} kB to {end['RssAnon']} kB "
+                                f"(allowed: {RSS_ANON_SLACK_KB} kB)")
+        self.figures["bridge_end"] = self.figures.get("bridge_end") or self.bridge_figures()
+        left = self.stop_all()
+        if left:
+            problems.append(f"left behind on the desk after serve stopped: {left}")
+        # figures
+        outcomes: dict[str, int] = {}
+        for p in self.prompts:
+            outcomes[p.outcome or "none"] = outcomes.get(p.outcome or "none", 0) + 1
+        kinds: dict[str, int] = {}
+        for a in self.done_actions:
+            kinds[a.kind] = kinds.get(a.kind, 0) + 1
+        self.figures.update({
+            "prompts": len(self.prompts), "outcomes": outcomes, "actions": kinds,
+            "agent_restarts": self.agent_epoch, "final_session": self.session, "answers_in_final_session": len(expected),
+            "updates_seen": {ph: sum(1 for e in self.events[ph].events if e["ev"] == "update") for ph in ("sdk", "web")},
+            "gaps_shown": {ph: sum(1 for e in self.events[ph].events if e["ev"] == "gap") for ph in ("sdk", "web")},
+            "prompt_seconds_max": round(max((p.took for p in self.prompts), default=0), 1),
+            "problems": problems, "findings": self.findings,
+        })
+        (self.dir / "figures.json").write_text(json.dumps(self.figures, indent=2) + "\n")
+        (self.dir / "prompts.json").write_text(json.dumps([p.__dict__ for p in self.prompts], indent=1, default=str) + "\n")
+        (self.dir / "actions.json").write_text(json.dumps([a.__dict__ for a in self.done_actions], indent=1) + "\n")
+        return self.figures
+
+    def check_stream(self, phone: str) -> list[str]:
+        """Within each attachment (from an attach/load/reload to the next), the session's `seq`s go up by one."""
+        problems = []
+        log = self.events[phone]
+        log.poll()
+        session, last, where = None, None, ""
+        for e in log.events:
+            ev = e["ev"]
+            if ev in ("loading", "ready"):
+                session, last = e.get("session"), None
+                where = f"{ev} {e.get('how', '')}".strip()
+            elif ev == "gap":
+                last = (e.get("data") or {}).get("lastSeq", last)
+            elif ev == "update" and e.get("session") == session and isinstance(e.get("seq"), int):
+                seq = e["seq"]
+                if last is not None and seq != last + 1:
+                    what = "repeated" if seq <= last else "skipped"
+                    problems.append(f"{phone}: session {session} update seq {seq} after {last} ({what}; attachment "
+                                    f"began with '{where}')")
+                last = seq if last is None or seq > last else last
+        return problems[:20]
+
+    def check_connect_turns(self) -> list[str]:
+        """Each of connect's answered turns printed its answer once, and its updates' seq went up by one."""
+        problems = []
+        out = self.phones["cli"].stdout().splitlines()
+        lines = []
+        for line in out:
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                continue
+        texts = [l.get("text") for l in lines if l.get("sessionUpdate") == "agent_message_chunk"]
+        for p in self.prompts:
+            if p.phone != "cli" or p.outcome != "done":
+                continue
+            count = texts.count(p.text)
+            if count != 1:
+                problems.append(f"connect printed the answer to {p.text} {count} times")
+        return problems
+
+    def final_view(self, phone: str) -> list[str]:
+        """The answers in the phone's last attachment to the shared session, in the order received."""
+        log = self.events[phone]
+        log.poll()
+        view: list[str] = []
+        for e in log.events:
+            # A load's replay comes between "loading" and "attached"; the web app clears its screen when it loads.
+            if e["ev"] in ("loading", "ready"):
+                view = []
+            elif e["ev"] == "update" and e.get("session") == self.session and e.get("kind") == "agent_message_chunk" \
+                    and (e.get("text") or "").startswith("chaos-"):
+                view.append(e["text"])
+        return view
+
+    def web_snapshot(self) -> dict:
+        log = self.events["web"]
+        log.poll()
+        start = len(log.events)
+        send_line(self.phones["web"], json.dumps({"cmd": "snapshot"}))
+        e = log.wait(lambda e: e["ev"] == "snapshot", 30, start)
+        return e or {}
+
+    def stop_all(self) -> list[str]:
+        """Phones quit, serve gets SIGTERM; returns what is left of the bridge and its agent on the desk."""
+        for name, proc in self.phones.items():
+            if name == "cli":
+                try:
+                    proc.popen.stdin.close()
+                except OSError:
+                    pass
+            else:
+                send_line(proc, json.dumps({"cmd": "quit"}))
+        for proc in self.phones.values():
+            if proc.wait(20) is None:
+                proc.kill()
+        if self.serve is not None and self.serve.poll() is None:
+            self.serve.signal(signal.SIGTERM)
+            if self.serve.wait(15) is None:
+                self.findings.append("serve did not stop within 15 s of SIGTERM")
+                self.serve.kill()
+        time.sleep(1)
+        return [f"{pid} {args}" for pid, args in self.desk_procs()
+                if any(k in args for k in ("oa-bridge", "fast-agent", "chaos_agent_tap"))]
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="The long chaos run (issue 25 item 8) in the LAN lab; root.")
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--seed", type=int)
+    ap.add_argument("--bin", default=os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build" / "debug" / "oa-bridge")))
+    ap.add_argument("--actions", default=",".join(DEFAULT_ACTIONS), help=f"of {', '.join(ACTIONS)}")
+    ap.add_argument("--json-out")
+    a = ap.parse_args(argv)
+    from lab_support import snapshot
+    with labmod.Lab(verbose=True) as lab:
+        snap = snapshot(lab, Path(a.bin))
+        run = ChaosRun(lab, str(snap), a.minutes, a.seed, tuple(a.actions.split(",")),
+                       log=lambda s: print(s, file=sys.stderr, flush=True))
+        figures = run.run()
+    print(json.dumps(figures, indent=2))
+    if a.json_out:
+        Path(a.json_out).write_text(json.dumps(figures, indent=2) + "\n")
+    return 1 if figures["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
