@@ -8,6 +8,7 @@
 /// | `auth` | `token` (pairing required) or `none` |
 /// | `path` | the WebSocket path, e.g. `/` |
 /// | `ver` | the bridge's version |
+/// | `acp` | the endpoint of ACP's remote-transport RFD (WebSocket and Streamable HTTP), `/acp` (added by the server) |
 /// | `tls` | `1` when the port also speaks TLS (`wss://`, `https://`); a client still trusts only the pin from the QR code |
 public enum BridgeTXT {
     /// The TXT layout version.

@@ -7,9 +7,11 @@ import Hummingbird
 /// refused WebSocket upgrade carries (BridgeServer's `UpgradeRefusals`).
 package enum StatusRoute {
     /// Adds `GET status` to `group`: the bridge's `name` and `version`, whether it uses tokens (`tokensInUse`), its
-    /// WebSocket `path`, and the seconds since `started`.
+    /// WebSocket `path`, the endpoint of ACP's remote-transport RFD (`acp`: WebSocket and Streamable HTTP), and the
+    /// seconds since `started`.
     package static func register<Context: RequestContext>(
-        on group: RouterGroup<Context>, name: String, version: String, tokensInUse: Bool, path: String, started: Date
+        on group: RouterGroup<Context>, name: String, version: String, tokensInUse: Bool, path: String, acpPath: String,
+        started: Date
     ) {
         group.get("status") { _, _ -> Response in
             let body: [String: String] = [
@@ -18,6 +20,7 @@ package enum StatusRoute {
                 "version": version,
                 "auth": tokensInUse ? "token" : "none",
                 "path": path,
+                "acp": acpPath,
                 "uptime_seconds": String(Int(Date().timeIntervalSince(started))),
             ]
             let encoder = JSONEncoder()

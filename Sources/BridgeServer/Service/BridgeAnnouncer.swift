@@ -54,7 +54,8 @@ public struct BridgeAnnouncer: Service {
         path: String, tls: Bool, tailnet: TailnetIdentity?, logger: Logger
     ) {
         let txt: @Sendable (TailnetIdentity?) throws -> TXTRecord = { identity in
-            try BridgeTXT.record(installID: installID, auth: auth, path: path, tls: tls, extra: identity.map { [("tailnet", $0.dnsName)] } ?? [])
+            try BridgeTXT.record(installID: installID, auth: auth, path: path, tls: tls,
+                                 extra: [("acp", BridgeServer.acpPath)] + (identity.map { [("tailnet", $0.dnsName)] } ?? []))
         }
         let refresh = TailnetRefresh(initial: tailnet?.dnsName, read: { await TailnetLookup.current(logger: logger, announce: false) }, txt: txt)
         self.init(backend: backend, listeningPorts: listeningPorts, logger: logger, tailnet: refresh) { port in

@@ -43,6 +43,11 @@ public struct BridgeServer: Service {
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()
         let plaintext = PlaintextPolicy(for: configuration)
         let browsers = BrowserOriginPolicy(for: configuration)
+        // ACP's Streamable HTTP profile at /acp (POST, GET SSE, DELETE): the upgrade's checks, the same hub.
+        StreamableHTTPRoutes(
+            hub: hub, access: .init(browsers: browsers, plaintext: plaintext, gate: gate, authorize: authorizeUpgrade),
+            slots: slots, registry: StreamableHTTPRegistry(), configuration: configuration, logger: logger
+        ).register(on: http.router)
         // A request this route answers `200 OK` is upgraded (BridgeUpgradeChannel); a refusal is thrown, recorded for
         // the channel, and answered by RefusalResponseHandler.
         let upgradeCheck: @Sendable (Request, BridgeWebSocketRequestContext) async throws -> Response = { request, context in

@@ -52,7 +52,8 @@ struct BridgeHTTPRouter {
         }
         StatusRoute.register(
             on: protectedAPI, name: configuration.serverName, version: configuration.serverVersion,
-            tokensInUse: configuration.authenticator != nil, path: configuration.path, started: started)
+            tokensInUse: configuration.authenticator != nil, path: configuration.path, acpPath: BridgeServer.acpPath,
+            started: started)
         if let authenticator = configuration.authenticator { AccountRoutes.register(on: protectedAPI, authenticator: authenticator, logger: logger, prefix: "/api") }
         self.router = router
         self.protectedAPI = protectedAPI

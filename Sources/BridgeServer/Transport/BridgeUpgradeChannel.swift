@@ -126,6 +126,8 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         try operations.addHandlers(http1.additionalChannelHandlers())
                         try operations.addHandler(HTTPConnectionStateHandler(
                             idleTimeout: http1.idleTimeout.map { Duration($0) }, logger: logger))
+                        // A response (an SSE stream of /acp) whose peer stopped reading closes the connection.
+                        try operations.addHandler(StreamableHTTPStallHandler())
                         let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                             wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                         return upgradeAttempted.value ? .failedUpgrade(asyncChannel) : .notUpgraded(asyncChannel)

@@ -1,0 +1,336 @@
+import BridgeRPC
+import Logging
+import NIOCore
+import Synchronization
+
+/// One connection of the Streamable HTTP profile at `/acp` (ACP's "Streamable HTTP & WebSocket Transport" RFD): a hub
+/// connection like a WebSocket's, whose client messages arrive as POSTs and whose server messages leave on SSE streams.
+///
+/// It is the hub connection's ``FrameWriter``: every message the hub queues for it is routed, as the RFD does, to
+///
+/// - the waiter of a request answered in the POST's own body (`initialize`);
+/// - a session's stream: a message whose `sessionId` names a session the client opened a stream for, and the answer to
+///   a session-scoped POST (one with `Acp-Session-Id`) of such a session;
+/// - else the connection-scoped stream (among them the answers of `session/new`, `session/load` and
+///   `session/resume`, which the client reads before it opens the session's stream).
+///
+/// A message counts as written for the hub's ``OutboundQueue`` once an SSE reader wrote it, so a client that does not
+/// read its streams is cut off by the hub's rules for slow clients (``close()``), like a WebSocket that stops reading.
+final class StreamableHTTPConnection: FrameWriter, Sendable {
+    /// Which of the connection's streams.
+    enum StreamKey: Hashable, Sendable {
+        /// The connection-scoped stream.
+        case connection
+        /// A session's stream.
+        case session(String)
+    }
+
+    /// What a reader gets next.
+    enum Next {
+        /// Events to write, in order.
+        case events([StreamableHTTPStreamLog.Event])
+        /// Nothing for a while: write a keepalive comment.
+        case keepalive
+        /// The stream ended (the connection ended, or a newer reader took the stream over), with a note for the client.
+        case end(String?)
+    }
+
+    /// What opening a stream found.
+    enum OpenResult {
+        /// Read with this token; `resumed` says whether `Last-Event-ID` was still held.
+        case opened(token: UInt64, resumed: Bool)
+        /// The session is not one this connection opened, loaded or resumed.
+        case unknownSession
+        /// The connection ended.
+        case ended
+    }
+
+    private struct Route {
+        let session: String
+        /// The request came with `Acp-Session-Id`.
+        let scoped: Bool
+    }
+
+    private struct State {
+        var streams: [StreamKey: StreamableHTTPStreamLog] = [.connection: StreamableHTTPStreamLog()]
+        /// Sessions the connection may address (opened, loaded or resumed through it).
+        var attached: Set<String> = []
+        /// Sessions whose messages go to their own stream (the client opened it once).
+        var routed: Set<String> = []
+        /// Client requests naming a session, by id, until answered.
+        var routes: [JSONRPCID: Route] = [:]
+        /// Requests whose answer goes into a POST's body.
+        var waiters: [JSONRPCID: EventLoopPromise<ByteBuffer?>] = [:]
+        var nextReader: UInt64 = 1
+        var ended = false
+        var endNote: String?
+    }
+
+    /// The `Acp-Connection-Id`.
+    let id: String
+    /// The hub's id of the connection.
+    let hubID: ConnectionID
+    /// The paired device that opened it (`nil` without tokens): only it may use the connection.
+    let owner: String?
+    /// Where frames are routed and timers run.
+    let eventLoop: any EventLoop
+    private let hub: BridgeHub
+    private let logger: Logger
+    private let onEnd: @Sendable (String) -> Void
+    private let state = Mutex(State())
+
+    /// A connection `id` for the hub connection `hubID` of `owner`; `onEnd` is called once with `id` when it ends.
+    init(id: String, hubID: ConnectionID, owner: String?, hub: BridgeHub, eventLoop: any EventLoop, logger: Logger,
+         onEnd: @escaping @Sendable (String) -> Void) {
+        self.id = id
+        self.hubID = hubID
+        self.owner = owner
+        self.hub = hub
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.onEnd = onEnd
+    }
+
+    // MARK: Client messages
+
+    /// Sends a client message to the hub. A request naming a session is remembered so its answer is routed;
+    /// `scoped` when it came with `Acp-Session-Id`.
+    func receive(_ text: String, message: JSONRPCMessage, scoped: Bool) async {
+        if case .request(let request) = message, let session = StreamableHTTPConnection.sessionID(in: request.params) {
+            state.withLock { $0.routes[request.id] = Route(session: session, scoped: scoped) }
+        }
+        await hub.receive(text, from: hubID)
+    }
+
+    /// Sends `initialize` to the hub and waits for its answer (`nil` if the connection ended first).
+    func initialize(_ text: String, id requestID: JSONRPCID) async -> ByteBuffer? {
+        let promise = eventLoop.makePromise(of: ByteBuffer?.self)
+        let ended = state.withLock { state -> Bool in
+            if state.ended { return true }
+            state.waiters[requestID] = promise
+            return false
+        }
+        if ended { promise.succeed(nil) } else { await hub.receive(text, from: hubID) }
+        return (try? await promise.futureResult.get()) ?? nil
+    }
+
+    /// Whether the connection may address `session` (it opened, loaded or resumed it).
+    func isAttached(_ session: String) -> Bool {
+        state.withLock { $0.attached.contains(session) }
+    }
+
+    // MARK: Readers
+
+    /// Attaches a reader to a stream (a newer reader replaces an older one, which ends); with `lastEventID` it resumes
+    /// after that event when the stream still holds it.
+    func open(_ key: StreamKey, lastEventID: Int?) -> OpenResult {
+        let (result, previous) = state.withLock { state -> (OpenResult, CheckedContinuation<Void, Never>?) in
+            if state.ended { return (.ended, nil) }
+            if case .session(let session) = key {
+                guard state.attached.contains(session) else { return (.unknownSession, nil) }
+                state.routed.insert(session)
+            }
+            let token = state.nextReader
+            state.nextReader += 1
+            var log = state.streams[key] ?? StreamableHTTPStreamLog()
+            let previous = log.wake
+            log.wake = nil
+            let resumed = log.attach(token, lastEventID: lastEventID)
+            state.streams[key] = log
+            return (.opened(token: token, resumed: resumed), previous)
+        }
+        previous?.resume()
+        return result
+    }
+
+    /// The reader `token` of `key` is gone.
+    func close(_ key: StreamKey, reader token: UInt64) {
+        state.withLock { state in state.streams[key]?.detach(token) }
+    }
+
+    /// What the reader `token` of `key` writes next; waits up to `keepalive` for it.
+    func next(_ key: StreamKey, reader token: UInt64, keepalive: TimeAmount) async -> Next {
+        var waited = false
+        while true {
+            let taken = state.withLock { state -> Next? in
+                if state.ended { return .end(state.endNote) }
+                guard let events = state.streams[key]?.take(for: token) else { return .end("replaced by a newer stream") }
+                return events.isEmpty ? nil : .events(events)
+            }
+            if let taken { return taken }
+            if waited { return .keepalive }
+            waited = true
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    guard !state.ended, var log = state.streams[key], log.reader == token, !log.hasEvents(for: token)
+                    else { return true }
+                    log.wake = continuation
+                    state.streams[key] = log
+                    return false
+                }
+                if ready {
+                    continuation.resume()
+                    return
+                }
+                eventLoop.scheduleTask(in: keepalive) { [self] in
+                    let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                        guard state.streams[key]?.reader == token, let wake = state.streams[key]?.wake else { return nil }
+                        state.streams[key]?.wake = nil
+                        return wake
+                    }
+                    waiting?.resume()
+                }
+            }
+        }
+    }
+
+    /// The reader wrote `event` of `key`.
+    func wrote(_ event: StreamableHTTPStreamLog.Event, on key: StreamKey) {
+        let completion = state.withLock { state in state.streams[key]?.wrote(event) }
+        completion?.done()
+    }
+
+    // MARK: FrameWriter (the hub's side)
+
+    func execute(_ body: @escaping @Sendable () -> Void) {
+        eventLoop.execute(body)
+    }
+
+    func write(_ frames: [ByteBuffer], completed: @escaping @Sendable () -> Void) {
+        guard !frames.isEmpty else { return completed() }
+        let completion = StreamableHTTPWriteCompletion(count: frames.count, completed: completed)
+        let messages = frames.map { frame -> JSONRPCMessage? in
+            guard case .single(.message(let message)) = JSONRPCFrame(parsing: String(buffer: frame)) else { return nil }
+            return message
+        }
+        var done = 0
+        var wakes: [CheckedContinuation<Void, Never>] = []
+        var answers: [(EventLoopPromise<ByteBuffer?>, ByteBuffer)] = []
+        state.withLock { state in
+            guard !state.ended else {
+                done = frames.count
+                return
+            }
+            for (frame, message) in zip(frames, messages) {
+                switch route(message, in: &state) {
+                case .waiter(let promise):
+                    answers.append((promise, frame))
+                    done += 1
+                case .stream(let key):
+                    var log = state.streams[key] ?? StreamableHTTPStreamLog()
+                    let number = log.nextNumber
+                    _ = log.append(StreamableHTTPConnection.event(frame, number: number), completion: completion)
+                    if let wake = log.wake {
+                        log.wake = nil
+                        wakes.append(wake)
+                    }
+                    state.streams[key] = log
+                }
+            }
+        }
+        for wake in wakes { wake.resume() }
+        for (promise, frame) in answers { promise.succeed(frame) }
+        for _ in 0..<done { completion.done() }
+    }
+
+    /// The hub cut the connection off (its client stopped reading): it ends at once.
+    func close() {
+        end(note: "closed: the client was not reading its streams")
+    }
+
+    /// The hub closed the connection (shutdown, token expiry, revocation, no `initialize` in time).
+    func hubClosed(_ kind: OutboundFrame.CloseKind, _ reason: String) {
+        end(note: "closed (\(kind.code)): \(reason)")
+    }
+
+    /// Ends the connection: readers end with `note`, unwritten messages are dropped, the hub forgets it.
+    func end(note: String) {
+        let ending = state.withLock { state -> (wakes: [CheckedContinuation<Void, Never>], waiters: [EventLoopPromise<ByteBuffer?>], completions: [StreamableHTTPWriteCompletion])? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            state.endNote = note
+            var wakes: [CheckedContinuation<Void, Never>] = []
+            var completions: [StreamableHTTPWriteCompletion] = []
+            for key in state.streams.keys {
+                if let wake = state.streams[key]?.wake { wakes.append(wake) }
+                state.streams[key]?.wake = nil
+                completions += state.streams[key]?.drainUnwritten() ?? []
+            }
+            let waiters = Array(state.waiters.values)
+            state.waiters = [:]
+            return (wakes, waiters, completions)
+        }
+        guard let ending else { return }
+        logger.debug("streamable HTTP connection ended", metadata: ["acp_connection": "\(id)", "reason": "\(note)"])
+        for wake in ending.wakes { wake.resume() }
+        for waiter in ending.waiters { waiter.succeed(nil) }
+        for completion in ending.completions { completion.done() }
+        onEnd(id)
+        let hub = self.hub
+        let hubID = self.hubID
+        Task { await hub.disconnect(hubID) }
+    }
+
+    // MARK: Routing
+
+    private enum Destination {
+        case waiter(EventLoopPromise<ByteBuffer?>)
+        case stream(StreamKey)
+    }
+
+    private func route(_ message: JSONRPCMessage?, in state: inout State) -> Destination {
+        switch message {
+        case .response(let response)?:
+            if let waiter = state.waiters.removeValue(forKey: response.id) { return .waiter(waiter) }
+            let route = state.routes.removeValue(forKey: response.id)
+            if let established = StreamableHTTPConnection.sessionID(in: response.result) {
+                // session/new (and forks): the client opens the session's stream once it reads this.
+                state.attached.insert(established)
+                return .stream(.connection)
+            }
+            guard let route else { return .stream(.connection) }
+            if response.error == nil { state.attached.insert(route.session) }
+            return route.scoped && state.routed.contains(route.session) ? .stream(.session(route.session)) : .stream(.connection)
+        case .request(let request)?:
+            return destination(for: request.params, in: state)
+        case .notification(let notification)?:
+            return destination(for: notification.params, in: state)
+        case nil:
+            return .stream(.connection)
+        }
+    }
+
+    private func destination(for params: JSONValue?, in state: State) -> Destination {
+        guard let session = StreamableHTTPConnection.sessionID(in: params), state.routed.contains(session) else {
+            return .stream(.connection)
+        }
+        return .stream(.session(session))
+    }
+
+    /// The `sessionId` (ACP) or `session_id` (seed dialect) member of `value`.
+    static func sessionID(in value: JSONValue?) -> String? {
+        value?["sessionId"]?.stringValue ?? value?["session_id"]?.stringValue
+    }
+
+    /// One SSE event: `id: <number>` and the message as `data:` (a line per line of the message; the bridge's JSON has
+    /// none, but an agent's could if it were ever passed on raw).
+    static func event(_ message: ByteBuffer, number: Int) -> ByteBuffer {
+        var out = ByteBuffer()
+        out.reserveCapacity(message.readableBytes + 24)
+        out.writeString("id: \(number)\n")
+        let view = message.readableBytesView
+        var start = view.startIndex
+        while start <= view.endIndex {
+            let end = view[start...].firstIndex(of: UInt8(ascii: "\n")) ?? view.endIndex
+            out.writeString("data: ")
+            var line = view[start..<end]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            out.writeBytes(line)
+            out.writeString("\n")
+            if end == view.endIndex { break }
+            start = end + 1
+        }
+        out.writeString("\n")
+        return out
+    }
+}
