@@ -173,6 +173,75 @@ def test_a_websocket_upgrade_still_works(bridge):
         assert frame[0] == 0x81, frame
 
 
+@pytest.fixture(scope="module")
+def paired_bridge():
+    """serve with its defaults (--auth token): the pairing, account and protected routes are all there."""
+    serve = Serve("--log-level", "error", prefix="oa-http-edges-auth-")
+    yield serve
+    serve.stop()
+
+
+#: Every route of the bridge's HTTP router with the methods it takes (issue 26.7): a method none of a path's routes
+#: takes gets 405 with Allow (HEAD wherever GET is), not 404. Other engineers may add methods to a path; the test then
+#: still holds as long as these are among them.
+ROUTES = {
+    "/api/health": {"GET"},
+    "/api/status": {"GET"},
+    "/api/me": {"GET"},
+    "/api/logout": {"POST"},
+    "/api/auth/exchange": {"POST"},
+    "/api/auth/refresh": {"POST"},
+    "/pair": {"GET"},
+    "/api/pair/info": {"GET"},
+    "/api/pair/qr": {"GET"},
+    "/api/pair/refresh": {"POST"},
+    "/api/pair/devices": {"GET"},
+    "/api/pair/approve": {"POST"},
+    "/api/pair/deny": {"POST"},
+    "/api/pair/revoke": {"POST"},
+    "/metrics": {"GET"},
+    "/app": {"GET"},
+    "/app/index.html": {"GET"},
+}
+
+
+def allow_of(received: bytes) -> set[str]:
+    return {method.strip() for method in (header(received, "Allow") or "").split(",") if method.strip()}
+
+
+@pytest.mark.parametrize("path", sorted(ROUTES))
+def test_an_unrouted_method_gets_405_with_allow(paired_bridge, path):
+    methods = ROUTES[path]
+    wrong = next(m for m in ("PUT", "PATCH", "DELETE", "POST", "GET") if m not in methods)
+    received, closed, first = exchange(paired_bridge.port, f"{wrong} {path} HTTP/1.1\r\n".encode() + H
+                                       + b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+    assert statuses(received) == [405], f"{wrong} {path}: {received[:300]!r}"
+    assert first < AT_ONCE
+    allow = allow_of(received)
+    assert methods <= allow and wrong not in allow, f"{wrong} {path}: Allow {allow}"
+    assert ("HEAD" in allow) == ("GET" in allow), allow
+    assert json.loads(received.partition(b"\r\n\r\n")[2])["error"] == "method_not_allowed"
+    # Every method Allow names is taken (answered, whatever the answer, but never 405 or 404 for the method).
+    for method in sorted(allow):
+        body = b"{}" if method == "POST" else b""
+        answer, _, _ = exchange(paired_bridge.port, f"{method} {path} HTTP/1.1\r\n".encode() + H
+                                + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+        assert statuses(answer)[:1] and statuses(answer)[0] not in (404, 405), f"{method} {path}: {answer[:200]!r}"
+
+
+def test_unknown_paths_and_a_routes_own_404_stay_404(paired_bridge):
+    for request in (b"DELETE /api/nothing-here HTTP/1.1\r\n", b"GET /nothing HTTP/1.1\r\n",
+                    b"GET /app/no-such-file.js HTTP/1.1\r\n"):
+        received, _, _ = exchange(paired_bridge.port, request + H + b"Connection: close\r\n\r\n")
+        assert statuses(received) == [404], f"{request!r}: {received[:200]!r}"
+        assert header(received, "Allow") is None
+
+
+def test_a_spelling_of_a_routed_path_gets_its_405(paired_bridge):
+    received, _, _ = exchange(paired_bridge.port, b"DELETE //api/./health HTTP/1.1\r\n" + H + b"Connection: close\r\n\r\n")
+    assert statuses(received) == [405] and allow_of(received) == {"GET", "HEAD"}, received[:300]
+
+
 def slow_body_connection(port: int, source: str) -> socket.socket | None:
     """A request answered at once (404 to POST /api/health) whose body then comes a byte at a time."""
     try:

@@ -59,8 +59,9 @@ struct BridgeHTTPRouter {
         self.protectedAPI = protectedAPI
     }
 
-    /// The responder to serve: the router behind path normalisation.
+    /// The responder to serve: the router behind path normalisation, with `405` and `Allow` for a routed path's other
+    /// methods (``AllowedMethods``).
     func responder() -> PathNormalizingResponder<RouterResponder<BridgeRequestContext>> {
-        PathNormalizingResponder(inner: router.buildResponder())
+        PathNormalizingResponder(inner: router.buildResponder(), allowed: AllowedMethods(routes: router.routes))
     }
 }

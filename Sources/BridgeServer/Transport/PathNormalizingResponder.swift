@@ -4,18 +4,25 @@ import Hummingbird
 /// (`/%61pi` → `/api`), then empty and `.` segments dropped and `..` segments resolved (`//api/./x/../status` →
 /// `/api/status`). The router, its groups and their middleware (authentication) then all see the one path that
 /// decides which route answers, so no spelling of a protected path reaches its handler without the route's checks.
-struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder {
+///
+/// With ``allowed``, a `404` for a path the router knows under other methods becomes `405` with `Allow`.
+struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context: RequestContext {
     typealias Context = Inner.Context
 
     let inner: Inner
+    /// The methods of each routed path, for `405` (``AllowedMethods``); `nil`: the inner responder's answers as they are.
+    var allowed: AllowedMethods<Context>? = nil
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        guard let target = request.head.path, let normalized = Self.normalize(target), normalized != target else {
-            return try await inner.respond(to: request, context: context)
+        var request = request
+        if let target = request.head.path, let normalized = Self.normalize(target), normalized != target {
+            var head = request.head
+            head.path = normalized
+            request = Request(head: head, body: request.body)
         }
-        var head = request.head
-        head.path = normalized
-        return try await inner.respond(to: Request(head: head, body: request.body), context: context)
+        let response = try await inner.respond(to: request, context: context)
+        guard response.status == .notFound, let allowed else { return response }
+        return await allowed.refusal(for: request, context: context) ?? response
     }
 
     /// `target` (a path with an optional query) with its path normalised; the query is kept as it is. `nil` for a
