@@ -17,27 +17,27 @@ struct ConnectionLimitsTests {
     @Test("per-address cap on connections waiting for an answer, a total cap on all, places given back")
     func admission() throws {
         let admission = ConnectionAdmission(maxAccepted: 5, maxPendingPerAddress: 2)
-        #expect(admission.admit("10.0.0.1") == nil)
-        #expect(admission.admit("10.0.0.1") == nil)
-        let perAddress = try #require(admission.admit("10.0.0.1"))
+        #expect(admission.admit("10.0.0.1").refusal == nil)
+        #expect(admission.admit("10.0.0.1").refusal == nil)
+        let perAddress = try #require(admission.admit("10.0.0.1").refusal)
         #expect(perAddress.status == .serviceUnavailable && perAddress.code == "too_many_pending_connections")
         // Another address is not affected by the first one's waiting connections.
-        #expect(admission.admit("10.0.0.2") == nil)
+        #expect(admission.admit("10.0.0.2").refusal == nil)
         // An answer frees the waiting place, not the connection's place in the total.
         admission.answered("10.0.0.1")
         #expect(admission.counts(for: "10.0.0.1") == (accepted: 3, pending: 1))
-        #expect(admission.admit("10.0.0.1") == nil)
-        #expect(admission.admit("10.0.0.3") == nil)
-        let full = try #require(admission.admit("10.0.0.4"))
+        #expect(admission.admit("10.0.0.1").refusal == nil)
+        #expect(admission.admit("10.0.0.3").refusal == nil)
+        let full = try #require(admission.admit("10.0.0.4").refusal)
         #expect(full.code == "server_busy" && full.headers[.retryAfter] == "5")
         admission.closed()
-        #expect(admission.admit("10.0.0.4") == nil)
+        #expect(admission.admit("10.0.0.4").refusal == nil)
     }
 
     @Test("no complete request within the timeout: closed at the deadline, not before (injected clock)")
     func headTimeout() async throws {
         let admission = ConnectionAdmission(maxAccepted: 10, maxPendingPerAddress: 10)
-        #expect(admission.admit("10.0.0.1") == nil)
+        #expect(admission.admit("10.0.0.1").refusal == nil)
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(
             ConnectionGuard(admission: admission, address: "10.0.0.1", timeout: .seconds(10), logger: Self.logger))
@@ -58,7 +58,7 @@ struct ConnectionLimitsTests {
     @Test("the upgrade to a WebSocket ends the bound and gives the address's place back; the connection lives on")
     func upgradedInTime() async throws {
         let admission = ConnectionAdmission(maxAccepted: 10, maxPendingPerAddress: 10)
-        #expect(admission.admit("10.0.0.1") == nil)
+        #expect(admission.admit("10.0.0.1").refusal == nil)
         let channel = EmbeddedChannel()
         let connectionGuard = ConnectionGuard(admission: admission, address: "10.0.0.1", timeout: .seconds(10), logger: Self.logger)
         try channel.pipeline.syncOperations.addHandler(connectionGuard)
@@ -75,14 +75,17 @@ struct ConnectionLimitsTests {
         #expect(channel.isActive)
     }
 
-    @Test("a refused connection gets a 503 with a JSON body and is closed")
+    @Test("a refused connection gets a 503 with a JSON body when it speaks, and is closed")
     func refusalAnswer() async throws {
         let admission = ConnectionAdmission(maxAccepted: 10, maxPendingPerAddress: 1)
         _ = admission.admit("10.0.0.1")
-        let refusal = try #require(admission.admit("10.0.0.1"))
+        let refusal = try #require(admission.admit("10.0.0.1").refusal)
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
         try await channel.connect(to: SocketAddress(ipAddress: "10.0.0.1", port: 40000)).get()
+        // Nothing before the client speaks: behind TLS, its first plaintext is its request after the handshake.
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+        try channel.writeInbound(ByteBuffer(string: "GET / HTTP/1.1\r\n"))
         let written = try #require(try channel.readOutbound(as: ByteBuffer.self))
         let text = String(buffer: written)
         #expect(text.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"))
@@ -125,6 +128,55 @@ struct ConnectionLimitsTests {
         #expect(head.headerFields[.contentLength] == "\(body.readableBytes)")
         #expect(try channel.readOutbound(as: HTTPResponsePart.self) == .end(nil))
         _ = try channel.finish()
+    }
+
+    @Test("a refused connection that says nothing is closed at the deadline without an answer (injected clock)")
+    func refusalOfASilentPeer() async throws {
+        let refusal = ConnectionAdmission(maxAccepted: 1, maxPendingPerAddress: 1).busy
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
+        try await channel.connect(to: SocketAddress(ipAddress: "10.0.0.1", port: 40000)).get()
+        channel.embeddedEventLoop.advanceTime(by: ConnectionRefusalHandler.deadline - .milliseconds(1))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
+    }
+
+    @Test("connections that are not WebSockets hold at most their pool; an address under its share gets a reserve place")
+    func reserve() throws {
+        let admission = ConnectionAdmission(maxAccepted: 20, maxPendingPerAddress: 3, maxPending: 4, reserve: 2)
+        // Two flooding addresses take the whole pool, each within its own cap.
+        for address in ["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2"] {
+            #expect(admission.admit(address).isProbation == false)
+        }
+        // The pool is full: a flooding address is refused although under its own cap and the total.
+        #expect(admission.admit("10.0.0.1").refusal?.code == "server_busy")
+        // A new address is under its share: on probation (its first request must be an upgrade), twice at most.
+        #expect(admission.admit("10.0.0.3").isProbation)
+        #expect(admission.admit("10.0.0.3").isProbation)
+        #expect(admission.admit("10.0.0.3").refusal?.code == "server_busy")
+        #expect(admission.onProbation == 2)
+        // The reserve is full: the next new address is refused too.
+        #expect(admission.admit("10.0.0.4").refusal?.code == "server_busy")
+        // One on probation became a WebSocket: its reserve place is free again, the pool still full.
+        admission.answered("10.0.0.3", probation: true)
+        #expect(admission.onProbation == 1)
+        #expect(admission.admit("10.0.0.4").isProbation)
+        // A flooding connection closed: its pool place goes to the next comer, not on probation.
+        admission.abandoned("10.0.0.2")
+        admission.closed()
+        #expect(admission.admit("10.0.0.5").isProbation == false)
+        #expect(admission.counts(for: "10.0.0.5").pending == 1)
+    }
+
+    @Test("the reserve is within the total: with every place taken, nobody is let in on probation")
+    func reserveWithinTheTotal() {
+        let admission = ConnectionAdmission(maxAccepted: 3, maxPendingPerAddress: 3, maxPending: 2, reserve: 5)
+        #expect(admission.admit("10.0.0.1").refusal == nil)
+        #expect(admission.admit("10.0.0.1").refusal == nil)
+        #expect(admission.admit("10.0.0.2").isProbation)
+        #expect(admission.admit("10.0.0.3").refusal?.code == "server_busy")
     }
 
     @Test("paths are normalised before routing: empty, dot and dot-dot segments, escaped unreserved characters")

@@ -37,7 +37,7 @@ struct RetentionTablesTests {
         let admission = ConnectionAdmission(maxAccepted: 20_000, maxPendingPerAddress: 4)
         for index in 0..<10_000 {
             let address = "10.\(index / 65_536).\(index / 256 % 256).\(index % 256)"
-            #expect(admission.admit(address) == nil)
+            #expect(admission.admit(address).refusal == nil)
             if index % 2 == 0 { admission.answered(address) } else { admission.abandoned(address) }
             admission.closed()
         }

@@ -30,7 +30,8 @@ struct BridgeChildChannel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let address = channel.remoteAddress?.ipAddress.map(NetworkPolicy.host(fromRemoteAddress:)) ?? "unknown"
-        if let refusal = admission.admit(address) {
+        let decision = admission.admit(address)
+        if let refusal = decision.refusal {
             // Debug: a flood would otherwise write a line per refused connection.
             logger.debug("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
             return channel.eventLoop.makeCompletedFuture {
@@ -54,7 +55,8 @@ struct BridgeChildChannel: ServerChildChannel {
             // Transport security (issue 11) is added here, before everything else: `addHandler(…, position: .first)`
             // after the handlers below, or in this order before them.
             try operations.addHandler(ConnectionGuard(
-                admission: admission, address: address, timeout: TimeAmount(requestHeadTimeout), logger: logger))
+                admission: admission, address: address, timeout: TimeAmount(requestHeadTimeout), logger: logger,
+                probation: decision.isProbation))
             try operations.addHandler(FlushCoalescer())
         } catch {
             return channel.eventLoop.makeFailedFuture(error)

@@ -1,3 +1,4 @@
+import BridgeHTTP
 import Logging
 import NIOCore
 
@@ -11,6 +12,10 @@ import NIOCore
 /// between requests, Hummingbird's idle timeout (``BridgeServerConfiguration/httpIdleTimeout``) applies. When the
 /// connection becomes a WebSocket (``upgraded()``) it stops, and gives back the connection's "not a WebSocket" place in
 /// ``ConnectionAdmission``; otherwise that place is given back when the connection closes.
+///
+/// A connection admitted on probation (on a reserve place, ``ConnectionAdmission/Decision/probation``) has
+/// ``probationTimeout`` (or the request bound, when shorter) to become a WebSocket, and its first request must be an
+/// upgrade: ``HTTPEdgeHandler`` answers anything else with ``probationRefusal`` (`503 server_busy`).
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = Any
     typealias InboundOut = Any
@@ -26,10 +31,15 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case webSocket
     }
 
+    /// How long a connection on probation has to become a WebSocket (TLS handshake and upgrade request included).
+    static let probationTimeout: TimeAmount = .seconds(5)
+
     private let admission: ConnectionAdmission
     private let address: String
     private let timeout: TimeAmount
     private let logger: Logger
+    /// The connection holds a reserve place (see the type's documentation).
+    let probation: Bool
     private var timer: Scheduled<Void>?
     private var phase = Phase.request
     /// The next bytes read start a request line (see ``servingMinorVersionsAsHTTP11(_:)``).
@@ -37,11 +47,20 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// The admission's place was given back.
     private var released = false
 
-    init(admission: ConnectionAdmission, address: String, timeout: TimeAmount, logger: Logger) {
+    /// A guard for a connection from `address` that `admission` let in (on a reserve place when `probation`), each
+    /// request bounded by `timeout`.
+    init(admission: ConnectionAdmission, address: String, timeout: TimeAmount, logger: Logger, probation: Bool = false) {
         self.admission = admission
         self.address = address
-        self.timeout = timeout
+        self.timeout = probation ? min(timeout, Self.probationTimeout) : timeout
         self.logger = logger
+        self.probation = probation
+    }
+
+    /// The answer to a request other than a WebSocket upgrade on a connection on probation; `nil` when the connection
+    /// holds an ordinary place.
+    var probationRefusal: JSONErrorResponse? {
+        probation && phase != .webSocket ? admission.busy : nil
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -89,9 +108,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         bytes.setInteger(UInt8(ascii: "1"), at: lineEnd - 1)
     }
 
-    /// The request in progress has fully arrived (head and body): its bound ends.
+    /// The request in progress has fully arrived (head and body): its bound ends (on probation, only the upgrade ends
+    /// it: the upgrade check must be done within the bound too).
     func requestEnded() {
-        guard phase == .request else { return }
+        guard phase == .request, !probation else { return }
         phase = .idle
         atRequestLine = true
         timer?.cancel()
@@ -128,6 +148,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func release(answered: Bool) {
         guard !released else { return }
         released = true
-        if answered { admission.answered(address) } else { admission.abandoned(address) }
+        if answered {
+            admission.answered(address, probation: probation)
+        } else {
+            admission.abandoned(address, probation: probation)
+        }
     }
 }

@@ -17,7 +17,9 @@ import NIOHTTP1
 ///   with `Sec-WebSocket-Version: 13` (RFC 6455 §4.2.2);
 /// - `HEAD` is answered as `GET` without the body; HTTP/1.0 closes after its answer unless it asked for keep-alive
 ///   (and always with `Transfer-Encoding`, RFC 9112 §6.1); `Expect: 100-continue` gets `100 Continue` before the body is
-///   read, any other expectation `417`.
+///   read, any other expectation `417`;
+/// - on a connection admitted on probation (``ConnectionGuard/probationRefusal``), a request other than a WebSocket
+///   upgrade: `503 server_busy` and a close.
 ///
 /// It also tells ``ConnectionGuard`` when a request has fully arrived (its time bound covers the head and the body),
 /// and is removed when the connection becomes a WebSocket.
@@ -62,6 +64,15 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if let refusal = refusal(for: head) {
                 dropping = true
                 return answer(context, refusal.status, headers: refusal.headers)
+            }
+            if let busy = connectionGuard?.probationRefusal, !Self.isWebSocketUpgrade(head) {
+                // A connection on a reserve place that does not ask for a WebSocket (ConnectionAdmission).
+                dropping = true
+                var headers = HTTPHeaders()
+                for field in busy.headers { headers.add(name: field.name.rawName, value: field.value) }
+                headers.add(name: "content-type", value: "application/json")
+                headers.add(name: "cache-control", value: "no-store")
+                return answer(context, HTTPResponseStatus(statusCode: busy.status.code), headers: headers, body: busy.bodyText)
             }
             adjust(&head, context)
             context.fireChannelRead(wrapInboundOut(.head(head)))
@@ -141,7 +152,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if let expect = head.headers.first(name: "expect"), expect.lowercased() != "100-continue" {
             return (.expectationFailed, [:])
         }
-        if head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") }) {
+        if Self.isWebSocketUpgrade(head) {
             let keys = head.headers["sec-websocket-key"]
             guard keys.count == 1, let key = keys.first, Self.isWebSocketKey(key) else { return (.badRequest, [:]) }
             if head.headers["sec-websocket-version"] != ["13"] {
@@ -179,13 +190,23 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes `status` with an empty body and `Connection: close`, then closes.
-    private func answer(_ context: ChannelHandlerContext, _ status: HTTPResponseStatus, headers extra: HTTPHeaders = [:]) {
+    /// Whether `head` asks for a WebSocket (an `Upgrade` naming `websocket`).
+    static func isWebSocketUpgrade(_ head: HTTPRequestHead) -> Bool {
+        head.headers["upgrade"].contains(where: { $0.lowercased().contains("websocket") })
+    }
+
+    /// Writes `status` with `body` (empty by default) and `Connection: close`, then closes.
+    private func answer(
+        _ context: ChannelHandlerContext, _ status: HTTPResponseStatus, headers extra: HTTPHeaders = [:], body: String = ""
+    ) {
         guard !closing else { return }
         var headers = extra
         headers.add(name: "connection", value: "close")
-        headers.add(name: "content-length", value: "0")
+        headers.add(name: "content-length", value: "\(body.utf8.count)")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        if !body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        }
         responded = true
         closing = true
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
