@@ -62,6 +62,10 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         /// Requests whose answer goes into a POST's body.
         var waiters: [JSONRPCID: EventLoopPromise<ByteBuffer?>] = [:]
         var nextReader: UInt64 = 1
+        /// Readers attached now.
+        var readers = 0
+        /// When the client last did something (a request, a reader leaving).
+        var lastActivity = NIODeadline.now()
         var ended = false
         var endNote: String?
     }
@@ -96,8 +100,11 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
     /// Sends a client message to the hub. A request naming a session is remembered so its answer is routed;
     /// `scoped` when it came with `Acp-Session-Id`.
     func receive(_ text: String, message: JSONRPCMessage, scoped: Bool) async {
-        if case .request(let request) = message, let session = StreamableHTTPConnection.sessionID(in: request.params) {
-            state.withLock { $0.routes[request.id] = Route(session: session, scoped: scoped) }
+        state.withLock { state in
+            state.lastActivity = .now()
+            if case .request(let request) = message, let session = StreamableHTTPConnection.sessionID(in: request.params) {
+                state.routes[request.id] = Route(session: session, scoped: scoped)
+            }
         }
         await hub.receive(text, from: hubID)
     }
@@ -133,6 +140,7 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
             let token = state.nextReader
             state.nextReader += 1
             var log = state.streams[key] ?? StreamableHTTPStreamLog()
+            if log.reader == nil { state.readers += 1 }
             let previous = log.wake
             log.wake = nil
             let resumed = log.attach(token, lastEventID: lastEventID)
@@ -145,7 +153,28 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     /// The reader `token` of `key` is gone.
     func close(_ key: StreamKey, reader token: UInt64) {
-        state.withLock { state in state.streams[key]?.detach(token) }
+        state.withLock { state in
+            guard state.streams[key]?.reader == token else { return }
+            state.streams[key]?.detach(token)
+            state.readers -= 1
+            state.lastActivity = .now()
+        }
+    }
+
+    /// Ends the connection at every `interval` check that finds it without a reader and without a request for
+    /// `timeout` (a client that went away without `DELETE`); checks run on the connection's event loop.
+    func watchIdle(timeout: TimeAmount, interval: TimeAmount) {
+        eventLoop.scheduleTask(in: interval) { [self] in
+            let idle = state.withLock { state -> Bool? in
+                if state.ended { return nil }
+                return state.readers == 0 && NIODeadline.now() - state.lastActivity >= timeout
+            }
+            switch idle {
+            case nil: return
+            case true?: end(note: "closed: no stream and no request for \(timeout.nanoseconds / 1_000_000_000) s")
+            case false?: watchIdle(timeout: timeout, interval: interval)
+            }
+        }
     }
 
     /// What the reader `token` of `key` writes next; waits up to `keepalive` for it.

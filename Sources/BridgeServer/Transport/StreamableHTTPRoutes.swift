@@ -39,6 +39,8 @@ struct StreamableHTTPRoutes {
     static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
     /// How often an idle stream gets a comment (proxies close quiet connections).
     static let keepalive = TimeAmount.seconds(15)
+    /// A connection with no stream open and no request for this long ends (its client went away without `DELETE`).
+    static let idleTimeout = TimeAmount.seconds(300)
 
     let hub: BridgeHub
     let access: Access
@@ -123,6 +125,7 @@ struct StreamableHTTPRoutes {
             eventLoop: MultiThreadedEventLoopGroup.singleton.any(), logger: logger,
             onEnd: { id in if registry.remove(id) { slots.close() } })
         registry.add(connection)
+        connection.watchIdle(timeout: Self.idleTimeout, interval: .seconds(30))
         frames.attach(connection, onClose: { kind, reason in connection.hubClosed(kind, reason) })
         if let expiresAt = device?.accessTokenExpiresAt { hub.tokenExpiresAt(expiresAt) }
         guard let answer = await connection.initialize(text, id: id) else {
