@@ -99,17 +99,25 @@ public final class BridgeAgentClient: Sendable {
     }
 
     /// Sends a prompt and streams the updates to `onUpdate` until the turn ends; returns the stop reason.
+    ///
+    /// `idempotencyKey` goes in `_meta.oa.idempotencyKey`: a bridge that has seen the key never runs the prompt again
+    /// and answers with the first one's outcome, so a prompt whose answer was lost with the link can be sent again.
     public func prompt(
-        sessionID: String, text: String,
+        sessionID: String, text: String, idempotencyKey: String? = nil,
         seen: SequenceTracker = SequenceTracker(),
         onUpdate: @escaping @Sendable (Update) async -> Void,
         onPermission: @escaping PermissionHandler
     ) async throws -> String {
         let connection = self.connection
-        return try await turn(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
+        var params: JSONValue = ["sessionId": .string(sessionID), "prompt": [["type": "text", "text": .string(text)]]]
+        if let idempotencyKey, case .object(var members) = params {
+            members["_meta"] = ["oa": ["idempotencyKey": .string(idempotencyKey)]]
+            params = .object(members)
+        }
+        return try await turn(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) { [params] in
             let result = try await connection.request(
                 "session/prompt",
-                params: ["sessionId": .string(sessionID), "prompt": [["type": "text", "text": .string(text)]]],
+                params: params,
                 timeout: .seconds(3_600))
             return result["stopReason"]?.stringValue ?? "unknown"
         }

@@ -1,4 +1,5 @@
 import BridgeRPC
+import Foundation
 import Logging
 import Synchronization
 
@@ -24,6 +25,10 @@ public final class BridgeClientSession: Sendable {
     private let logger: Logger
     /// Each session's directory, to open a new one in the same place when the bridge forgot it.
     private let directories = Mutex<[String: String]>([:])
+    /// Sessions replaced by a new one (read-only after a restart), old id to new.
+    private let replacements = Mutex<[String: String]>([:])
+    /// Each session's sequence tracker.
+    private let trackers = Mutex<[String: SequenceTracker]>([:])
 
     private init(first: BridgeConnection, candidates: [BridgeEndpoint], options: BridgeSessionOptions,
                  token: @escaping @Sendable () async throws -> String?, logger: Logger) {
@@ -65,6 +70,9 @@ public final class BridgeClientSession: Sendable {
     public func newSession(cwd: String) async throws -> String {
         let id = try await client.newSession(cwd: cwd)
         directories.withLock { $0[id] = cwd }
+        // A new session counts its updates from 1, even under the id of one it replaces (an agent that restarted
+        // numbers its sessions again).
+        trackers.withLock { $0[id] = SequenceTracker() }
         return id
     }
 
@@ -84,14 +92,64 @@ public final class BridgeClientSession: Sendable {
         onPermission: @escaping BridgeAgentClient.PermissionHandler,
         onReconnect: @escaping @Sendable (BridgeReconnectEvent) -> Void = { _ in }
     ) async throws -> String? {
-        let seen = SequenceTracker()
+        // The session's tracker, kept across prompts: a resume asks for what came after the last update shown, never
+        // for the session's whole history again.
+        let seen = tracker(for: sessionID)
+        let before = seen.last
         let deliver: @Sendable (BridgeAgentClient.Update) async -> Void = { update in await onUpdate(update, seen.last) }
-        do {
-            return try await client.prompt(sessionID: sessionID, text: text, seen: seen, onUpdate: deliver, onPermission: onPermission)
-        } catch BridgeClientError.connectionClosed(let reason) {
-            return try await recover(sessionID: sessionID, seen: seen, reason: reason, onUpdate: deliver,
-                                     onPermission: onPermission, onReconnect: onReconnect)
+        // One key per typed prompt, the same on every retry: a bridge that got it once never runs it twice.
+        let key = BridgeClientSession.newIdempotencyKey()
+        let send: @Sendable (BridgeAgentClient) async throws -> String = { client in
+            try await client.prompt(sessionID: sessionID, text: text, idempotencyKey: key, seen: seen, onUpdate: deliver, onPermission: onPermission)
         }
+        do {
+            do {
+                return try await send(client)
+            } catch BridgeClientError.connectionClosed(let reason) {
+                return try await recover(sessionID: sessionID, seen: seen, before: before, reason: reason, onUpdate: deliver,
+                                         onPermission: onPermission, onReconnect: onReconnect, resend: send)
+            }
+        } catch BridgeClientError.rpc(let error) where error.code == BridgeClientSession.readOnlySessionCode && seen.last == before {
+            // The bridge restarted and its agent cannot load the session: it is read-only, and refused this prompt
+            // before recording it. The prompt goes to a new session in the same directory, once; the caller hears of
+            // it, and ``currentSessionID(_:)`` names the new session from now on.
+            let cwd = directories.withLock { $0[sessionID] } ?? first.workingDirectory ?? "."
+            let replacement = try await newSession(cwd: cwd)
+            replacements.withLock { $0[sessionID] = replacement }
+            onReconnect(.replaced(old: sessionID, new: replacement, reason: "\(TerminalText.escapedLine(error.message)) (\(error.code))"))
+            return try await prompt(sessionID: replacement, text: text, onUpdate: onUpdate, onPermission: onPermission, onReconnect: onReconnect)
+        }
+    }
+
+    /// The session that goes on for `sessionID`: itself, or the one that replaced it when it turned read-only.
+    public func currentSessionID(_ sessionID: String) -> String {
+        replacements.withLock { replacements in
+            var id = sessionID
+            var hops = 0
+            while let next = replacements[id], hops < 64 {
+                id = next
+                hops += 1
+            }
+            return id
+        }
+    }
+
+    /// The bridge's error for a prompt to a restored session its agent could not load (read-only).
+    static let readOnlySessionCode = -32011
+
+    /// The highest update sequence number shown of `sessionID`.
+    private func tracker(for sessionID: String) -> SequenceTracker {
+        trackers.withLock { trackers in
+            if let tracker = trackers[sessionID] { return tracker }
+            let tracker = SequenceTracker()
+            trackers[sessionID] = tracker
+            return tracker
+        }
+    }
+
+    /// A fresh `_meta.oa.idempotencyKey` (the agreed 1–128 characters).
+    static func newIdempotencyKey() -> String {
+        "connect-\(UUID().uuidString.lowercased())"
     }
 
     /// Closes the live connection.
@@ -102,10 +160,11 @@ public final class BridgeClientSession: Sendable {
     /// Reconnects with backoff and resumes until the prompt's end is known. Only a lost link or an absent bridge is
     /// retried; an answer from the bridge (an error, a refused token) ends the recovery at once.
     private func recover(
-        sessionID: String, seen: SequenceTracker, reason: String,
+        sessionID: String, seen: SequenceTracker, before: Int, reason: String,
         onUpdate: @escaping @Sendable (BridgeAgentClient.Update) async -> Void,
         onPermission: @escaping BridgeAgentClient.PermissionHandler,
-        onReconnect: @Sendable (BridgeReconnectEvent) -> Void
+        onReconnect: @Sendable (BridgeReconnectEvent) -> Void,
+        resend: @Sendable (BridgeAgentClient) async throws -> String
     ) async throws -> String? {
         var lastReason = TerminalText.escapedLine(reason)
         var attempt = 0
@@ -129,9 +188,21 @@ public final class BridgeClientSession: Sendable {
             stale.connection.close()
             onReconnect(.resuming(afterUpdate: seen.last))
             do {
-                return try await fresh.resume(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission)
+                if let stopReason = try await fresh.resume(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
+                    return stopReason
+                }
+                // Neither running nor finished: the prompt never reached the bridge (typed while the link was dead, or
+                // lost with it). Sent now, with the same key.
+                onReconnect(.resending)
+                return try await resend(fresh)
             } catch BridgeClientError.rpc(let error) where BridgeClientSession.isSessionGone(error) {
-                return try await reattachOrReplace(sessionID, on: fresh, why: error, onReconnect: onReconnect)
+                try await reattachOrReplace(sessionID, on: fresh, why: error, onReconnect: onReconnect)
+                // Attached again (the bridge kept the session through a restart). A prompt the bridge had recorded
+                // (its record, an update, came back) ran, perhaps partly, before the restart: not sent again. One it
+                // never recorded goes now, with its key.
+                guard seen.last == before else { return nil }
+                onReconnect(.resending)
+                return try await resend(fresh)
             } catch let error as BridgeClientError where error.isTransient {
                 lastReason = error.summary
             }
@@ -151,13 +222,13 @@ public final class BridgeClientSession: Sendable {
     /// in its directory and throw ``BridgeClientError/sessionReplaced(old:new:reason:)``.
     private func reattachOrReplace(
         _ sessionID: String, on fresh: BridgeAgentClient, why: JSONRPCError, onReconnect: @Sendable (BridgeReconnectEvent) -> Void
-    ) async throws -> String? {
+    ) async throws {
         let cwd = directories.withLock { $0[sessionID] } ?? first.workingDirectory ?? "."
         do {
             try await fresh.loadSession(sessionID, cwd: cwd)
             logger.notice("the bridge had forgotten the session; session/load attached to it again", metadata: ["session": "\(sessionID)"])
             onReconnect(.reloaded(sessionID: sessionID))
-            return nil
+            return
         } catch BridgeClientError.rpc(let loadError) {
             logger.info("session/load failed; opening a new session", metadata: ["code": "\(loadError.code)"])
         }

@@ -6,7 +6,8 @@ import Synchronization
 
 /// A JSON-RPC 2.0 connection to a bridge over one WebSocket: requests with awaited answers,
 /// notifications, and a stream of what the bridge sends on its own (`session/update`
-/// notifications and agent requests such as `session/request_permission`).
+/// notifications and agent requests such as `session/request_permission`, and answers to requests
+/// that were not sent with ``request(_:params:timeout:)``, in order with the rest).
 public final class BridgeRPCClient: Sendable {
     /// What the bridge sent that is not an answer to one of our requests.
     public let incoming: AsyncStream<JSONRPCMessage>
@@ -246,10 +247,14 @@ private final class Core: Sendable {
         for element in elements {
             switch element {
             case .message(.response(let response)):
-                let continuation = state.withLock { $0.pending.removeValue(forKey: response.id) }
+                guard let continuation = state.withLock({ $0.pending.removeValue(forKey: response.id) }) else {
+                    // Not one of ours: an answer to a request sent with `send(raw:)` (a relay's), for its reader.
+                    incoming.yield(.response(response))
+                    continue
+                }
                 switch response.outcome {
-                case .success(let value): continuation?.resume(returning: value)
-                case .failure(let error): continuation?.resume(throwing: BridgeClientError.rpc(error))
+                case .success(let value): continuation.resume(returning: value)
+                case .failure(let error): continuation.resume(throwing: BridgeClientError.rpc(error))
                 }
             case .message(let message):
                 incoming.yield(message)

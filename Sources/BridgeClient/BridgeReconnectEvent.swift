@@ -8,4 +8,10 @@ public enum BridgeReconnectEvent: Sendable, Equatable {
     /// The bridge had forgotten the session, and `session/load` attached to it again (the agent replayed it); whether
     /// the prompt that was running finished is not known.
     case reloaded(sessionID: String)
+    /// The prompt had not reached the bridge (or the bridge kept the session through a restart): it is sent again on
+    /// the new connection with the same `_meta.oa.idempotencyKey`, so the bridge runs it once.
+    case resending
+    /// The session turned read-only (the bridge restarted and its agent cannot load it): the prompt was sent to a new
+    /// session `new` in the same directory instead; `reason` is the bridge's.
+    case replaced(old: String, new: String, reason: String)
 }

@@ -37,6 +37,13 @@ struct ConnectCommand: AsyncParsableCommand {
           oa-bridge connect Desk --prompt 'hello'
           oa-bridge connect 192.168.1.20:9099
           oa-bridge connect Desk --tailscale desk.tail1234.ts.net --prompt 'status?'
+          oa-bridge connect --stdio Desk        (an editor's agent command: ACP on stdin/stdout)
+
+        --stdio makes this an ACP agent for an editor (Zed, JetBrains, Toad): it speaks ACP on \
+        stdin and stdout, relays every message to the bridge's /acp endpoint and back as it is \
+        (the editor's initialize too), and mends a dropped link without the editor noticing \
+        (reconnect, resume the editor's sessions, no update twice). Only ACP goes to stdout; \
+        what it reports goes to stderr.
         """
     )
 
@@ -63,6 +70,9 @@ struct ConnectCommand: AsyncParsableCommand {
 
     @Option(help: "The directory on the desktop to open the session in. Default: the bridge's working directory.")
     var cwd: String?
+
+    @Flag(help: "Be an ACP agent on stdin/stdout for an editor: relay ACP to the bridge's /acp and back, reconnecting and resuming on a lost link.")
+    var stdio = false
 
     @Flag(help: "Approve the agent's permission requests (default: reject them).")
     var yes = false
@@ -158,18 +168,38 @@ struct ConnectCommand: AsyncParsableCommand {
             }
         }
         let candidates = await finder.collect(backend: try backend.make(logger: logger))
-        guard !candidates.isEmpty else {
-            throw ValidationError("""
+        let nothingFound = """
             no bridge found\(target.map { " matching '\($0)'" } ?? "") over mDNS within \(browseTime) s, and no address to try.
             Give an address ('oa-bridge connect HOST:9099') or a Tailscale name (--tailscale NAME); 'oa-bridge discover' shows what is visible.
-            """)
-        }
+            """
+        // An editor's agent answers initialize even then: the editor shows why.
+        guard !candidates.isEmpty || stdio else { throw ValidationError(nothingFound) }
         // The pin from --pin, else the QR code's, else the one kept with the tokens or the saved bridge's: with one,
         // only wss:// to that key.
         let stored = try await vault.pin
         let pin = try (pin ?? payload?.pin ?? (pairedWithKnown ? known?.pin : nil)).map { try CertificatePin(parsing: $0) } ?? stored
         let options = BridgeSessionOptions(
             pingInterval: .seconds(keepalive), reconnectPolicy: ReconnectPolicy(maximumDelay: .seconds(10), maximumAttempts: max(0, retries)), pin: pin)
+        if stdio {
+            let remember: @Sendable (BridgeEndpoint, CertificatePin?) async -> Void = { [tailscale, known] relayed, presented in
+                var endpoint = relayed
+                endpoint.path = "/"  // kept as 'connect' keeps it; the relay adds /acp
+                let name = payload?.name ?? known?.name ?? (targetIsAddress ? nil : target) ?? endpoint.host
+                do {
+                    try saved.remember(
+                        name: name, pin: pin ?? presented, address: endpoint.source == .tailscale ? nil : endpoint.url,
+                        tailscale: tailscale + (payload?.fallbacks ?? []),
+                        credentials: await vault.current == nil ? nil : ConnectCommand.name(of: credentialsFile, in: saved.directory))
+                } catch {
+                    logger.warning("could not save the bridge in \(saved.directory.path)", metadata: ["error": "\(error)"])
+                }
+            }
+            await ConnectStdio(
+                candidates: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault),
+                nothingFound: nothingFound, logger: logger, remember: remember
+            ).run()
+            return
+        }
         let session = try await BridgeClientSession.connect(
             to: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault), logger: logger)
         defer { session.close() }

@@ -47,12 +47,20 @@ final class ConnectSession: Sendable {
             if text.isEmpty { continue }
             do {
                 try await send(text, sessionID: sessionID)
+                sessionID = session.currentSessionID(sessionID)
             } catch BridgeClientError.sessionReplaced(let old, let new, let reason) {
                 // The bridge restarted and forgot the session: go on in the new one, and say so.
                 let shown = new == old ? "a new session (the agent gave it the same id)" : "a new session \(TerminalText.escapedLine(new))"
                 transcript.note("[session \(TerminalText.escapedLine(old)) is gone (\(reason)); the bridge probably restarted. "
                     + "Continuing in \(shown); the answer to that prompt was lost, send it again if you need it]")
                 sessionID = new
+            } catch BridgeClientError.gaveUp(let attempts, let reason) {
+                // Typed while the bridge stays away: said plainly, and the next prompt tries again.
+                transcript.note("[not sent: the bridge could not be reached after \(attempts) attempts (\(reason)); "
+                    + "type the prompt again to retry]")
+            } catch BridgeClientError.rpc(let error) {
+                // The bridge's answer to this prompt (e.g. it restarted while the prompt ran): shown, and the session goes on.
+                transcript.note("[error] \(TerminalText.escapedLine(error.message)) (\(error.code))")
             }
         }
     }
@@ -72,8 +80,12 @@ final class ConnectSession: Sendable {
             case .resuming(let after):
                 transcript.note("[reconnected; resuming after update \(after)]")
             case .reloaded(let id):
-                transcript.note("[reconnected; the bridge had forgotten session \(TerminalText.escapedLine(id)) and loaded it again; "
-                    + "the answer to the running prompt may be incomplete]")
+                transcript.note("[reconnected; the bridge had forgotten session \(TerminalText.escapedLine(id)) and loaded it again]")
+            case .resending:
+                transcript.note("[the prompt had not reached the bridge; sending it now (once: it keeps its idempotency key)]")
+            case .replaced(let old, let new, let reason):
+                transcript.note("[session \(TerminalText.escapedLine(old)) is read-only now (\(reason)); "
+                    + "the prompt went to a new session \(TerminalText.escapedLine(new)) in the same directory]")
             }
         }
         transcript.endTurn()
