@@ -98,6 +98,12 @@ struct ConnectCommand: AsyncParsableCommand {
     @Option(help: "Log level for diagnostics on stderr.")
     var logLevel: Logger.Level = .warning
 
+    func validate() throws {
+        if stdio, prompt != nil || json || yes || cwd != nil {
+            throw ValidationError("--stdio relays the editor's ACP messages: --prompt, --json, --yes and --cwd are the editor's to choose")
+        }
+    }
+
     func run() async throws {
         LoggingSetup.bootstrap(level: logLevel, format: .text)
         let logger = Logger(label: "oa-bridge.connect")
