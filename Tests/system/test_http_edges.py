@@ -242,6 +242,18 @@ def test_a_spelling_of_a_routed_path_gets_its_405(paired_bridge):
     assert statuses(received) == [405] and allow_of(received) == {"GET", "HEAD"}, received[:300]
 
 
+@pytest.mark.parametrize("path,guarded", [("/metrics", True), ("/api/pair/info", True), ("/api/health", False)])
+def test_an_absolute_form_targets_authority_is_the_host(paired_bridge, path, guarded):
+    """26.6: the loopback-only routes judge the authority an absolute-form target names (RFC 9112 §3.2.2), not the
+    Host line after it."""
+    foreign, _, _ = exchange(paired_bridge.port, f"GET http://rebind.evil.example{path} HTTP/1.1\r\n".encode() + H
+                             + b"Connection: close\r\n\r\n")
+    local, _, _ = exchange(paired_bridge.port, f"GET http://127.0.0.1:{paired_bridge.port}{path} HTTP/1.1\r\n".encode()
+                           + H + b"Connection: close\r\n\r\n")
+    assert statuses(local) == [200], local[:200]
+    assert statuses(foreign) == ([403] if guarded else [200]), foreign[:200]
+
+
 def slow_body_connection(port: int, source: str) -> socket.socket | None:
     """A request answered at once (404 to POST /api/health) whose body then comes a byte at a time."""
     try:

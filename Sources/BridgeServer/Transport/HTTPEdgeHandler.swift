@@ -10,7 +10,8 @@ import NIOHTTP1
 ///   other than 1.x (the HTTP/2 preface included), `400` for anything else (bare LF,
 ///   obs-fold, conflicting lengths, NUL...); after the answer to a request went out, a parse error in the rest of it
 ///   (a bad chunk size) only closes: one response per request;
-/// - `Host` missing (HTTP/1.1) or repeated: `400` (RFC 9112 §3.2); `CONNECT`: `501` and a close; a body over
+/// - `Host` missing (HTTP/1.1) or repeated: `400` (RFC 9112 §3.2); an absolute-form target's authority replaces
+///   `Host` (§3.2.2); `CONNECT`: `501` and a close; a body over
 ///   `maxBodySize` (by `Content-Length`, or as it arrives chunked): `413` and a close;
 /// - an `Upgrade` other than `websocket` (`h2c`...) is removed, and the request answered as if it were not there; a
 ///   WebSocket handshake without a valid `Sec-WebSocket-Key` gets `400`, one with a version other than 13 gets `426`
@@ -164,6 +165,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Changes what the request head says before it goes on, and answers `100 Continue`.
     private func adjust(_ head: inout HTTPRequestHead, _ context: ChannelHandlerContext) {
+        Self.takingTheTargetsAuthority(&head)
         if head.method == .HEAD {
             head.method = .GET
             isHead = true
@@ -188,6 +190,24 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
             head.headers.remove(name: "expect")
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
         }
+    }
+
+    /// An absolute-form target (`GET http://host/path`) becomes its path, and its authority the `Host` (RFC 9112
+    /// §3.2.2: the server ignores the received `Host` then), so that the checks on `Host` (the loopback-only routes,
+    /// browsers' host names) judge the authority the request names (issue 26.6: `/metrics` answered
+    /// `GET http://evil.example/metrics` with `Host: 127.0.0.1`).
+    static func takingTheTargetsAuthority(_ head: inout HTTPRequestHead) {
+        let uri = head.uri
+        let lowered = uri.prefix(8).lowercased()
+        let schemeLength = lowered.hasPrefix("http://") ? 7 : lowered.hasPrefix("https://") ? 8 : 0
+        guard schemeLength > 0 else { return }
+        let rest = uri.dropFirst(schemeLength)
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = String(rest[..<end]).split(separator: "@").last.map(String.init) ?? ""
+        var path = String(rest[end...])
+        if !path.hasPrefix("/") { path = "/" + path }
+        head.uri = path
+        head.headers.replaceOrAdd(name: "host", value: authority)
     }
 
     /// Whether `head` asks for a WebSocket (an `Upgrade` naming `websocket`).
