@@ -2,6 +2,7 @@ import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import BridgeTailscale
+import BridgeTLS
 import Foundation
 import Logging
 import NIOPosix
@@ -37,6 +38,12 @@ public struct Doctor: Sendable {
         public var reachTimeout: Duration = .milliseconds(1500)
         /// At most this many discovered bridges are tried for reachability.
         public var reachLimit = 8
+        /// The role to check for; `nil` decides from what is on this machine (``DoctorRole/decide(_:)``).
+        public var role: DoctorRole?
+        /// The `serve` config file's path, when one exists (evidence that a bridge is set up here).
+        public var configFile: String?
+        /// The systemd unit `install-service` wrote, when one exists (evidence that a bridge is installed here).
+        public var serviceUnit: String?
 
         /// Creates options.
         public init(backend: any DiscoveryBackend, stateDirectory: URL) {
@@ -45,8 +52,8 @@ public struct Doctor: Sendable {
         }
     }
 
-    private let options: Options
-    private let logger: Logger
+    let options: Options
+    let logger: Logger
 
     /// Creates a doctor.
     public init(options: Options, logger: Logger) {
@@ -54,24 +61,81 @@ public struct Doctor: Sendable {
         self.logger = logger
     }
 
-    /// Runs every check, in the order a person would debug.
+    /// Runs every check for this machine's role, in the order a person would debug; the first row says the role and why.
     public func run() async -> [DoctorCheck] {
-        var checks: [DoctorCheck] = []
+        await runReporting().checks
+    }
+
+    /// Runs every check for this machine's role (``Options/role``, else decided from what is here) and returns the role
+    /// with the checks: the desk's (its bridge, its port from loopback and from the LAN address, the packet filter,
+    /// the token store) or a client's (the bridges it can find, reach, and is paired with), never the other's.
+    public func runReporting() async -> (role: DoctorRole, checks: [DoctorCheck]) {
+        let local = await ProbeLocalBridge(port: options.port).check()
+        let (role, roleRow) = decideRole(bridgeAnswers: local.running)
+        var checks: [DoctorCheck] = [roleRow]
         checks.append(systemBus())
-        let (daemonChecks, services) = await mdns()
+        let (daemonChecks, services) = await mdns(role: role)
         checks.append(contentsOf: daemonChecks)
         if options.selfCheck { checks.append(await selfCheck()) }
         let interfaces = NetworkFindings.upInterfaces()
         checks.append(contentsOf: multicastInterfaces(interfaces))
         checks.append(contentsOf: ipv6(interfaces))
-        checks.append(contentsOf: await bridgePort())
-        if let listening = listening() { checks.append(listening) }
-        checks.append(contentsOf: await reachability(services.filter { !$0.isLocal }))
-        checks.append(contentsOf: await firewall())
-        checks.append(await tailscale())
-        checks.append(tokenStore())
+        switch role {
+        case .desk:
+            checks.append(contentsOf: await bridgePort(local))
+            if let listening = listening() { checks.append(listening) }
+            let rules = await packetFilter()
+            if let lan = await lanReachability(interfaces: interfaces, rules: rules) { checks.append(lan) }
+            checks.append(contentsOf: await reachability(services.filter { !$0.isLocal }))
+            checks.append(contentsOf: await firewall())
+            if let filter = packetFilterCheck(rules) { checks.append(filter) }
+            checks.append(await tailscale())
+            checks.append(tokenStore())
+        case .client:
+            let saved = SavedBridges(directory: options.stateDirectory.appendingPathComponent("client"))
+            let bridges: [SavedBridges.Bridge]
+            do {
+                bridges = try saved.load()
+            } catch {
+                bridges = []
+                checks.append(DoctorCheck(name: "saved bridges", status: .warn,
+                                          detail: "\(saved.directory.path)/bridges.json cannot be read: \(error)",
+                                          fix: "move it aside (mv bridges.json bridges.json.bad) and pair again"))
+            }
+            let discovered = services.filter { !$0.isLocal }
+            if let mdnsRow = daemonChecks.first, mdnsRow.status == .ok {
+                checks.append(bridgesOnNetwork(discovered, saved: bridges))
+            }
+            checks.append(contentsOf: await reachability(discovered))
+            checks.append(contentsOf: await savedBridgeChecks(saved, bridges: bridges, discovered: discovered))
+            checks.append(await tailscale())
+        }
         checks.append(clock())
-        return checks
+        return (role, checks)
+    }
+
+    /// The role and its row: forced by ``Options/role``, else decided from what is on this machine.
+    func decideRole(bridgeAnswers: Bool) -> (DoctorRole, DoctorCheck) {
+        var evidence = DoctorRole.Evidence()
+        evidence.bridgeAnswers = bridgeAnswers
+        evidence.portListening = !(NetworkFindings.listeners(port: options.port, tcp: NetworkFindings.readFile("/proc/net/tcp"),
+                                                             tcp6: NetworkFindings.readFile("/proc/net/tcp6")) ?? []).isEmpty
+        evidence.tlsIdentity = FileManager.default.fileExists(atPath: options.stateDirectory.appendingPathComponent(BridgeIdentity.certificateFileName).path)
+        evidence.tokenStore = FileManager.default.fileExists(atPath: options.stateDirectory.appendingPathComponent(TokenStore.databaseFileName).path)
+        evidence.configFile = options.configFile.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+        evidence.serviceUnit = options.serviceUnit.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+        let decided = DoctorRole.decide(evidence)
+        if let forced = options.role {
+            return (forced, DoctorCheck(name: "role", status: .ok, detail: "\(forced.rawValue) (as asked with --role)"))
+        }
+        switch decided.role {
+        case .desk:
+            return (.desk, DoctorCheck(name: "role", status: .ok,
+                                       detail: "desk: \(decided.reasons.joined(separator: "; ")). Checking what phones need to find and reach this bridge"))
+        case .client:
+            return (.client, DoctorCheck(name: "role", status: .ok,
+                                         detail: "client: no bridge runs or is set up on this machine. Checking that this device can find, reach and use a bridge elsewhere ('--role desk' checks this machine as a desk)"))
+        }
     }
 
     func systemBus() -> DoctorCheck {
@@ -87,7 +151,7 @@ public struct Doctor: Sendable {
 
     /// Browses our service type: tells whether the daemon answers and whether we see ourselves; returns the
     /// services seen too, for the reachability rows.
-    func mdns() async -> ([DoctorCheck], [ResolvedService]) {
+    func mdns(role: DoctorRole = .desk) async -> ([DoctorCheck], [ResolvedService]) {
         let events = options.backend.browse(.openAgents, domain: nil)
         var unavailable: String?
         var services: [ResolvedService] = []
@@ -111,14 +175,20 @@ public struct Doctor: Sendable {
         if let unavailable {
             daemon = DoctorCheck(name: "avahi-daemon", status: .fail, detail: unavailable,
                                  fix: "start it: 'sudo systemctl start avahi-daemon' (install: 'sudo apt-get install avahi-daemon')")
-            return ([daemon, DoctorCheck(name: "our service visible", status: .fail, detail: "cannot browse without the daemon")], [])
+            let browse = role == .desk ? "our service visible" : "bridges on the network"
+            return ([daemon, DoctorCheck(name: browse, status: .fail, detail: "cannot browse without the daemon")], [])
         }
         daemon = DoctorCheck(name: "avahi-daemon", status: .ok, detail: "answering over D-Bus (\(options.backend.name) backend)")
+        guard role == .desk else { return ([daemon], services) }
         let ours = services.filter(\.isLocal)
         let visible: DoctorCheck
         if let own = ours.first {
             visible = DoctorCheck(name: "our service visible", status: .ok,
                                   detail: "'\(own.instance.name)' on port \(own.port) via \(own.interfaces.joined(separator: ",")); \(services.count) bridge(s) on the network")
+        } else if await ProbeLocalBridge(port: options.port, timeout: .seconds(1)).check().running {
+            visible = DoctorCheck(name: "our service visible", status: .warn,
+                                  detail: "the bridge runs, but no _openagents._tcp service from this machine was seen (\(services.count) from others)",
+                                  fix: "check that 'serve' runs with discovery on ('--no-discovery' turns it off) and that its --interface is this network's; its log says why announcing failed")
         } else {
             visible = DoctorCheck(name: "our service visible", status: .warn,
                                   detail: "no _openagents._tcp service from this machine (\(services.count) from others)",
@@ -211,7 +281,7 @@ public struct Doctor: Sendable {
         var parts: [String] = []
         var unlinked: [String] = []
         for (address, outcome) in outcomes {
-            var part = "\(address.description):\(service.port) \(outcome.rawValue)"
+            var part = "\(address.urlHost):\(service.port) \(DoctorAdvice.words(outcome))"
             if outcome != .refused, let neighbours {
                 let state = NetworkFindings.neighbourState(of: address.ip, in: neighbours)
                 if !NetworkFindings.neighbourAnswered(state) {
@@ -227,10 +297,13 @@ public struct Doctor: Sendable {
                 detail: "'\(service.instance.name)' is announced over mDNS but unreachable: \(parts.joined(separator: "; ")). No neighbour answers for its addresses, so they are not on this link: the announcement was probably reflected from another network (a router's mDNS reflector or repeater)",
                 fix: "connect the phone and the desktop to the same network, or route between the networks and connect by address ('oa-bridge connect HOST:\(service.port)'), or use the Tailscale name; turning the reflector off stops the misleading announcements")
         }
+        // The advice follows how the attempts failed: a refusal says the host is there and nothing listens, a timeout
+        // that something dropped the packets (a firewall, most often).
+        let outcome = outcomes.map(\.1).min { Doctor.likelihood($0) < Doctor.likelihood($1) } ?? .error
         return DoctorCheck(
             name: name, status: .warn,
             detail: "'\(service.instance.name)' is announced over mDNS but does not answer TCP: \(parts.joined(separator: "; "))",
-            fix: "start the bridge on \(service.hostName) or check its --port (a stale announcement may outlive it); a firewall there may reject port \(service.port): 'sudo ufw allow \(service.port)/tcp'")
+            fix: DoctorAdvice.numbered(DoctorAdvice.unanswered(outcome, host: service.hostName, port: Int(service.port))))
     }
 
     /// `ip neigh show` (IPv4 and IPv6), or `nil` where `ip` is missing.
@@ -316,12 +389,23 @@ public struct Doctor: Sendable {
 
     /// The bridge on this machine, asked without a token over loopback (`/api/health`, then `/api/status` for the
     /// auth mode): a bridge that wants pairing is running, not "nothing answers".
-    func bridgePort() async -> [DoctorCheck] {
+    func bridgePort(_ finding: ProbeLocalBridge.Finding) async -> [DoctorCheck] {
         let name = "port \(options.port)"
-        let finding = await ProbeLocalBridge(port: options.port).check()
         guard finding.running else {
-            return [DoctorCheck(name: name, status: .warn, detail: "nothing answers on \(finding.url): \(finding.error ?? "no answer")",
-                                fix: "start the bridge: 'oa-bridge serve' (or pass --port if it uses another port)")]
+            // How the port failed, in words (the HTTP client's own error codes mean nothing to a user).
+            let tcp = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: UInt16(options.port), timeout: options.reachTimeout)
+            switch tcp {
+            case .answered:
+                return [DoctorCheck(name: name, status: .warn, detail: "127.0.0.1:\(options.port) takes connections but does not answer /api/health as a bridge does",
+                                    fix: "another program holds port \(options.port) (see 'ss -ltnp'): stop it, or serve the bridge on another port with 'oa-bridge serve --port N'")]
+            case .timeout:
+                return [DoctorCheck(name: name, status: .warn, detail: "127.0.0.1:\(options.port) \(DoctorAdvice.words(tcp))",
+                                    fix: DoctorAdvice.numbered(["a firewall rule drops port \(options.port) even on loopback: see the packet filter row",
+                                                                "the bridge is stuck: restart it ('systemctl --user restart oa-bridge', or stop and start 'oa-bridge serve')"]))]
+            default:
+                return [DoctorCheck(name: name, status: .warn, detail: "nothing answers on 127.0.0.1:\(options.port): the bridge is not running (or uses another port)",
+                                    fix: "start the bridge: 'oa-bridge serve' (or pass --port if it uses another port)")]
+            }
         }
         let answered = String(format: "the bridge answers on %@ in %.0f ms", finding.url, finding.ms)
         switch finding.auth {
@@ -354,7 +438,7 @@ public struct Doctor: Sendable {
                                       fix: ok ? nil : "sudo firewall-cmd --add-service=mdns --add-port=\(options.port)/tcp --permanent && sudo firewall-cmd --reload"))
         }
         if checks.isEmpty {
-            checks.append(DoctorCheck(name: "firewall", status: .ok, detail: "no ufw or firewalld active (other filters, e.g. nftables rules or the router's client isolation, are not checked)"))
+            checks.append(DoctorCheck(name: "firewall", status: .ok, detail: "no ufw or firewalld active (nftables and iptables rules: the packet filter row; the router's client isolation is not visible from here)"))
         }
         return checks
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BridgeConfig
 import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
@@ -9,24 +10,39 @@ import Logging
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check everything a phone needs to find and reach this desktop, with the fix for each problem.",
+        abstract: "Check what this machine needs to find and reach a bridge (or, on the desk, to be found and reached), with the fix for each problem.",
         discussion: """
-        Checks, in order: the D-Bus system bus, avahi-daemon, whether this machine's bridge is \
-        visible over mDNS, a self-check (a short-lived test service of type _oabridge-check._tcp \
-        published through the daemon and browsed back on this host), interfaces that are up \
-        without the MULTICAST flag, IPv6 switched off, whether the bridge port answers (without a \
-        token), a bridge listening on loopback only, bridges that mDNS shows but that do not \
-        answer TCP (with their ARP/NDP neighbour state: an address from another network, as a \
-        router's mDNS reflector passes on, has none), firewall rules (ufw, firewalld), Tailscale, \
-        the token store, the TLS identity and the clock. Every finding comes with its fix.
+        Doctor first decides where it runs. The desk is a machine where a bridge answers or \
+        listens, or is set up (a serve config file, the install-service unit, a TLS identity or \
+        token store in the state directory); anywhere else it is a client (a laptop or phone \
+        that connects to a bridge elsewhere). --role desk|client overrides the decision.
 
-        Exit status: 0 all ok, 1 some warning, 2 some failure.
+        Both roles: the D-Bus system bus, avahi-daemon, a self-check (a short-lived test service \
+        of type _oabridge-check._tcp published through the daemon and browsed back on this \
+        host), interfaces up without the MULTICAST flag, IPv6 switched off, bridges that mDNS \
+        shows but that do not answer TCP (advice by how they failed: a timeout is a firewall \
+        first, a refusal a stopped bridge; an address with no ARP/NDP neighbour was reflected \
+        from another network), Tailscale and the clock.
+
+        Desk: whether this machine's bridge is visible over mDNS, whether the port answers on \
+        loopback (without a token) and from this machine's LAN addresses, a bridge listening on \
+        loopback only, nftables and iptables rules that drop or reject the port (read as root; \
+        named with the command that lets the port through), ufw and firewalld, the token store, \
+        the TLS identity and terminal confinement.
+
+        Client: the bridges announced on the network, and each saved bridge (those 'oa-bridge \
+        connect' paired with): reached at its saved addresses, held to its saved pin, and its \
+        token checked (renewed if due, as connect does).
+
+        Exit status: 0 all ok, 1 some warning, 2 some failure (only problems for the role).
 
         Examples:
           oa-bridge doctor
+          sudo oa-bridge doctor                 on the desk: also reads the nftables/iptables rules
+          oa-bridge doctor --role desk          a desk whose bridge is not set up yet
           oa-bridge doctor --port 9100 --backend dnssd
           oa-bridge doctor --json
-          oa-bridge doctor --no-self-check     skip publishing the test service
+          oa-bridge doctor --no-self-check      skip publishing the test service
         """
     )
 
@@ -38,6 +54,12 @@ struct DoctorCommand: AsyncParsableCommand {
 
     @Option(help: "Where the bridge keeps its state. Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
     var stateDir: String?
+
+    @Option(help: "Check as the desk or as a client: desk or client. Default: decided from what is on this machine.")
+    var role: DoctorRole?
+
+    @Option(help: "The serve config file (evidence that a bridge is set up here). Default: $OA_BRIDGE_CONFIG, else ~/.config/oa-bridge/config.yaml.")
+    var config: String?
 
     @Flag(help: "Print the checks as one JSON array.")
     var json = false
@@ -51,8 +73,15 @@ struct DoctorCommand: AsyncParsableCommand {
         var options = Doctor.Options(backend: try backend.make(logger: logger), stateDirectory: StateDirectory.resolve(override: stateDir))
         options.port = port
         options.selfCheck = selfCheck
-        let checks = await Doctor(options: options, logger: logger).run()
-            + [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir)), DoctorCheck.terminalConfinement()]
+        options.role = role
+        let environment = ProcessInfo.processInfo.environment
+        options.configFile = config ?? environment["OA_BRIDGE_CONFIG"] ?? ConfigFile.defaultPath(environment: environment)
+        options.serviceUnit = SystemdUnit.userUnitPath(name: "oa-bridge", environment: environment)
+        let (decided, found) = await Doctor(options: options, logger: logger).runReporting()
+        var checks = found
+        if decided == .desk {
+            checks += [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir)), DoctorCheck.terminalConfinement()]
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -71,3 +100,5 @@ struct DoctorCommand: AsyncParsableCommand {
         }
     }
 }
+
+extension DoctorRole: ExpressibleByArgument {}

@@ -1,0 +1,63 @@
+import BridgeDiagnostics
+import Testing
+
+/// Where doctor runs, and what it advises first: pure decisions, no system state.
+@Suite("Doctor role and advice", .tags(.unit))
+struct DoctorRoleTests {
+    @Test("nothing of a bridge on this machine: a client, with no reason to give")
+    func client() {
+        let decided = DoctorRole.decide(DoctorRole.Evidence())
+        #expect(decided.role == .client)
+        #expect(decided.reasons.isEmpty)
+    }
+
+    @Test("a bridge that answers, listens, or is set up here (config file, service unit, identity, token store) makes the desk, each named")
+    func desk() {
+        var answers = DoctorRole.Evidence()
+        answers.bridgeAnswers = true
+        answers.portListening = true
+        #expect(DoctorRole.decide(answers).role == .desk)
+        #expect(DoctorRole.decide(answers).reasons == ["a bridge answers on this machine"])
+
+        var stopped = DoctorRole.Evidence()
+        stopped.configFile = "/home/u/.config/oa-bridge/config.yaml"
+        #expect(DoctorRole.decide(stopped).role == .desk, "a bridge set up but not running is the desk with its bridge stopped")
+        #expect(DoctorRole.decide(stopped).reasons == ["the serve configuration /home/u/.config/oa-bridge/config.yaml exists"])
+
+        var installed = DoctorRole.Evidence()
+        installed.serviceUnit = "/home/u/.config/systemd/user/oa-bridge.service"
+        installed.tlsIdentity = true
+        installed.tokenStore = true
+        let reasons = DoctorRole.decide(installed).reasons
+        #expect(DoctorRole.decide(installed).role == .desk)
+        #expect(reasons.count == 2 && reasons[0].contains("oa-bridge.service") && reasons[1].contains("TLS identity"))
+
+        var store = DoctorRole.Evidence()
+        store.tokenStore = true
+        #expect(DoctorRole.decide(store).role == .desk)
+        var listening = DoctorRole.Evidence()
+        listening.portListening = true
+        #expect(DoctorRole.decide(listening).reasons == ["something listens on the bridge port"])
+    }
+
+    @Test("a timeout is a firewall first and a stopped bridge last; a refusal is a stopped bridge first; unreachable is another network first")
+    func adviceByLikelihood() {
+        let timeout = DoctorAdvice.unanswered(.timeout, host: "desk.local", port: 9099)
+        #expect(timeout.first?.hasPrefix("a firewall on desk.local drops port 9099") == true)
+        #expect(timeout.last?.hasPrefix("the bridge is not running on desk.local") == true)
+        let refused = DoctorAdvice.unanswered(.refused, host: "desk.local", port: 9099)
+        #expect(refused.first?.hasPrefix("the bridge is not running on desk.local") == true)
+        #expect(refused.count == 2 && refused[1].contains("rejects port 9099"))
+        #expect(DoctorAdvice.unanswered(.unreachable, host: "desk.local", port: 9099).first?.contains("on another network") == true)
+        #expect(DoctorAdvice.unanswered(.answered, host: "desk.local", port: 9099).isEmpty)
+        #expect(DoctorAdvice.numbered(["a", "b"]) == "1) a; 2) b")
+    }
+
+    @Test("outcomes are told in words, never as codes")
+    func words() {
+        for outcome in [NetworkFindings.TCPOutcome.refused, .timeout, .unreachable, .error] {
+            let text = DoctorAdvice.words(outcome)
+            #expect(text.contains(" ") && !text.contains(outcome.rawValue + ")") && !text.contains("-"), "\(outcome): \(text)")
+        }
+    }
+}
