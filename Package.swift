@@ -142,6 +142,7 @@ let package = Package(
                 .embedInCode("App/markdown.js"), .embedInCode("App/manifest.webmanifest"), .embedInCode("App/icon.svg"),
                 .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
                 .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"), .embedInCode("App/outbox.js"),
+                .embedInCode("App/transport.js"),
             ],
             swiftSettings: swiftSettings
         ),

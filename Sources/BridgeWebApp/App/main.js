@@ -66,6 +66,11 @@ function setConnection(name, detail) {
   node.dataset.state = name;
   let text = STATES[name] || name;
   if (name === "reconnecting" && typeof detail === "number" && detail >= 1000) text = "Reconnecting in " + Math.round(detail / 1000) + " s";
+  // Which transport carries the link (rpc.js falls back to Streamable HTTP at /acp when the WebSocket does not open).
+  const transport = conn ? conn.transport : "websocket";
+  node.dataset.transport = transport;
+  node.title = transport === "http" ? "Over HTTP (Streamable HTTP at /acp): the WebSocket did not open" : "Over WebSocket";
+  if (transport === "http" && name === "connected") text += " over HTTP";
   node.textContent = text;
   if (name !== "connected") setReady(false);
 }

@@ -3,6 +3,10 @@
 // dead link that the browser still thinks open, and drops it.
 
 import { Heartbeat } from "./heartbeat.js";
+import { HTTPStreamSocket } from "./transport.js";
+
+/** WebSocket attempts in a row that never opened before the connection falls back to Streamable HTTP at /acp. */
+const WEBSOCKET_FAILURES_BEFORE_HTTP = 2;
 
 /** Thrown to callers whose request was in flight when the connection dropped. */
 export class ConnectionLost extends Error {}
@@ -36,6 +40,9 @@ export class Connection {
     this.timer = 0;
     this.stopped = false;
     this.ready = false;
+    // "websocket", or "http" (Streamable HTTP at /acp) once the WebSocket kept failing to open.
+    this.transport = "websocket";
+    this.webSocketFailures = 0;
     this.heartbeat = new Heartbeat(() => this.call("_oa/ping", {}), () => this.dead());
     addEventListener("online", () => this.now());
     addEventListener("offline", () => {
@@ -75,9 +82,14 @@ export class Connection {
       return;
     }
     if (this.stopped || this.socket) return;
-    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const query = token ? "?token=" + encodeURIComponent(token) : "";
-    const socket = new WebSocket(scheme + "//" + location.host + this.path + query);
+    let socket;
+    if (this.transport === "http") {
+      socket = new HTTPStreamSocket("/acp", token);
+    } else {
+      const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+      const query = token ? "?token=" + encodeURIComponent(token) : "";
+      socket = new WebSocket(scheme + "//" + location.host + this.path + query);
+    }
     this.socket = socket;
     let wasOpen = false;
     socket.onopen = async () => {
@@ -110,6 +122,16 @@ export class Connection {
     for (const { reject } of this.pending.values()) reject(new ConnectionLost("connection lost"));
     this.pending.clear();
     if (this.stopped) return;
+    // A WebSocket that keeps failing to open (a proxy, or iOS Safari refusing wss:// to a self-signed certificate
+    // the page itself was accepted with): the same bridge over Streamable HTTP, from the next attempt on.
+    if (this.transport === "websocket") {
+      this.webSocketFailures = wasOpen ? 0 : this.webSocketFailures + 1;
+      if (this.webSocketFailures >= WEBSOCKET_FAILURES_BEFORE_HTTP) {
+        console.warn("oa-bridge: the WebSocket does not open; falling back to Streamable HTTP at /acp");
+        this.transport = "http";
+        this.attempt = 0;
+      }
+    }
     const verdict = this.hooks.closed(code, reason, wasOpen);
     if (verdict === "stop") return;
     if (verdict === "now") { this.attempt = 0; this.open(); return; }
@@ -173,7 +195,7 @@ export class Connection {
   }
 
   send(message) {
-    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) throw new ConnectionLost("not connected");
+    if (!this.socket || this.socket.readyState !== 1) throw new ConnectionLost("not connected"); // 1: OPEN, either transport
     this.socket.send(JSON.stringify(message));
   }
 
