@@ -397,7 +397,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiagnosticsTests",
-            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport"],
+            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport", "BridgeSandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -501,5 +501,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+                "BridgeSandbox",
+                "BridgeTerminal",
     ]
 )

@@ -13,7 +13,8 @@ import Darwin
 /// An ACP agent in a child process: NDJSON JSON-RPC, one message per line, on its stdin and stdout.
 /// Its stderr lines go to the log. Real agents (`gemini --acp`, `claude-code-acp`) run unchanged.
 ///
-/// Create it with ``launch(_:logger:)`` (which starts the process), then run ``run()`` in a task you own: it reads
+/// Create it with ``launch(_:launcher:logger:)`` (which starts the process, through a ``StdioAgentLauncher``: Foundation's
+/// `Process` by default, a sandboxed spawn in `oa-bridge serve`), then run ``run()`` in a task you own: it reads
 /// and writes the agent's pipes (SwiftNIO channels, no threads of its own) and returns once the process is gone;
 /// cancelling it stops the process (SIGTERM, then SIGKILL). ``send(_:)`` queues a line for stdin without waiting.
 /// Its events come one by one on ``events``, or, taken with ``takeEventBatches()`` before it runs, the messages of
@@ -27,7 +28,7 @@ public final class StdioAgent: ACPEventBatching {
     /// Lines for stdin, in the order ``send(_:)`` queued them; finished when the agent stops or ends.
     private let outgoing: AsyncStream<OutgoingLine>
     private let outgoingSink: AsyncStream<OutgoingLine>.Continuation
-    private let process: Process
+    private let process: any StdioAgentProcess
     private let exit: ProcessExit
     private let pipes: StdioAgentPipes
     private let outstanding = OutstandingRequests()
@@ -74,7 +75,7 @@ public final class StdioAgent: ACPEventBatching {
         return pipes.stdin.channel.isActive ? nil : "the agent's stdin is closed"
     }
 
-    private init(process: Process, exit: ProcessExit, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
+    private init(process: any StdioAgentProcess, exit: ProcessExit, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
         (events, eventSink) = AsyncStream.makeStream(of: ACPAgentEvent.self)
         (outgoing, outgoingSink) = AsyncStream.makeStream(of: OutgoingLine.self)
         self.process = process
@@ -84,8 +85,10 @@ public final class StdioAgent: ACPEventBatching {
         self.logger = logger
     }
 
-    /// Starts the agent process and connects its pipes.
-    public static func launch(_ configuration: StdioAgentConfiguration, logger: Logger) async throws(ACPAgentError) -> StdioAgent {
+    /// Starts the agent process with `launcher` and connects its pipes.
+    public static func launch(
+        _ configuration: StdioAgentConfiguration, launcher: any StdioAgentLauncher = StdioAgentProcessLauncher(), logger: Logger
+    ) async throws(ACPAgentError) -> StdioAgent {
         guard let name = configuration.command.first, !name.isEmpty else {
             throw ACPAgentError.launchFailed("the agent command is empty")
         }
@@ -111,29 +114,17 @@ public final class StdioAgent: ACPEventBatching {
             throw ACPAgentError.launchFailed("no pipe for the agent's stderr: \(errnoText())")
         }
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(configuration.command.dropFirst())
-        process.environment = environment
-        if let directory = configuration.workingDirectory {
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        }
-        process.standardInput = FileHandle(fileDescriptor: input.read, closeOnDealloc: false)
-        process.standardOutput = FileHandle(fileDescriptor: output.write, closeOnDealloc: false)
-        process.standardError = FileHandle(fileDescriptor: errors.write, closeOnDealloc: false)
-        let exit = ProcessExit()
-        process.terminationHandler = { finished in
-            let status = finished.terminationStatus
-            exit.ended(reason: finished.terminationReason == .uncaughtSignal
-                ? "the agent process was killed by signal \(status)"
-                : "the agent process exited with status \(status)")
-        }
-        do {
-            try process.run()
+        let process: any StdioAgentProcess
+        do throws(ACPAgentError) {
+            process = try launcher.launch(StdioAgentLaunchRequest(
+                executable: executable, arguments: Array(configuration.command.dropFirst()), environment: environment,
+                workingDirectory: configuration.workingDirectory, stdin: input.read, stdout: output.write, stderr: errors.write))
         } catch {
             closeAll(input.read, input.write, output.read, output.write, errors.read, errors.write)
-            throw ACPAgentError.launchFailed("\(executable): \(error.localizedDescription)")
+            throw error
         }
+        let exit = ProcessExit()
+        Task { exit.ended(reason: await process.wait().description) }
         // The child has its ends now.
         closeAll(input.read, output.write, errors.write)
 
@@ -144,7 +135,7 @@ public final class StdioAgent: ACPEventBatching {
         do {
             pipes = try await StdioAgentPipes.wrap(stdin: input.write, stdout: output.read, stderr: errors.read, maxLineLength: configuration.maxLineLength)
         } catch {
-            process.terminate()
+            process.kill()
             throw ACPAgentError.launchFailed("could not connect the agent's pipes: \(error)")
         }
         agentLogger.info("agent process started", metadata: ["command": "\(configuration.command.joined(separator: " "))"])
@@ -222,10 +213,6 @@ public final class StdioAgent: ACPEventBatching {
     private func watchExit() async {
         let reason = await exit.wait()
         logger.notice("agent process ended", metadata: ["reason": "\(reason)"])
-        // swift-corelibs-foundation keeps a Process with a terminationHandler (and its copy of the environment, ~6 KB)
-        // alive until waitUntilExit() is called: notes/upstream-swift-corelibs-foundation-process-retained.md. The handler has run,
-        // so the process is no longer running and this returns at once.
-        process.waitUntilExit()
         outgoingSink.finish()
         let pipes = self.pipes
         pipes.stdout.channel.eventLoop.scheduleTask(in: StdioAgent.outputGrace) { pipes.closeOutput() }
@@ -357,13 +344,13 @@ public final class StdioAgent: ACPEventBatching {
         logger.info("stopping the agent process")
         outgoingSink.finish()
         process.terminate()
-        let pid = process.processIdentifier
+        let process = self.process
         let exit = self.exit
         let logger = self.logger
         pipes.stdin.channel.eventLoop.scheduleTask(in: TimeAmount(configuration.terminationGrace)) {
             guard exit.reason == nil else { return }
             logger.warning("the agent ignored SIGTERM; killing it")
-            kill(pid, SIGKILL)
+            process.kill()
         }
     }
 

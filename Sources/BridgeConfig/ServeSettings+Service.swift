@@ -27,6 +27,7 @@ extension ServeSettings {
         configuration.allowPlaintext = allowPlaintext.value
         configuration.terminal.enabled = terminal.value
         configuration.terminal.confinement = terminalConfinement.value
+        configuration.sandboxAgent = sandboxAgent.value
         configuration.protectedFiles = try protectedFiles()
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
         options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none

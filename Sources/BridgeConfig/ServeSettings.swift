@@ -72,6 +72,8 @@ public struct ServeFlags: Sendable {
     public var terminal: Bool?
     /// `--terminal-confinement`.
     public var terminalConfinement: TerminalConfinement?
+    /// `--sandbox-agent` / `--no-sandbox-agent`.
+    public var sandboxAgent: Bool?
 
     /// Nothing given on the command line.
     public init() {}
@@ -130,6 +132,8 @@ public struct ServeSettings: Sendable {
     public var terminal: Resolved<Bool>
     /// How terminals are confined: Landlock (refused where the kernel has none) or unconfined.
     public var terminalConfinement: Resolved<TerminalConfinement>
+    /// Whether the agent process runs under Landlock, as terminals do.
+    public var sandboxAgent: Resolved<Bool>
     /// The config file consulted.
     public var configPath: String
     /// Whether that file exists.
@@ -140,6 +144,7 @@ public struct ServeSettings: Sendable {
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal", "terminal-confinement",
+        "sandbox-agent",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -190,6 +195,7 @@ public struct ServeSettings: Sendable {
             allowPlaintext: try resolver.pick("allow-plaintext", flags.allowPlaintext, parse: SettingResolver.bool, expected: "true or false", default: false),
             terminal: try resolver.pick("terminal", flags.terminal, parse: SettingResolver.bool, expected: "true or false", default: true),
             terminalConfinement: try resolver.pick("terminal-confinement", flags.terminalConfinement, parse: TerminalConfinement.init(rawValue:), expected: "landlock or unconfined", default: .landlock),
+            sandboxAgent: try resolver.pick("sandbox-agent", flags.sandboxAgent, parse: SettingResolver.bool, expected: "true or false", default: false),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -225,6 +231,7 @@ public struct ServeSettings: Sendable {
             row("allow-plaintext", allowPlaintext) { String($0) },
             row("terminal", terminal) { String($0) },
             row("terminal-confinement", terminalConfinement) { $0.rawValue },
+            row("sandbox-agent", sandboxAgent) { String($0) },
         ]
     }
 }

@@ -1,18 +1,23 @@
 import BridgeSandbox
 
 extension DoctorCheck {
-    /// Whether the kernel can confine the agent's terminals (Landlock): without it `serve` refuses terminals unless
-    /// started with `--terminal-confinement unconfined`.
-    public static func terminalConfinement() -> DoctorCheck {
+    /// Whether the kernel can confine the agent's terminals and, under `--sandbox-agent`, the agent (Landlock, ABI
+    /// ``Landlock/minimumABI`` or later): without it `serve` turns terminals off (the agent is told `terminal: false`)
+    /// unless started with `--terminal-confinement unconfined`, and does not start an agent it was told to sandbox.
+    /// `probe` replaces the kernel's answer (tests).
+    public static func terminalConfinement(probe: () -> Result<Int, SandboxError> = Landlock.abi) -> DoctorCheck {
         let name = "terminal confinement"
-        switch Landlock.abi() {
+        switch Landlock.usableABI(probe: probe) {
         case .success(let abi):
-            return DoctorCheck(name: name, status: .ok, detail: "Landlock ABI \(abi): terminals run confined to --fs-scope")
+            return DoctorCheck(
+                name: name, status: .ok, detail: "Landlock ABI \(abi): terminals (and the agent under --sandbox-agent) run confined to --fs-scope")
         case .failure(let error):
             return DoctorCheck(
-                name: name, status: .warn, detail: "\(error.description); serve refuses the agent's terminals",
-                fix: "a kernel with Landlock (Linux 5.13+, lsm=...,landlock), or 'oa-bridge serve --terminal-confinement unconfined' "
-                    + "to run them unconfined, or --no-terminal")
+                name: name, status: .warn,
+                detail: "\(error.description); serve turns the agent's terminals off (the agent is told terminal: false) and cannot "
+                    + "start an agent under --sandbox-agent",
+                fix: "a kernel with Landlock ABI \(Landlock.minimumABI) or later (Linux 6.2+, lsm=...,landlock), or 'oa-bridge serve "
+                    + "--terminal-confinement unconfined' to run terminals unconfined, or --no-terminal")
         }
     }
 }

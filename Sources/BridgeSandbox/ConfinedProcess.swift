@@ -14,7 +14,8 @@ import Darwin
 /// dies with its supervisor (`PR_SET_PDEATHSIG`), and the supervisor watches the bridge's whole process (a pidfd),
 /// not the thread that started it, so no thread ending kills a command.
 ///
-/// ``wait()`` reports how the command ended (the supervisor ends the same way); ``kill()`` sends SIGKILL to the group.
+/// ``wait()`` reports how the command ended (the supervisor ends the same way); ``terminate()`` asks the command to end
+/// (SIGTERM, passed on by the supervisor); ``kill()`` sends SIGKILL to the group.
 public final class ConfinedProcess: Sendable {
     /// What to start.
     public struct Request: Sendable {
@@ -27,22 +28,27 @@ public final class ConfinedProcess: Sendable {
         /// The directory it starts in (a descriptor the caller keeps open until ``spawn(_:)`` returns); `nil`: the
         /// bridge's own.
         public var directory: Int32?
-        /// Where standard output and standard error go (the caller keeps the descriptor); standard input is
-        /// `/dev/null`.
+        /// Where standard output goes (the caller keeps the descriptor).
         public var output: Int32
+        /// Where standard error goes; `nil`: with standard output.
+        public var error: Int32?
+        /// Standard input; `nil`: `/dev/null`.
+        public var input: Int32?
         /// The ruleset it runs under; `nil` runs it unconfined (but still killed with the bridge).
         public var ruleset: LandlockRuleset?
 
         /// A request of its parts.
         public init(
             executable: String, arguments: [String], environment: [String: String], directory: Int32?, output: Int32,
-            ruleset: LandlockRuleset?
+            error: Int32? = nil, input: Int32? = nil, ruleset: LandlockRuleset?
         ) {
             self.executable = executable
             self.arguments = arguments
             self.environment = environment
             self.directory = directory
             self.output = output
+            self.error = error
+            self.input = input
             self.ruleset = ruleset
         }
     }
@@ -83,7 +89,8 @@ public final class ConfinedProcess: Sendable {
                 envp.withUnsafeBufferPointer { envpBuffer in
                     var spawn = csb_spawn_request(
                         path: path, argv: argvBuffer.baseAddress, envp: envpBuffer.baseAddress,
-                        directory: request.directory ?? -1, input: null, output: request.output, error: request.output,
+                        directory: request.directory ?? -1, input: request.input ?? null, output: request.output,
+                        error: request.error ?? request.output,
                         ruleset: request.ruleset?.descriptor ?? -1, no_new_privs: request.ruleset == nil ? 0 : 1)
                     return withExtendedLifetime(request.ruleset) { csb_spawn(&spawn, &pid, &stage, &code) }
                 }
@@ -108,6 +115,12 @@ public final class ConfinedProcess: Sendable {
             }
             if let known { continuation.resume(returning: known) }
         }
+    }
+
+    /// SIGTERM to the supervisor, which passes it on to the command (see `csb_spawn`): the command may end
+    /// gracefully, and the supervisor then ends as it did.
+    public func terminate() {
+        _ = sendSignal(pid, SIGTERM)
     }
 
     /// SIGKILL to the process group (the supervisor, the command and the children that stayed in the group).

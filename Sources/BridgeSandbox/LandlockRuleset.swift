@@ -35,11 +35,12 @@ public final class LandlockRuleset: Sendable {
     }
 
     /// Builds the ruleset for `policy` on the kernel's Landlock ABI.
-    /// - Throws: ``SandboxError/landlockUnavailable(errno:)`` without Landlock, ``SandboxError/unreadable(path:errno:)``
+    /// - Throws: ``SandboxError/landlockUnavailable(errno:)`` without Landlock, ``SandboxError/landlockTooOld(abi:minimum:)``
+    ///   under an ABI older than ``Landlock/minimumABI``, ``SandboxError/unreadable(path:errno:)``
     ///   when a descriptor of the policy is bad, ``SandboxError/landlock(operation:path:errno:)`` when the kernel
     ///   refuses a rule.
     public static func build(_ policy: SandboxPolicy) throws(SandboxError) -> LandlockRuleset {
-        let abi = try Landlock.abi().get()
+        let abi = try Landlock.usableABI().get()
         let handled = Landlock.Access.handled(abi: abi)
         let scoped: UInt64 = abi >= 6 ? UInt64(CSB_SCOPE_SIGNAL) : 0
         let fd = csb_landlock_create_ruleset(handled.rawValue, scoped, Int32(abi))

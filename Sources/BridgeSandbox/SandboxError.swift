@@ -9,6 +9,8 @@ import Darwin
 public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kernel offers no Landlock (older than 5.13, or the LSM is not enabled: `lsm=` on the kernel command line).
     case landlockUnavailable(errno: Int32)
+    /// The kernel's Landlock ABI is older than the bridge needs (``Landlock/minimumABI``).
+    case landlockTooOld(abi: Int, minimum: Int)
     /// A Landlock call failed (`operation`, `errno`), for the path named.
     case landlock(operation: String, path: String, errno: Int32)
     /// A directory or file of the policy could not be opened or inspected.
@@ -23,8 +25,11 @@ public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .landlockUnavailable(let code):
-            return "the kernel offers no Landlock (\(Self.reason(code))): Linux 5.13 or later with landlock in its lsm= list is needed "
-                + "to confine terminals"
+            return "the kernel offers no Landlock (\(Self.reason(code))): Linux 6.2 or later with landlock in its lsm= list is needed "
+                + "to confine terminals and the agent"
+        case .landlockTooOld(let abi, let minimum):
+            return "the kernel's Landlock ABI is \(abi), older than the \(minimum) needed (Linux 6.2 or later: older ABIs cannot stop a "
+                + "confined process from truncating the bridge's own files)"
         case .landlock(let operation, let path, let code):
             return "Landlock \(operation) failed for \(path): \(Self.reason(code))"
         case .unreadable(let path, let code):

@@ -44,6 +44,13 @@ public struct SandboxPolicy: Sendable {
     /// `/dev/urandom` are read.
     public static let systemDevices: [Root] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom"].map(Root.path)
 
+    /// The agent's policy under `--sandbox-agent`: the system's directories and devices and `installation` (see
+    /// ``AgentInstallation``) read, `writable` (the working directory, the `--fs-scope` directory, its temporary
+    /// directory) read and written, never `protected`.
+    public static func agent(writable: [Root], installation: [String], protected: ProtectedFiles) -> SandboxPolicy {
+        SandboxPolicy(readable: systemReadable + installation.map(Root.path), writable: writable, devices: systemDevices, protected: protected)
+    }
+
     /// A terminal's policy: the system's directories and devices, plus `writable` (its session's directories and the
     /// `--fs-scope` directory).
     public static func terminal(writable: [Root], protected: ProtectedFiles) -> SandboxPolicy {

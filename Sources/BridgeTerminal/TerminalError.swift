@@ -4,7 +4,8 @@ import BridgeRPC
 /// Why an agent's `terminal/*` request was refused or failed. Matched by case; ``rpcError`` is the answer the agent
 /// gets.
 package enum TerminalError: Error, Equatable, Sendable {
-    /// Terminals are turned off on this bridge (`--no-terminal`); the agent was told `terminal: false`.
+    /// Terminals are off on this bridge (`--no-terminal`, or the kernel cannot confine them); the agent was told
+    /// `terminal: false`.
     case disabled(method: String)
     /// The request lacks a field, or a field has the wrong type.
     case badParams(method: String, detail: String)
@@ -29,8 +30,9 @@ package enum TerminalError: Error, Equatable, Sendable {
         switch self {
         case .disabled(let method):
             return JSONRPCError.methodNotFound(
-                method, detail: "terminals are turned off on this bridge (oa-bridge serve --no-terminal, or terminal: false in its "
-                    + "config file), and the agent was told clientCapabilities.terminal = false; run the command another way")
+                method, detail: "terminals are off on this bridge (oa-bridge serve --no-terminal or terminal: false in its config file, or "
+                    + "a kernel without Landlock to confine them: see oa-bridge doctor), and the agent was told "
+                    + "clientCapabilities.terminal = false; run the command another way")
         case .badParams(let method, let detail):
             return JSONRPCError.invalidParams("\(method): \(detail)")
         case .unknownSession(let session):

@@ -14,34 +14,46 @@ import Darwin
 /// forgotten at once, and their task ends when the process is gone.
 ///
 /// Under ``TerminalConfinement/landlock`` (the default) each command runs under a Landlock ruleset made from the
-/// session's ``SandboxPolicy`` (see ``LandlockRuleset``); where the kernel has none, the host says so when it starts
-/// and refuses every terminal (``TerminalError/unconfinable(reason:)``) rather than run one unconfined.
+/// session's ``SandboxPolicy`` (see ``LandlockRuleset``); where the kernel has none (or an ABI older than
+/// ``Landlock/minimumABI``), the host says so when it starts and turns terminals off (``settings``' `enabled` is false:
+/// the agent is told `terminal: false` and every `terminal/*` request is refused) rather than run one unconfined.
 package final class TerminalHost: Sendable {
-    /// The limits and switches.
+    /// The limits and switches in effect: those given, except that `enabled` is false where terminals were asked for
+    /// under ``TerminalConfinement/landlock`` and the kernel cannot confine them (``unavailable`` says why).
     package let settings: TerminalSettings
+    /// Why terminals are off although they were asked for (no Landlock, or too old a one); `nil` otherwise.
+    package let unavailable: SandboxError?
     private let clock: any BridgeClock
     private let logger: Logger
     private let state = Mutex<(terminals: [String: Terminal], nextID: UInt64, closed: Bool)>(([:], 1, false))
     private let launches: AsyncStream<Terminal>
     private let launchSink: AsyncStream<Terminal>.Continuation
     /// Confined terminals' `TMPDIR`.
-    private let scratch = TerminalScratchDirectory()
+    private let scratch = ScratchDirectory(prefix: "oa-bridge-terminals")
 
     /// A host with `settings`, whose timers run on `clock`.
     package init(settings: TerminalSettings, clock: any BridgeClock, logger: Logger) {
-        self.settings = settings
         self.clock = clock
         self.logger = logger
         (launches, launchSink) = AsyncStream.makeStream(of: Terminal.self)
-        guard settings.enabled else { return }
-        switch (settings.confinement, Landlock.abi()) {
-        case (.unconfined, _):
-            logger.warning("terminals run unconfined (--terminal-confinement unconfined): commands reach whatever the bridge's user can")
-        case (.landlock, .success(let abi)):
-            logger.info("terminals run confined by Landlock", metadata: ["abi": "\(abi)"])
-        case (.landlock, .failure(let error)):
-            logger.warning("terminals are refused: \(error.description); start the bridge with --terminal-confinement unconfined to run them unconfined")
+        var effective = settings
+        var unavailable: SandboxError?
+        if settings.enabled {
+            switch (settings.confinement, Landlock.usableABI(probe: settings.landlockProbe)) {
+            case (.unconfined, _):
+                logger.warning("terminals run unconfined (--terminal-confinement unconfined): commands reach whatever the bridge's user can")
+            case (.landlock, .success(let abi)):
+                logger.info("terminals run confined by Landlock", metadata: ["abi": "\(abi)"])
+            case (.landlock, .failure(let error)):
+                effective.enabled = false
+                unavailable = error
+                logger.warning("terminals are off (the agent is told terminal: false): \(error.description)", metadata: [
+                    "fix": "a kernel with Landlock ABI \(Landlock.minimumABI)+, or --terminal-confinement unconfined to run them unconfined",
+                ])
+            }
         }
+        self.settings = effective
+        self.unavailable = unavailable
     }
 
     /// Runs every terminal created until ``close()``, then until their processes are gone; cancelling it kills them.

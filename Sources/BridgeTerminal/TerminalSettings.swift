@@ -1,3 +1,5 @@
+import BridgeSandbox
+
 /// How the bridge serves the agent's `terminal/*` requests on the desktop (see Protocol.md, "Terminals").
 public struct TerminalSettings: Sendable {
     /// Whether terminals are served (`oa-bridge serve --no-terminal` / `terminal: false` turns them off): the agent is
@@ -22,6 +24,11 @@ public struct TerminalSettings: Sendable {
     /// How long the output of a command that has exited is still read (a background child may keep it open) before
     /// `terminal/wait_for_exit` is answered without it.
     public var outputGrace: Duration = .seconds(1)
+
+    /// How the kernel's Landlock ABI is learnt (``Landlock/abi()``); tests give a kernel without Landlock, or with an old
+    /// one. Under ``TerminalConfinement/landlock``, an ABI older than ``Landlock/minimumABI`` or none turns terminals off
+    /// (see ``TerminalHost/settings``).
+    public var landlockProbe: @Sendable () -> Result<Int, SandboxError> = { Landlock.abi() }
 
     /// The defaults: served, 8 per session, 32 in all, 1 MiB of output each, one notification per 100 ms of at most
     /// 32 KiB.

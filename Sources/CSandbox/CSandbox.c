@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #endif
 
@@ -107,6 +108,20 @@ static void csb_command(const struct csb_spawn_request *request, pid_t superviso
     csb_fail(5, CSB_STAGE_EXEC, errno);
 }
 
+/// The command the supervisor passes signals on to (set after the fork, in the supervisor only).
+static volatile pid_t csb_forward_to = 0;
+
+/// The supervisor's handler of the signals a caller sends to stop or poke the command (SIGTERM, SIGINT, SIGHUP,
+/// SIGQUIT, SIGUSR1, SIGUSR2): passed on to the command, so that `kill -TERM <supervisor>` lets it end gracefully
+/// instead of killing the supervisor (and with it, by PR_SET_PDEATHSIG, the command at once).
+static void csb_forward(int signal) {
+    int saved = errno;
+    if (csb_forward_to > 0) kill(csb_forward_to, signal);
+    errno = saved;
+}
+
+static const int csb_forwarded_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
 /// The supervisor: forks the command, waits for it and ends as it ended (same exit code, or the same signal); when
 /// the bridge's process is gone first it kills its process group (itself, the command and the command's children).
 static void csb_supervise(const struct csb_spawn_request *request, int report, pid_t bridge) {
@@ -126,10 +141,26 @@ static void csb_supervise(const struct csb_spawn_request *request, int report, p
 #endif
     if (getppid() != bridge) csb_fail(5, CSB_STAGE_PARENT_GONE, ESRCH);
     pid_t self = getpid();
+    // The signals passed on stay blocked until the handler is in place (a signal sent meanwhile waits; the command
+    // unblocks everything before exec), and are only taken while the supervisor polls (ppoll's mask): the handler
+    // never runs once the command has been reaped, so it never signals a reused process id.
+    sigset_t forwarded;
+    sigemptyset(&forwarded);
+    for (size_t i = 0; i < sizeof csb_forwarded_signals / sizeof csb_forwarded_signals[0]; i++) {
+        sigaddset(&forwarded, csb_forwarded_signals[i]);
+    }
+    sigprocmask(SIG_BLOCK, &forwarded, 0);
     pid_t command = fork();
     if (command < 0) csb_fail(5, CSB_STAGE_FORK, errno);
     if (command == 0) csb_command(request, self);
     for (int fd = 0; fd < 6; fd++) close(fd);
+    csb_forward_to = command;
+    struct sigaction forward = { 0 };
+    forward.sa_handler = csb_forward;
+    sigfillset(&forward.sa_mask);
+    for (size_t i = 0; i < sizeof csb_forwarded_signals / sizeof csb_forwarded_signals[0]; i++) {
+        sigaction(csb_forwarded_signals[i], &forward, 0);
+    }
     int ended_watch = -1;
 #if defined(SYS_pidfd_open)
     ended_watch = (int)syscall(SYS_pidfd_open, command, 0U);
@@ -142,9 +173,11 @@ static void csb_supervise(const struct csb_spawn_request *request, int report, p
             kill(-self, SIGKILL);
             _exit(137);
         }
-        // With pidfds the end of either process wakes the poll; without, look again every quarter second.
+        // With pidfds the end of either process wakes the poll; without, look again every quarter second. Signals
+        // to pass on are taken here only.
         struct pollfd ends[2] = { { watch, POLLIN, 0 }, { ended_watch, POLLIN, 0 } };
-        poll(ends, 2, watch >= 0 && ended_watch >= 0 ? -1 : 250);
+        struct timespec quarter = { 0, 250000000 };
+        ppoll(ends, 2, watch >= 0 && ended_watch >= 0 ? 0 : &quarter, &none);
     }
     if (WIFSIGNALED(status)) {
         int signal = WTERMSIG(status);

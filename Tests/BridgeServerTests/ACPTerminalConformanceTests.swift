@@ -1,5 +1,7 @@
 import BridgeRPC
+import BridgeSandbox
 import BridgeServer
+import BridgeTerminal
 import Foundation
 import Testing
 
@@ -241,6 +243,32 @@ struct ACPTerminalConformanceTests {
             #expect(log["result"]?["clientCapabilities"]?["terminal"] == false, "\(log)")
             let (refused, _) = try await alice.agentCall(seed: true, session: session, "terminal/create", ["command": "echo"])
             #expect(refused.hasPrefix("error: -32601"), "\(refused)")
+        }
+    }
+
+    @Test("a kernel without Landlock (or with too old an ABI): the agent is told terminal false and terminal/create is refused with -32601")
+    func terminalsWithoutLandlock() async throws {
+        let probes: [@Sendable () -> Result<Int, SandboxError>] = [{ .failure(.landlockUnavailable(errno: ENOSYS)) }, { .success(2) }]
+        for probe in probes {
+            try await twoPhones(configure: { $0.terminal.landlockProbe = probe }) { alice, _, session, _ in
+                let (log, _) = try await alice.call("_test/log", id: "log", [:])
+                #expect(log["result"]?["clientCapabilities"]?["terminal"] == false, "\(log)")
+                let (refused, _) = try await alice.agentCall(seed: true, session: session, "terminal/create", ["command": "echo"])
+                #expect(refused.hasPrefix("error: -32601"), "\(refused)")
+            }
+        }
+    }
+
+    @Test("a kernel without Landlock and --terminal-confinement unconfined: the agent is told terminal true and the command runs")
+    func unconfinedWithoutLandlock() async throws {
+        try await twoPhones(configure: {
+            $0.terminal.landlockProbe = { .failure(.landlockUnavailable(errno: ENOSYS)) }
+            $0.terminal.confinement = .unconfined
+        }) { alice, _, session, _ in
+            let (log, _) = try await alice.call("_test/log", id: "log", [:])
+            #expect(log["result"]?["clientCapabilities"]?["terminal"] == true, "\(log)")
+            let (created, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "echo ran"])
+            #expect(created["terminalId"] != nil, "\(created)")
         }
     }
 

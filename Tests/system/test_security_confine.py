@@ -17,6 +17,7 @@ import ctypes
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,11 +26,14 @@ from pathlib import Path
 
 import pytest
 
+import loopback
 from loopback import BIN, Serve
 
 websockets = pytest.importorskip("websockets")
 
 AGENT = Path(__file__).resolve().parent / "agents" / "acp_script_agent.py"
+OWN_CODE_AGENT = Path(__file__).resolve().parent / "agents" / "own_code_agent.py"
+NO_LANDLOCK = Path(__file__).resolve().parent / "no_landlock.py"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
 RACE_TERMINALS = int(os.environ.get("OA_CONFINE_RACE_TERMINALS", "120"))
 RACE_SECONDS = float(os.environ.get("OA_CONFINE_RACE_SECONDS", "60"))
@@ -41,7 +45,8 @@ class HomeBridge(Serve):
     """`serve --auth none --fs-scope SCOPE` with the script agent; HOME = `<root>/home`, state and config at their
     default places under it."""
 
-    def __init__(self, scope: str = "workspace", *extra: str):
+    def __init__(self, scope: str = "workspace", *extra: str, agent: Path = AGENT, no_landlock: bool = False):
+        """`no_landlock`: serve runs under tests' no_landlock.py, a kernel without Landlock as far as it can tell."""
         self.root = Path(tempfile.mkdtemp(prefix="oa-confine-")).resolve()
         self.home = self.root / "home"
         self.workspace = self.home / "workspace"
@@ -57,10 +62,18 @@ class HomeBridge(Serve):
         env = {"HOME": str(self.home), "XDG_CONFIG_HOME": "", "XDG_STATE_HOME": ""}
         saved = {key: os.environ.get(key) for key in env}
         os.environ.update(env)  # the serve process inherits them
+        if no_landlock:
+            # Serve starts loopback.BIN: for this bridge, a script that runs it under the seccomp filter (exec keeps
+            # the process id that Serve watches).
+            wrapper = self.root / "oa-bridge-without-landlock"
+            wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {NO_LANDLOCK} {BIN} \"$@\"\n")
+            wrapper.chmod(0o755)
+            loopback.BIN = str(wrapper)
         try:
-            super().__init__("--agent", f"{sys.executable} {AGENT}", "--fs-scope", scope, *extra,
+            super().__init__("--agent", f"{sys.executable} {agent}", "--fs-scope", scope, *extra,
                              prefix="oa-confine-serve-", working_directory=self.workspace, state=self.state_dir)
         finally:
+            loopback.BIN = BIN
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)
@@ -306,4 +319,195 @@ def test_a_terminals_command_dies_with_a_killed_bridge():
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        bridge.stop()
+
+
+# --- The agent process itself under Landlock (--sandbox-agent) -------------------------------------------------------
+# The agent is agents/own_code_agent.py (the official Python SDK), which opens files with its own code: fs/* refusals
+# do not apply to it, only the kernel's. Without --sandbox-agent the same requests succeed (the test would pass on
+# nothing otherwise); with it, reads outside the scope and of the bridge's files, and writes outside, are refused.
+
+
+def own(text: str) -> tuple[str, str]:
+    """The agent's `ok ...` / `refused ERRNO` answer as (status, rest)."""
+    status, _, rest = text.partition(" ")
+    return status, rest
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox-agent", "unconfined-agent"])
+def test_an_agents_own_code_reaches_only_the_scope_under_sandbox_agent(sandboxed):
+    extra = ["--sandbox-agent"] if sandboxed else []
+    bridge = HomeBridge("workspace", *extra, agent=OWN_CODE_AGENT)
+    try:
+        (bridge.workspace / "src.txt").write_text("workspace text")
+        answers = bridge.ask(
+            f"own-read {bridge.workspace / 'src.txt'}",
+            f"own-write {bridge.workspace / 'made.txt'} made inside",
+            f"own-read {bridge.outside / 'secret.txt'}",
+            f"own-read {bridge.key}",
+            f"own-read {bridge.config}",
+            f"own-read {bridge.home / 'notes.txt'}",
+            f"own-write {bridge.outside / 'planted'} planted",
+            f"own-write {bridge.config} auth: none",
+            "whoami")
+        inside_read, inside_write, *outside, whoami = answers
+        assert own(inside_read) == ("ok", "workspace text"), inside_read
+        assert own(inside_write) == ("ok", ""), inside_write
+        assert (bridge.workspace / "made.txt").read_text() == "made inside"
+        tmpdir = whoami.rsplit(" ", 1)[-1]
+        if sandboxed:
+            for answer in outside:
+                assert own(answer) == ("refused", "EACCES"), (answer, outside)
+            assert not (bridge.outside / "planted").exists()
+            assert bridge.config.read_text() == "auth: none\nlog-level: info\n"
+            # Its own temporary directory, writable, and gone once it has ended.
+            assert "oa-bridge-agent-" in tmpdir, whoami
+            assert own(bridge.ask(f"own-write {tmpdir}/scratch ok")[0]) == ("ok", "")
+        else:
+            assert [own(answer)[0] for answer in outside] == ["ok"] * 6, outside
+            assert "PRIVATE KEY" in outside[1]
+        log = bridge.stop()
+        assert ("the agent runs sandboxed by Landlock" in log) == sandboxed, log[-2000:]
+        if sandboxed:
+            assert not Path(tmpdir).exists(), tmpdir
+    finally:
+        bridge.stop()
+
+
+def test_a_sandboxed_agent_under_fs_scope_home_reads_the_home_but_never_the_bridges_files():
+    bridge = HomeBridge("home", "--sandbox-agent", agent=OWN_CODE_AGENT)
+    try:
+        answers = bridge.ask(
+            f"own-read {bridge.home / 'notes.txt'}",
+            f"own-write {bridge.home / 'notes.txt'} home write",
+            f"own-write {bridge.workspace / 'made.txt'} made",
+            f"own-read {bridge.key}",
+            f"own-read {bridge.home / '.local' / 'state' / 'oa-bridge' / '..' / 'oa-bridge' / 'tls-key.pem'}",
+            f"own-read {bridge.config}",
+            f"own-write {bridge.config} auth: none",
+            f"own-write {bridge.state_dir / 'pairing.sqlite-journal'} junk",
+            f"own-read {bridge.outside / 'secret.txt'}",
+            f"own-write {bridge.home / 'new-in-home.txt'} new")
+        assert own(answers[0]) == ("ok", "home notes"), answers[0]
+        assert own(answers[1]) == ("ok", ""), answers[1]
+        assert own(answers[2]) == ("ok", ""), answers[2]
+        assert (bridge.home / "notes.txt").read_text() == "home write"
+        for answer in answers[3:-1]:
+            assert own(answer) == ("refused", "EACCES"), (answer, answers)
+        # The documented limits (docs/security.md): nothing new is made directly in a directory above a protected one
+        # (the home directory holds ~/.local/state/oa-bridge), whose existing files and subdirectories are written;
+        # and listing a directory above one lists beneath it too, so the protected directory's names (never its
+        # files' contents) can be listed.
+        assert own(answers[-1]) == ("refused", "EACCES"), answers[-1]
+        assert bridge.config.read_text() == "auth: none\nlog-level: info\n"
+        assert not (bridge.state_dir / "pairing.sqlite-journal").exists()
+    finally:
+        bridge.stop()
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox-agent", "unconfined-agent"])
+def test_the_agent_and_what_it_started_die_with_a_killed_bridge(sandboxed):
+    """The agent's tool process (a `sleep` it started and did not wait for) outlived a bridge killed with SIGKILL: the
+    agent itself ends on its stdin's end, its children do not. Now they are in the agent's process group, which the
+    supervisor kills when the bridge is gone."""
+    extra = ["--sandbox-agent"] if sandboxed else []
+    bridge = HomeBridge("workspace", *extra, agent=OWN_CODE_AGENT)
+    marker = f"{400 + os.getpid() % 1000}.{time.monotonic_ns() % 1000000}"
+    try:
+        whoami, spawned = bridge.ask("whoami", f"own-spawn sleep {marker}")
+        agent_pid = int(whoami.split()[1])
+        assert spawned.startswith("ok"), spawned
+        deadline = time.monotonic() + 10
+        while not processes_with(f"sleep\0{marker}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(f"sleep\0{marker}"), "the agent's child never started"
+        bridge.proc.send_signal(signal.SIGKILL)
+        bridge.proc.wait(10)
+        deadline = time.monotonic() + 3
+        while (processes_with(f"sleep\0{marker}") or alive(agent_pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not processes_with(f"sleep\0{marker}"), "the agent's child outlived the bridge"
+        assert not alive(agent_pid), "the agent outlived the bridge"
+    finally:
+        for pid in processes_with(f"sleep\0{marker}"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        bridge.stop()
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+# --- A kernel without Landlock (issue 27: say so, turn terminals off and tell the agent, unless unconfined) -----------
+# no_landlock.py answers the Landlock system calls with ENOSYS for serve and its children (seccomp), the kernel's
+# own answer where Landlock is missing; the last test is the real kernel's path (ABI 7 here).
+
+
+def test_without_landlock_serve_says_so_tells_the_agent_terminal_false_and_refuses_terminals():
+    bridge = HomeBridge("workspace", agent=OWN_CODE_AGENT, no_landlock=True)
+    try:
+        caps, created = bridge.ask("caps", "terminal echo ran")
+        assert json.loads(caps).get("terminal") is False, caps
+        assert created.startswith("error -32601"), created
+        assert "Landlock" in created, created
+        log = bridge.stop()
+        started = [line for line in log.splitlines() if "terminals are off (the agent is told terminal: false)" in line]
+        assert len(started) == 1 and "no Landlock" in started[0], log[-3000:]
+    finally:
+        bridge.stop()
+
+
+def test_without_landlock_and_terminal_confinement_unconfined_terminals_run():
+    bridge = HomeBridge("workspace", "--terminal-confinement", "unconfined", agent=OWN_CODE_AGENT, no_landlock=True)
+    try:
+        caps, created = bridge.ask("caps", "terminal echo ran")
+        assert json.loads(caps).get("terminal") is True, caps
+        assert created.startswith("ok term-"), created
+        assert "terminals run unconfined" in bridge.stop()
+    finally:
+        bridge.stop()
+
+
+def test_without_landlock_a_sandboxed_agent_is_not_started_and_says_why():
+    bridge = HomeBridge("workspace", "--sandbox-agent", agent=OWN_CODE_AGENT, no_landlock=True)
+
+    async def scenario():
+        async with websockets.connect(bridge.ws_url, max_size=2**24) as ws:
+            await ws.send(json.dumps(INIT))
+            return json.loads(await asyncio.wait_for(ws.recv(), 30))
+    try:
+        answer = asyncio.run(scenario())
+        message = answer.get("error", {}).get("message", "")
+        assert "cannot be sandboxed" in message and "no Landlock" in message, answer
+    finally:
+        bridge.stop()
+
+
+def test_doctor_names_a_kernel_without_landlock_and_the_real_one():
+    env = {**os.environ}
+    without = subprocess.run([sys.executable, str(NO_LANDLOCK), BIN, "doctor", "--role", "desk"],
+                             capture_output=True, text=True, timeout=120, env=env)
+    line = next((l for l in without.stdout.splitlines() if "terminal confinement" in l), "")
+    assert line.startswith("warn") and "no Landlock" in line and "terminal: false" in line, without.stdout[-3000:]
+    real = subprocess.run([BIN, "doctor", "--role", "desk"], capture_output=True, text=True, timeout=120, env=env)
+    line = next((l for l in real.stdout.splitlines() if "terminal confinement" in l), "")
+    assert line.startswith("ok") and "Landlock ABI" in line, real.stdout[-3000:]
+
+
+def test_on_this_kernel_terminals_are_confined_and_the_agent_is_told_terminal_true():
+    bridge = HomeBridge("workspace", agent=OWN_CODE_AGENT)
+    try:
+        caps, created = bridge.ask("caps", "terminal echo ran")
+        assert json.loads(caps).get("terminal") is True, caps
+        assert created.startswith("ok term-"), created
+        assert "terminals run confined by Landlock" in bridge.stop()
+    finally:
         bridge.stop()

@@ -86,7 +86,7 @@ extension BridgeHub {
                 environment: configuration.agentEnvironment,
                 workingDirectory: configuration.agentWorkingDirectory ?? workspace.root)
             do {
-                agent = try await StdioAgent.launch(agentConfiguration, logger: agentLogger)
+                agent = try await StdioAgent.launch(agentConfiguration, launcher: agentLauncher(logger: agentLogger), logger: agentLogger)
             } catch {
                 agentLogger.error("could not start the agent", metadata: ["error": "\(error.description)"])
                 return .failure(error.rpcError)

@@ -25,6 +25,11 @@ public struct BridgeServerConfiguration: Sendable {
     /// The agent process's working directory; `nil` uses ``workingDirectory``.
     public var agentWorkingDirectory: String? = nil
     /// The directory sessions work in: reported to clients, the default `cwd` of `session/new`, and the
+    /// Whether the agent process itself runs under Landlock (`--sandbox-agent`), as terminals do: it writes only in its
+    /// working directory, the `--fs-scope` directory and a temporary directory of its own, reads those, the system's
+    /// directories and its own installation, never the bridge's files. Either way it is started from its directory's
+    /// descriptor and dies with the bridge (see ``BridgeAgentLauncher``).
+    public var sandboxAgent: Bool = false
     /// boundary of `fs/read_text_file` / `fs/write_text_file` (a session's `cwd` must lie inside it).
     public var workingDirectory: String
     /// The largest WebSocket message accepted, in bytes; larger ones get an error (or a 1009 close when far larger).

@@ -81,7 +81,8 @@ struct csb_spawn_request {
 /// `pid`). The supervisor forks the command and ends as it ended (same exit code, or the same signal); when the
 /// bridge's process is gone first, it kills its process group (itself, the command and the command's children). The
 /// command dies with its supervisor (PR_SET_PDEATHSIG), enters `directory` by descriptor, sets PR_SET_NO_NEW_PRIVS,
-/// restricts itself to `ruleset`, and execs. Returns 0 once the command has been executed, or -1 with the failing
+/// restricts itself to `ruleset`, and execs. SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the
+/// supervisor are passed on to the command (so a command may end gracefully; SIGKILL to the group ends them all). Returns 0 once the command has been executed, or -1 with the failing
 /// stage and errno in `stage` and `code` (the supervisor is then reaped). The caller waits for `pid` with waitpid(2).
 int csb_spawn(const struct csb_spawn_request *request, pid_t *pid, int *stage, int *code);
 

@@ -87,6 +87,9 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "How the agent's terminals are confined: landlock (the default: to the session's directories and --fs-scope, never the bridge's own files; refused where the kernel has no Landlock) or unconfined.")
     var terminalConfinement: TerminalConfinement?
 
+    @Flag(inversion: .prefixedNo, help: "Run the agent process itself under Landlock, as terminals are: it writes only in the session's directories, --fs-scope and a temporary directory of its own, reads those, the system's directories and its own installation, never the bridge's files or the rest of the home directory. Not for agents that keep logins or state in the home directory. Default: off.")
+    var sandboxAgent: Bool?
+
     /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
     var flags: ServeFlags {
         var flags = ServeFlags()
@@ -115,6 +118,7 @@ struct ServeOptions: ParsableArguments {
         flags.allowPlaintext = allowPlaintext
         flags.terminal = terminal
         flags.terminalConfinement = terminalConfinement
+        flags.sandboxAgent = sandboxAgent
         return flags
     }
 }

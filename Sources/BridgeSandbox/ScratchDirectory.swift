@@ -1,4 +1,3 @@
-import BridgeSandbox
 import Foundation
 import Synchronization
 
@@ -8,18 +7,24 @@ import Glibc
 import Darwin
 #endif
 
-/// The temporary directory confined terminals write in (their `TMPDIR`): a confined command may write only inside
-/// its session's directories, and compilers and test runners want a temporary directory. Made on first use under
-/// the system's temporary directory (mode 0700), removed with everything in it by ``remove()``.
-final class TerminalScratchDirectory: Sendable {
+/// A temporary directory a confined process writes in (its `TMPDIR`): a confined command may write only inside its
+/// scope, and compilers, test runners and interpreters want a temporary directory. Made on first use under the
+/// system's temporary directory (mode 0700), removed with everything in it by ``remove()`` or when released.
+public final class ScratchDirectory: Sendable {
+    private let prefix: String
     private let state = Mutex<(path: String, descriptor: Int32)?>(nil)
 
-    /// The directory's path and descriptor, made if needed; `nil` when it cannot be made (terminals then have no
-    /// writable temporary directory).
-    func directory() -> (path: String, descriptor: Int32)? {
+    /// A directory named `<prefix>-XXXXXX`, not made yet.
+    public init(prefix: String) {
+        self.prefix = prefix
+    }
+
+    /// The directory's path and descriptor, made if needed; `nil` when it cannot be made (the confined process then
+    /// has no writable temporary directory).
+    public func directory() -> (path: String, descriptor: Int32)? {
         state.withLock { state in
             if let state { return state }
-            let template = (NSTemporaryDirectory() as NSString).appendingPathComponent("oa-bridge-terminals-XXXXXX")
+            let template = (NSTemporaryDirectory() as NSString).appendingPathComponent("\(prefix)-XXXXXX")
             var bytes = Array(template.utf8CString)
             guard mkdtemp(&bytes) != nil else { return nil }
             let path = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -33,8 +38,8 @@ final class TerminalScratchDirectory: Sendable {
         }
     }
 
-    /// Removes the directory and what the terminals left in it.
-    func remove() {
+    /// Removes the directory and what was left in it.
+    public func remove() {
         guard let made = state.withLock({ state -> (path: String, descriptor: Int32)? in
             defer { state = nil }
             return state

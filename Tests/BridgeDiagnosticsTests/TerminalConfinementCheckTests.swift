@@ -1,0 +1,23 @@
+import BridgeDiagnostics
+import BridgeSandbox
+import Testing
+
+@Suite("Doctor: terminal confinement", .tags(.unit))
+struct TerminalConfinementCheckTests {
+    @Test("a kernel without Landlock, or with an ABI older than 3, is a warning that says terminals are off and how to fix it")
+    func warnsWithoutLandlock() {
+        for probe: () -> Result<Int, SandboxError> in [{ .failure(.landlockUnavailable(errno: 38)) }, { .success(2) }] {
+            let check = DoctorCheck.terminalConfinement(probe: probe)
+            #expect(check.status == .warn)
+            #expect(check.detail.contains("terminal: false"), "\(check.detail)")
+            #expect(check.fix?.contains("--terminal-confinement unconfined") == true)
+        }
+    }
+
+    @Test("Landlock ABI 3 or later is fine, and the check names the ABI")
+    func okWithLandlock() {
+        let check = DoctorCheck.terminalConfinement(probe: { .success(7) })
+        #expect(check.status == .ok)
+        #expect(check.detail.contains("ABI 7"))
+    }
+}
