@@ -483,6 +483,8 @@ let package = Package(
                 "BridgeWorkspace",
                 "BridgeTailscale",
                 "BridgeHTTP",
+                "BridgeSandbox",
+                "BridgeTerminal",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -501,7 +503,5 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-                "BridgeSandbox",
-                "BridgeTerminal",
     ]
 )
