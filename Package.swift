@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "BridgeDiscovery", targets: ["BridgeDiscovery"]),
         .library(name: "BridgePairingWire", targets: ["BridgePairingWire"]),
         .library(name: "BridgePairing", targets: ["BridgePairing"]),
+        .library(name: "BridgeDPoP", targets: ["BridgeDPoP"]),
         .library(name: "BridgePairingUI", targets: ["BridgePairingUI"]),
         .library(name: "BridgeTime", targets: ["BridgeTime"]),
         .library(name: "BridgeWorkspace", targets: ["BridgeWorkspace"]),
@@ -41,7 +42,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
@@ -109,6 +111,16 @@ let package = Package(
         /// Foundation only, so a phone app links no SQLite, libqrencode or libpng.
         .target(
             name: "BridgePairingWire",
+            swiftSettings: swiftSettings
+        ),
+        /// Device-bound tokens (RFC 9449, DPoP): a device's P-256 key and its JWK thumbprint (RFC 7638), the proofs a
+        /// client signs, and the bridge's check of each proof (signature, binding, method and URL, age, replay, nonce).
+        .target(
+            name: "BridgeDPoP",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: swiftSettings
         ),
         /// The desktop's token store, authenticator and pairing session (SQLite through GRDB).
@@ -344,6 +356,7 @@ let package = Package(
             name: "bench",
             dependencies: [
                 "BridgeServer",
+                "BridgeDPoP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -410,6 +423,15 @@ let package = Package(
             name: "BridgeTestSupport",
             dependencies: ["BridgeTime"],
             path: "Tests/BridgeTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BridgeDPoPTests",
+            dependencies: [
+                "BridgeDPoP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -342,6 +342,7 @@ case "idle": try await runIdle(args)
 case "relay": try runRelay(args)
 case "latency": try runLatency(args)
 case "parse": runParse(args)
+case "dpop": try await runDPoP(args)
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)
