@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -32,6 +33,7 @@ from acp import RequestError
 from acp.ws.client import create_websocket_stream
 
 URL = sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:9099/"
+KEYED_RETRY = os.environ.get("OA_CHAOS_KEYED_RETRY") == "1"
 PING_EVERY = 1.0
 PING_TIMEOUT = 2.0
 
@@ -77,6 +79,8 @@ class Phone:
         self.up = asyncio.Event()
         self.generation = 0
         self.mending = asyncio.Lock()
+        self.unknown = ""
+        self.transport = None
 
     # -- what the bridge sends ----------------------------------------------------------------------------------
 
@@ -110,6 +114,7 @@ class Phone:
             try:
                 transport = await asyncio.wait_for(create_websocket_stream(URL), 5)
                 conn = acp.connect_to_agent(PhoneClient(self), transport)
+                self.transport = transport
                 await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=acp.schema.ClientCapabilities()), 10)
                 self.conn = conn
                 self.generation += 1
@@ -164,6 +169,11 @@ class Phone:
     async def _reattach(self) -> dict | None:
         old = self.conn
         self.conn = None
+        # The old connection is given up: abort it (RST), so the kernel does not deliver what it still holds (a
+        # prompt stuck behind a blackhole) later, after this phone reported the prompt's fate unknown.
+        socket = getattr(getattr(self.transport, "_ws", None), "transport", None)
+        if socket is not None:
+            socket.abort()
         if old is not None:
             try:
                 await asyncio.wait_for(old.close(), 2)
@@ -213,42 +223,55 @@ class Phone:
         fut = asyncio.get_running_loop().create_future()
         self.finished[session] = fut
         try:
-            while self.conn is None or self.lost.is_set():
-                await self.reattach()
-            try:
-                answer = await self.call(self.conn.prompt(session_id=session, prompt=[acp.text_block(text)],
-                                                          oa={"idempotencyKey": pid}), 120)
-                emit("prompt_done", id=pid, session=session, stop=answer.stop_reason)
-                return
-            except RequestError as e:
-                emit("prompt_error", id=pid, session=session, code=e.code, message=str(e)[:300])
-                return
-            except Lost as e:
-                emit("prompt_link_lost", id=pid, why=str(e)[:200])
-            # The link died with the prompt out: follow it through the resume, never send it again.
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                answer = await self.reattach()
-                if answer is None:
-                    emit("prompt_error", id=pid, session=session, code=None,
-                         message="the session was reloaded: the prompt's fate is unknown to this phone")
+            for attempt in range(1, 4 if KEYED_RETRY else 2):
+                outcome = await self.prompt_once(pid, text, session, fut, attempt)
+                if outcome is not None:
                     return
-                if answer.get("finishedWhileAway"):
-                    emit("prompt_done", id=pid, session=session, stop=answer["finishedWhileAway"], via="resume")
-                    return
-                if not answer.get("promptRunning"):
-                    emit("prompt_error", id=pid, session=session, code=None,
-                         message="after the reconnect the bridge runs no prompt and reports none finished")
-                    return
-                lost = asyncio.ensure_future(self.lost.wait())
-                done, _ = await asyncio.wait({fut, lost}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
-                lost.cancel()
-                if fut in done:
-                    emit("prompt_done", id=pid, session=session, stop=fut.result(), via="prompt_finished")
-                    return
-            emit("prompt_error", id=pid, session=session, code=None, message="no end within 120 s")
+                if not KEYED_RETRY:
+                    break
+                # Sent again with the same key: the bridge runs it if it never got it, else answers what it got.
+                emit("prompt_retry", id=pid, attempt=attempt + 1)
+                fut = asyncio.get_running_loop().create_future()
+                self.finished[session] = fut
+            emit("prompt_error", id=pid, session=session, code=None, message=self.unknown)
         finally:
             self.finished.pop(session, None)
+
+    async def prompt_once(self, pid: str, text: str, session: str, fut: asyncio.Future, attempt: int) -> str | None:
+        """One sending of the prompt; its outcome ("done", "error"), or None when its fate is unknown (self.unknown)."""
+        while self.conn is None or self.lost.is_set():
+            await self.reattach()
+        try:
+            answer = await self.call(self.conn.prompt(session_id=session, prompt=[acp.text_block(text)],
+                                                      oa={"idempotencyKey": pid}), 120)
+            emit("prompt_done", id=pid, session=session, stop=answer.stop_reason, attempt=attempt)
+            return "done"
+        except RequestError as e:
+            emit("prompt_error", id=pid, session=session, code=e.code, message=str(e)[:300], attempt=attempt)
+            return "error"
+        except Lost as e:
+            emit("prompt_link_lost", id=pid, why=str(e)[:200], attempt=attempt)
+        # The link died with the prompt out: follow it through the resume, never send it again unkeyed.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            answer = await self.reattach()
+            if answer is None:
+                self.unknown = "the session was reloaded: the prompt's fate is unknown to this phone"
+                return None
+            if answer.get("finishedWhileAway"):
+                emit("prompt_done", id=pid, session=session, stop=answer["finishedWhileAway"], via="resume", attempt=attempt)
+                return "done"
+            if not answer.get("promptRunning"):
+                self.unknown = "after the reconnect the bridge runs no prompt and reports none finished"
+                return None
+            lost = asyncio.ensure_future(self.lost.wait())
+            done, _ = await asyncio.wait({fut, lost}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
+            lost.cancel()
+            if fut in done:
+                emit("prompt_done", id=pid, session=session, stop=fut.result(), via="prompt_finished", attempt=attempt)
+                return "done"
+        self.unknown = "no end within 120 s"
+        return None
 
     async def run(self) -> None:
         self.cwd = sys.argv[2] if len(sys.argv) > 2 else "/"

@@ -89,6 +89,10 @@ def main() -> int:
                                          emit("websocket", url=ws.url)))
         page.on("pageerror", lambda error: emit("page_error", error=str(error)[:500]))
         page.on("console", lambda m: emit("console", type=m.type, text=m.text[:500]) if m.type in ("error", "warning") else None)
+        # The app's fallback transport (Streamable HTTP at /acp) carries updates this phone does not see frame by
+        # frame: said, so the check of seq numbers allows the hole (the screen is still checked).
+        page.on("request", lambda r: emit("http_transport", method=r.method, url=r.url[:200])
+                if "/acp" in r.url.split("://", 1)[-1].split("?", 1)[0] else None)
         page.on("requestfailed", lambda r: emit("request_failed", url=r.url[:200], failure=str(r.failure)[:200]))
         page.on("dialog", lambda dialog: (emit("dialog", message=dialog.message[:300]), dialog.dismiss()))
         state = {"connection": None, "system": 0}
@@ -127,22 +131,36 @@ def main() -> int:
             emit("ready", session=page.evaluate("() => localStorage.getItem('oa-bridge.session')"))
 
         def prompt(pid: str, text: str) -> None:
+            lines_before = page.evaluate("() => document.querySelectorAll('#transcript .system').length")
             page.fill("#message", text)
             page.click("#send")
             deadline = time.monotonic() + 120
+            idle_since = None
             while time.monotonic() < deadline:
-                got = page.evaluate("""(text) => {
-                    const agent = [...document.querySelectorAll('#transcript .msg.agent')].some(n => n.textContent === text);
+                got = page.evaluate("""([text, before]) => {
+                    // includes: a second prompt running at once in the session puts its answer in the same bubble.
+                    const agent = [...document.querySelectorAll('#transcript .msg.agent')].some(n => n.textContent.includes(text));
                     const mine = [...document.querySelectorAll('#transcript .msg.user')].filter(n => n.textContent.startsWith(text));
                     const running = !document.getElementById('stop').hidden;
-                    return {agent, running, states: mine.map(n => n.dataset.state || null)};
-                }""", text)
+                    const said = [...document.querySelectorAll('#transcript .system')].slice(before).map(n => n.textContent);
+                    return {agent, running, said, states: mine.map(n => n.dataset.state || null)};
+                }""", [text, lines_before])
                 if got["agent"] and not got["running"]:
                     emit("prompt_done", id=pid, session=page.evaluate("() => localStorage.getItem('oa-bridge.session')"))
                     return
                 if "unsent" in got["states"]:
                     emit("prompt_error", id=pid, code=None, message="the page shows it as not sent (Retry)")
                     return
+                # The turn is over without the answer, and the page said why in the conversation (the agent's error,
+                # the agent stopped): an error the user sees. Waited 2 s for a late answer first.
+                waiting = any(s in ("queued", "sending", "checking") for s in got["states"])
+                if got["said"] and not got["running"] and not waiting:
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > 2:
+                        emit("prompt_error", id=pid, code=None, message="the page says: " + " / ".join(got["said"])[:300])
+                        return
+                else:
+                    idle_since = None
                 pump()
                 page.wait_for_timeout(100)
             emit("prompt_error", id=pid, code=None, message="no answer on screen within 120 s", lost=True)
