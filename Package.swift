@@ -163,6 +163,17 @@ let package = Package(
             name: "BridgeTime",
             swiftSettings: swiftSettings
         ),
+        /// The bridge's sessions kept across restarts: a SQLite database (GRDB, WAL) in the state directory, written in
+        /// batches off the relay's path.
+        .target(
+            name: "BridgeSessionStore",
+            dependencies: [
+                "BridgeTime",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         /// The agent's `fs/*` requests: files confined to a session's directories by `openat2(2)` (CWorkspaceFS) and a
         /// walk beneath a directory descriptor, run off the hub on a thread pool within a time limit.
         .target(
@@ -235,6 +246,7 @@ let package = Package(
                 "BridgeTerminal",
                 "BridgeTailscale",
                 "BridgeHTTP",
+                "BridgeSessionStore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -426,6 +438,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "BridgeSessionStoreTests",
+            dependencies: ["BridgeSessionStore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgeDPoPTests",
             dependencies: [
                 "BridgeDPoP",
@@ -493,6 +510,7 @@ let package = Package(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgeSessionStore",
                 "BridgeTestSupport",
                 "BridgeDiscovery",
                 "BridgeWebApp",

@@ -126,7 +126,7 @@ extension BridgeHub {
     }
 
     /// Sends a request of the bridge's own to the agent and waits for the answer, at most `timeout`.
-    private func bridgeRequest(to launched: LaunchedAgent, method: String, params: JSONValue, timeout: Duration) async -> JSONRPCResponse {
+    func bridgeRequest(to launched: LaunchedAgent, method: String, params: JSONValue, timeout: Duration) async -> JSONRPCResponse {
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         let request = JSONRPCRequest(id: .int(agentID), method: method, params: params)
@@ -213,6 +213,11 @@ extension BridgeHub {
             return
         }
         if sessions[session] == nil, keepEarly(notification, session: session) { return }
+        if let state = sessions[session]?.state, state != .live {
+            // A dormant session's (the agent's history replay while the bridge restores it): the bridge has its own.
+            logger.debug("dropped an update of a session being restored", metadata: ["session": "\(session)", "method": "\(notification.method)"])
+            return
+        }
         var notification = notification
         if notification.method == ACPMethod.sessionUpdate {
             if let update = notification.params?["update"] { keepState(of: session, update: update) }
@@ -234,7 +239,8 @@ extension BridgeHub {
     private func relayScanned(_ notification: JSONRPCNotification, _ scanned: ScannedUpdate) -> Bool {
         // These two kinds change what the bridge keeps of the session (`keepState`), which reads the params.
         guard notification.method == ACPMethod.sessionUpdate, scanned.kind != "current_mode_update", scanned.kind != "config_option_update",
-              let raw = notification.rawParams, let index = sessions.index(forKey: scanned.sessionID) else { return false }
+              scanned.kind != "session_info_update", let raw = notification.rawParams, let index = sessions.index(forKey: scanned.sessionID),
+              sessions.values[index].state == .live else { return false }
         let members = sessions.values[index].members
         for id in members where connections[id]?.dialect?.isSeed == true { return false }
         guard raw.isForwardable else { return false }
@@ -404,7 +410,8 @@ extension BridgeHub {
         asks = asks.filter { $0.value.generation != current }
         terminals.releaseAll()
         earlyUpdates.removeAll()
-        sessions.removeAll()
+        // Issue 25 item 2: the sessions wait for the next agent (restored when a client attaches), not forgotten.
+        makeSessionsDormant()
         for id in connections.keys { connections[id]?.sessions.removeAll() }
         notify(Array(connections.keys), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
         return undelivered

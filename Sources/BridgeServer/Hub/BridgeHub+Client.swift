@@ -50,6 +50,8 @@ extension BridgeHub {
         case forward(ForwardedRequest)
         /// `session/load` or `session/resume`.
         case reattach(JSONRPCRequest, params: JSONValue?, batch: UInt64?)
+        /// `_oa/session/resume` of a dormant session: restored first.
+        case restore(JSONRPCRequest, params: JSONValue?, batch: UInt64?)
         /// `_oa/me`.
         case me(JSONRPCRequest, batch: UInt64?)
         /// `_oa/logout`.
@@ -72,6 +74,8 @@ extension BridgeHub {
         var sessionID: String?
         /// The mode, model or option asked for.
         var requested: JSONValue?
+        /// A prompt's idempotency key.
+        var idempotencyKey: String? = nil
     }
 
     /// Runs what has to wait in a task of its own, and waits for it (the client's next message is handled after it):
@@ -95,9 +99,19 @@ extension BridgeHub {
         case .forward(let forwarded):
             await forward(
                 forwarded.request, params: forwarded.params, from: id, batch: forwarded.batch, files: forwarded.files,
-                additional: forwarded.additional, sessionID: forwarded.sessionID, requested: forwarded.requested)
+                additional: forwarded.additional, sessionID: forwarded.sessionID, requested: forwarded.requested,
+                idempotencyKey: forwarded.idempotencyKey)
         case .reattach(let request, let params, let batch):
             await reattach(request, params: params, from: id, batch: batch)
+        case .restore(let request, let params, let batch):
+            if let session = params?["sessionId"]?.stringValue, let error = await restoreIfDormant(session) {
+                fail(id, request: request.id, error, batch: batch)
+            } else if let again = resume(request, params: params, from: id, batch: batch) {
+                // Still dormant (another restore failed to start the agent): one more try, then the error.
+                if case .restore = again {
+                    fail(id, request: request.id, BridgeErrors.agentGone("the agent could not be started to restore the session"), batch: batch)
+                }
+            }
         case .me(let request, let batch):
             await me(request, from: id, batch: batch)
         case .logout(let request, let batch):
@@ -193,7 +207,8 @@ extension BridgeHub {
             // From any client, attached or not: the agent decides; its answer drops the bridge's record.
             return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: params?["sessionId"]?.stringValue), from: id)
         case ACPMethod.sessionList:
-            return forwardNow(ForwardedRequest(request: request, params: params, batch: batch), from: id)
+            // The params are kept with the route: the answer gets the bridge's kept sessions (listWithKept).
+            return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, requested: params ?? [:]), from: id)
         case ACPMethod.authenticate:
             if let refused = desktopOnlyAuthentication(params) {
                 fail(id, request: request.id, refused, batch: batch)
@@ -201,8 +216,7 @@ extension BridgeHub {
             }
             return forwardNow(ForwardedRequest(request: request, params: params, batch: batch), from: id)
         case BridgeMethod.sessionResume:
-            resume(request, params: params, from: id, batch: batch)
-            return nil
+            return resume(request, params: params, from: id, batch: batch)
         case BridgeMethod.me:
             return .me(request, batch: batch)
         case BridgeMethod.logout:
@@ -214,9 +228,7 @@ extension BridgeHub {
                 return nil
             }
             if request.method == ACPMethod.sessionPrompt, let session = params?["sessionId"]?.stringValue {
-                sessions[session]?.finishedWhileAway = nil
-                recordPrompt(params, promptID: request.id, session: session)
-                return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session), from: id)
+                return prompt(request, params: params, session: session, from: id, batch: batch)
             } else if let session = params?["sessionId"]?.stringValue, let requested = BridgeHub.choice(request.method, params) {
                 return forwardNow(ForwardedRequest(request: request, params: params, batch: batch, sessionID: session, requested: requested), from: id)
             } else {
@@ -422,12 +434,15 @@ extension BridgeHub {
     @inline(never)
     func forward(
         _ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?,
-        files: WorkspaceFiles? = nil, additional: [WorkspaceFiles] = [], sessionID: String? = nil, requested: JSONValue? = nil
+        files: WorkspaceFiles? = nil, additional: [WorkspaceFiles] = [], sessionID: String? = nil, requested: JSONValue? = nil,
+        idempotencyKey: String? = nil
     ) async {
         guard let client = connections[id] else { return }
         guard client.pending < configuration.maxPendingRequests else {
             client.logger.warning("too many pending requests", metadata: ["limit": "\(configuration.maxPendingRequests)"])
-            fail(id, request: request.id, BridgeErrors.tooManyPending(configuration.maxPendingRequests), batch: batch)
+            let error = BridgeErrors.tooManyPending(configuration.maxPendingRequests)
+            settlePrompt(session: sessionID, key: idempotencyKey, outcome: .failure(error))
+            fail(id, request: request.id, error, batch: batch)
             return
         }
         connections[id]?.pending += 1
@@ -436,6 +451,7 @@ extension BridgeHub {
         case .success(let running): handle = running
         case .failure(let error):
             connections[id]?.pending -= 1
+            settlePrompt(session: sessionID, key: idempotencyKey, outcome: .failure(error))
             if let sessionID, request.method == ACPMethod.sessionLoad || request.method == ACPMethod.sessionResume {
                 detach(id, from: sessionID)
                 if sessions[sessionID]?.members.isEmpty == true { sessions[sessionID] = nil }
@@ -444,20 +460,23 @@ extension BridgeHub {
             return
         }
         sendToAgent(ForwardedRequest(
-            request: request, params: params, batch: batch, files: files, additional: additional, sessionID: sessionID, requested: requested),
+            request: request, params: params, batch: batch, files: files, additional: additional, sessionID: sessionID, requested: requested,
+            idempotencyKey: idempotencyKey),
             from: id, to: handle)
     }
 
-    /// ``forward(_:params:from:batch:files:additional:sessionID:requested:)`` without a suspension when the agent is
+    /// ``forward(_:params:from:batch:files:additional:sessionID:requested:idempotencyKey:)`` without a suspension when the agent is
     /// running (what `ensureAgent` would answer at once); otherwise the work to run in a task of its own.
-    private func forwardNow(_ forwarded: ForwardedRequest, from id: ConnectionID) -> ReceiveWork? {
+    func forwardNow(_ forwarded: ForwardedRequest, from id: ConnectionID) -> ReceiveWork? {
         guard case .running(let handle) = agentState, shuttingDown || handle.agent.endReason == nil else {
             return .forward(forwarded)
         }
         guard let client = connections[id] else { return nil }
         guard client.pending < configuration.maxPendingRequests else {
             client.logger.warning("too many pending requests", metadata: ["limit": "\(configuration.maxPendingRequests)"])
-            fail(id, request: forwarded.request.id, BridgeErrors.tooManyPending(configuration.maxPendingRequests), batch: forwarded.batch)
+            let error = BridgeErrors.tooManyPending(configuration.maxPendingRequests)
+            settlePrompt(session: forwarded.sessionID, key: forwarded.idempotencyKey, outcome: .failure(error))
+            fail(id, request: forwarded.request.id, error, batch: forwarded.batch)
             return nil
         }
         connections[id]?.pending += 1
@@ -475,7 +494,7 @@ extension BridgeHub {
         routes[agentID] = .client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: forwarded.batch,
             files: forwarded.files, additional: forwarded.additional, sessionID: forwarded.sessionID, generation: handle.generation,
-            requested: forwarded.requested, started: .now))
+            requested: forwarded.requested, started: .now, idempotencyKey: forwarded.idempotencyKey))
         do {
             try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: forwarded.params)))
         } catch {
@@ -489,6 +508,9 @@ extension BridgeHub {
     func complete(_ route: ClientRoute, outcome: Result<JSONValue, JSONRPCError>) {
         BridgeMetrics.relayLatency.record(duration: ContinuousClock.now - route.started)
         defer { BridgeMetrics.sessions.record(sessions.count) }
+        if route.method == ACPMethod.sessionPrompt, route.idempotencyKey != nil {
+            settlePrompt(session: route.sessionID, key: route.idempotencyKey, outcome: outcome)
+        }
         guard let client = connections[route.connection] else {
             if route.method == ACPMethod.sessionPrompt, let session = route.sessionID {
                 promptEndedAway(session: session, outcome: outcome)
@@ -520,6 +542,8 @@ extension BridgeHub {
                 detach(route.connection, from: session)
                 if sessions[session]?.members.isEmpty == true { sessions[session] = nil }
             }
+        case (ACPMethod.sessionList, _):
+            outcome = listWithKept(outcome, params: route.requested)
         case (ACPMethod.sessionClose, .success), (ACPMethod.sessionDelete, .success):
             if let session = route.sessionID { dropSession(session, by: route.method, requester: route.connection) }
         case (ACPMethod.sessionSetMode, .success(let result)), (ACPMethod.sessionSetModel, .success(let result)),

@@ -1,6 +1,7 @@
 import BridgeACP
 import BridgeRPC
 import BridgeWorkspace
+import Foundation
 import Logging
 
 /// The session lifecycle beyond `session/new`, from whichever connection: `session/load` and `session/resume` attach
@@ -28,6 +29,10 @@ extension BridgeHub {
             return
         }
         if let error = sessionLimitError(id, joining: session) {
+            fail(id, request: request.id, error, batch: batch)
+            return
+        }
+        if sessions[session]?.state == .dormant, let error = await restoreIfDormant(session) {
             fail(id, request: request.id, error, batch: batch)
             return
         }
@@ -94,6 +99,7 @@ extension BridgeHub {
         meta["lastSeq"] = .int(record.nextSeq - 1)
         meta["replayed"] = .int(replayed)
         meta["promptRunning"] = .bool(promptRunning(session))
+        if let oa = restoreMeta(session) { meta["oa"] = oa }
         result["_meta"] = .object(meta)
         connections[id]?.logger.info("attached to a live session", metadata: [
             "session": "\(session)", "method": "\(request.method)", "replayed": "\(replayed)",
@@ -127,6 +133,7 @@ extension BridgeHub {
         if let modes = result["modes"], modes != .null { sessions.values[index].modes = modes }
         if let models = result["models"], models != .null { sessions.values[index].models = models }
         if let options = result["configOptions"], options != .null { sessions.values[index].configOptions = options }
+        persistSession(session)
     }
 
     /// Keeps what a `session/update` changes: `current_mode_update` and `config_option_update`.
@@ -139,6 +146,13 @@ extension BridgeHub {
             }
         case "config_option_update":
             if let options = update["configOptions"] { sessions.values[index].configOptions = options }
+            persistSession(session)
+        case "session_info_update":
+            // The title travels with the session across restarts (the agent's words: kept as text, shown as text).
+            if let title = update["title"]?.stringValue, title != sessions.values[index].title {
+                sessions.values[index].title = String(title.prefix(1024))
+                store?.enqueue(.setTitle(session: session, title: String(title.prefix(1024))))
+            }
         default:
             break
         }
@@ -168,6 +182,7 @@ extension BridgeHub {
         default:
             break
         }
+        persistSession(session)
     }
 
     /// `state` (an object, or nothing yet) with `key` set to `value`.
@@ -180,10 +195,19 @@ extension BridgeHub {
     /// A new session (`session/new` or `session/fork` answered): registered, its requester attached, and the updates
     /// the agent sent for it before answering delivered (before the answer, as the agent sent them).
     func registerSession(_ session: String, files: WorkspaceFiles, additional: [WorkspaceFiles], result: JSONValue, requester: ConnectionID) {
+        if let kept = sessions[session], kept.state != .live {
+            // The agent gave a new session the id of one kept from before a restart (it counts from 1 again): the
+            // new one wins, and the old one's stored conversation goes.
+            logger.notice("the agent reused the id of a session kept from before a restart; forgetting the old one", metadata: ["session": "\(session)"])
+            forgetStored(session)
+        }
         sessions[session] = SessionRecord(files: files, additional: additional, members: [])
+        sessions[session]?.device = connections[requester]?.device
+        sessions[session]?.createdAt = Date().timeIntervalSince1970
         droppedSessions.remove(session)
         keepState(of: session, from: result)
         keepAgentMeta(of: session, from: result)
+        persistSession(session)
         attach(requester, to: session)
         if let early = earlyUpdates.removeValue(forKey: session) {
             logger.debug("delivering updates sent before the session was answered", metadata: ["session": "\(session)", "updates": "\(early.count)"])
@@ -218,6 +242,7 @@ extension BridgeHub {
     /// with `_oa/session_closed`; the agent's requests still waiting on it get an error.
     func dropSession(_ session: String, by method: String, requester: ConnectionID) {
         guard let record = sessions.removeValue(forKey: session) else { return }
+        forgetStored(session)
         terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }
         notify(record.members.filter { $0 != requester }, method: BridgeMethod.sessionClosed,

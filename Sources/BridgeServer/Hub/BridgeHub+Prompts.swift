@@ -62,6 +62,7 @@ extension BridgeHub {
     func keepAgentMeta(of session: String, from result: JSONValue) {
         guard let index = sessions.index(forKey: session), let meta = result["_meta"]?.objectValue else { return }
         sessions.values[index].agentMeta = meta
+        persistSession(session)
     }
 
     /// The agent's answer to a `session/load` or `session/resume` it served, with the bridge's keys (`lastSeq`,

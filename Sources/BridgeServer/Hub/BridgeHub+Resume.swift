@@ -29,7 +29,9 @@ extension BridgeHub {
 
     /// Keeps a stamped update in the session's replay buffer, within its bounds (in place through `index`).
     func keep(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index) {
+        let oldest = store == nil ? nil : sessions.values[index].replay.first?.seq
         sessions.values[index].replay.append(update, limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
+        if store != nil { persistUpdate(update, at: index, oldestBefore: oldest) }
     }
 
     /// Relays a `session/update` whose params came as bytes without `_meta` (``JSONRPCNotification/rawParams``):
@@ -118,19 +120,23 @@ extension BridgeHub {
     /// `_oa/session/resume {"sessionId", "lastSeq"}`: attaches the connection, replays the buffered updates after
     /// `lastSeq` in order, asks again what the agent is still waiting on, then answers
     /// `{"lastSeq", "replayed", "promptRunning", "finishedWhileAway"?}`, or the gap error (still attached).
-    func resume(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) {
+    func resume(_ request: JSONRPCRequest, params: JSONValue?, from id: ConnectionID, batch: UInt64?) -> ReceiveWork? {
         let usage = "\(BridgeMethod.sessionResume) needs {\"sessionId\": string, \"lastSeq\": integer >= 0} (seed dialect: session_id, last_seq)"
         guard let session = params?["sessionId"]?.stringValue, let lastSeq = params?["lastSeq"]?.intValue, lastSeq >= 0 else {
             fail(id, request: request.id, JSONRPCError.invalidParams(usage), batch: batch)
-            return
+            return nil
         }
         guard let record = sessions[session] else {
             fail(id, request: request.id, droppedError(session) ?? BridgeErrors.unknownSession(session), batch: batch)
-            return
+            return nil
         }
         if let error = sessionLimitError(id, joining: session) {
             fail(id, request: request.id, error, batch: batch)
-            return
+            return nil
+        }
+        if record.state == .dormant {
+            // Kept from before a restart: restored first (the agent may have to start), then resumed.
+            return .restore(request, params: params, batch: batch)
         }
         attach(id, to: session)
         sessions[session]?.idleSince = nil
@@ -142,7 +148,7 @@ extension BridgeHub {
             ])
             askAgain(session, to: id)
             fail(id, request: request.id, BridgeErrors.gap(oldest: oldest, requestedAfter: lastSeq, latest: latest), batch: batch)
-            return
+            return nil
         }
         var replayed: Int64 = 0
         for update in record.replay where update.seq > lastSeq {
@@ -154,11 +160,13 @@ extension BridgeHub {
             "lastSeq": .int(latest), "replayed": .int(replayed), "promptRunning": .bool(promptRunning(session)),
         ]
         if let reason = record.finishedWhileAway { result["finishedWhileAway"] = .string(reason) }
+        if let oa = restoreMeta(session) { result["_meta"] = ["oa": oa] }
         connections[id]?.logger.info("session resumed", metadata: [
             "session": "\(session)", "lastSeq": "\(lastSeq)", "replayed": "\(replayed)",
         ])
         let dialect = connections[id]?.dialect
         deliver(JSONRPCResponse(id: request.id, result: dialect?.toClient(.object(result)) ?? .object(result)), to: id, batch: batch)
+        return nil
     }
 
     /// Sends the agent's unanswered requests of `session` (e.g. `session/request_permission`) to a client that was

@@ -86,6 +86,7 @@ extension BridgeHub {
     /// advertises `sessionCapabilities.close`; a later resume gets ``BridgeErrors/sessionDropped(_:reason:retention:)``.
     private func retire(_ session: String, reason: RetentionReason, idleFor: Duration) {
         guard let record = sessions.removeValue(forKey: session) else { return }
+        forgetStored(session)
         droppedSessions.insert(session, reason: reason)
         earlyUpdates[session] = nil
         terminals.releaseAll(session: session)
@@ -94,7 +95,8 @@ extension BridgeHub {
             asks[askID] = nil
             answerUnaskable(ask, reason: "session \(session) was dropped for retention")
         }
-        let closing = closeInAgent(session)
+        // A dormant or read-only session is not the running agent's: nothing to close there.
+        let closing = record.state == .live && closeInAgent(session)
         logger.notice("dropped an idle session", metadata: [
             "session": "\(session)", "reason": "\(reason.rawValue)", "idle": "\(idleFor.words)",
             "replayBytes": "\(record.replay.byteCount)", "closeSent": "\(closing)",

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgePairing
+import BridgeSessionStore
 import BridgeRPC
 import BridgeTerminal
 import BridgeWorkspace
@@ -48,6 +49,8 @@ actor BridgeHub {
     var shuttingDown = false
     /// Sessions dropped for retention, so a resume of one gets a clear error (see ``SessionRetention``).
     var droppedSessions = RetentionTombstones()
+    /// Dormant sessions being restored (``restoreIfDormant(_:)``): a second client waits for the same restore.
+    var restoring: [String: Task<JSONRPCError?, Never>] = [:]
     /// The agent's terminals (`terminal/*`), run on the desktop.
     let terminals: TerminalHost
     /// When the stuck-client sweep runs (``sweepStuckClients()``); the clients' queues move it.
@@ -78,6 +81,22 @@ actor BridgeHub {
         terminals = TerminalHost(settings: configuration.terminal, clock: configuration.clock, logger: logger)
         stuckSweep = SweepTimer(clock: configuration.clock)
         orphanSweep = SweepTimer(clock: configuration.clock)
+        if let store = configuration.sessionStore {
+            // Issue 25 item 2: the sessions of the last run, dormant until a client attaches.
+            var stored: [StoredSession] = []
+            do {
+                stored = try store.load()
+            } catch {
+                // Opened, but not readable now (a disk error): the bridge runs, its sessions stay on disk.
+                logger.error("cannot read the stored sessions; starting without them", metadata: ["error": "\(error.description)"])
+            }
+            let (dormant, unusable) = BridgeHub.dormantSessions(stored, workspace: workspace, configuration: configuration, logger: logger)
+            sessions = dormant
+            for session in unusable { store.enqueue(.deleteSession(session)) }
+            if !dormant.isEmpty {
+                logger.info("sessions kept from the last run", metadata: ["sessions": "\(dormant.count)", "path": "\(store.databaseURL.path)"])
+            }
+        }
     }
 
     /// Runs and watches agents until cancelled (cancellation stops the agent); with auth on, also closes the
@@ -88,6 +107,10 @@ actor BridgeHub {
             group.addTask { await self.sweepOrphanedAsks() }
             group.addTask { await self.sweepStuckClients() }
             group.addTask { await self.terminals.run { await self.terminalUpdate($0) } }
+            if let store = configuration.sessionStore {
+                group.addTask { await store.runWriter(clock: self.configuration.clock) }
+                await self.enforceRetention()
+            }
             if let store = configuration.authenticator?.store {
                 let interval = configuration.revocationPollInterval
                 group.addTask {

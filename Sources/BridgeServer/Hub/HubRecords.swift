@@ -56,10 +56,20 @@ struct SessionRecord {
     /// Since when nobody is attached and no prompt runs (on the configuration's clock); `nil` while it is in use or
     /// not looked at since. The longest idle are dropped first (see ``SessionRetention``).
     var idleSince: ContinuousClock.Instant? = nil
+    /// Whether the running agent has it, or it waits to be restored, or it was restored read-only.
+    var state: SessionState = .live
+    /// Its title (the agent's `session_info_update`), kept with it across restarts.
+    var title: String? = nil
+    /// The paired device whose connection created it (auth on).
+    var device: String? = nil
+    /// When it was created (seconds since 1970), as stored.
+    var createdAt: Double = 0
+    /// Its prompts by idempotency key (``IdempotencyLedger``).
+    var prompts = IdempotencyLedger()
 }
 
 /// One `session/update` kept for resume: its params, or the very frame official clients got (``SplicedUpdate``).
-struct BufferedUpdate {
+struct BufferedUpdate: Sendable {
     let seq: Int64
     private let kept: Kept
     /// The size of its params (see ``ReplayBuffer``), known when it is kept rather than measured again.
@@ -142,6 +152,8 @@ struct ClientRoute {
     var requested: JSONValue? = nil
     /// When the request came in, for the relay-latency metric.
     var started: ContinuousClock.Instant = .now
+    /// For `session/prompt`: the client's idempotency key, whose outcome is kept (``IdempotencyLedger``).
+    var idempotencyKey: String? = nil
 }
 
 /// An agent->client request sent to the clients attached to a session; the first answer wins.

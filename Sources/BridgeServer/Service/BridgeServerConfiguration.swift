@@ -1,6 +1,7 @@
 import BridgeACP
 import BridgePairing
 import BridgeSandbox
+import BridgeSessionStore
 import BridgeTailscale
 import BridgeTerminal
 import BridgeTime
@@ -134,6 +135,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// The time the bridge's own timers run on (the sweeps of stuck clients and orphaned requests, the shutdown
     /// grace period, write stalls); tests inject a clock they move by hand.
     public var clock: any BridgeClock = ContinuousClock()
+    /// Where sessions are kept across restarts (`sessions.sqlite` in the state directory); `nil` keeps them in memory
+    /// only. `BridgeService` opens it beside the token store.
+    public var sessionStore: SessionStore? = nil
 
     /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.
     public var metricsRegistry: PrometheusCollectorRegistry? = nil

@@ -1,6 +1,7 @@
 import BridgeDiscovery
 import BridgeHTTP
 import BridgePairing
+import BridgeSessionStore
 import BridgeTailscale
 import BridgeTLS
 import Foundation
@@ -97,6 +98,8 @@ public struct BridgeService: Service {
         } else {
             store = nil
         }
+        // Issue 25 item 2 (sessions): the session table survives a restart; an unusable database is moved aside.
+        configuration.sessionStore = try BridgeService.openSessionStore(stateDirectory: options.stateDirectory, logger: logger)
         identity = try BridgeService.loadIdentity(stateDirectory: options.stateDirectory, tailnet: tailnet, logger: logger)
         configuration.tlsIdentity = identity
         // Issue 11 item 6 (tls): the MagicDNS name's certificate from tailscaled, chosen by SNI, renewed while serving.
