@@ -92,13 +92,24 @@ public final class BridgeClientSession: Sendable {
         onPermission: @escaping BridgeAgentClient.PermissionHandler,
         onReconnect: @escaping @Sendable (BridgeReconnectEvent) -> Void = { _ in }
     ) async throws -> String? {
+        try await prompt(sessionID: sessionID, text: text, key: BridgeClientSession.newIdempotencyKey(), movesLeft: 2,
+                         onUpdate: onUpdate, onPermission: onPermission, onReconnect: onReconnect)
+    }
+
+    /// One prompt with its idempotency key; `movesLeft` bounds how often it follows its session elsewhere (attached
+    /// again, loaded again, or a new session) when the bridge refuses it before recording it.
+    private func prompt(
+        sessionID: String, text: String, key: String, movesLeft: Int,
+        onUpdate: @escaping @Sendable (BridgeAgentClient.Update, _ sequence: Int) async -> Void,
+        onPermission: @escaping BridgeAgentClient.PermissionHandler,
+        onReconnect: @escaping @Sendable (BridgeReconnectEvent) -> Void
+    ) async throws -> String? {
         // The session's tracker, kept across prompts: a resume asks for what came after the last update shown, never
         // for the session's whole history again.
         let seen = tracker(for: sessionID)
         let before = seen.last
         let deliver: @Sendable (BridgeAgentClient.Update) async -> Void = { update in await onUpdate(update, seen.last) }
         // One key per typed prompt, the same on every retry: a bridge that got it once never runs it twice.
-        let key = BridgeClientSession.newIdempotencyKey()
         let send: @Sendable (BridgeAgentClient) async throws -> String = { client in
             try await client.prompt(sessionID: sessionID, text: text, idempotencyKey: key, seen: seen, onUpdate: deliver, onPermission: onPermission)
         }
@@ -109,16 +120,53 @@ public final class BridgeClientSession: Sendable {
                 return try await recover(sessionID: sessionID, seen: seen, before: before, reason: reason, onUpdate: deliver,
                                          onPermission: onPermission, onReconnect: onReconnect, resend: send)
             }
-        } catch BridgeClientError.rpc(let error) where error.code == BridgeClientSession.readOnlySessionCode && seen.last == before {
-            // The bridge restarted and its agent cannot load the session: it is read-only, and refused this prompt
-            // before recording it. The prompt goes to a new session in the same directory, once; the caller hears of
-            // it, and ``currentSessionID(_:)`` names the new session from now on.
-            let cwd = directories.withLock { $0[sessionID] } ?? first.workingDirectory ?? "."
-            let replacement = try await newSession(cwd: cwd)
-            replacements.withLock { $0[sessionID] = replacement }
-            onReconnect(.replaced(old: sessionID, new: replacement, reason: "\(TerminalText.escapedLine(error.message)) (\(error.code))"))
-            return try await prompt(sessionID: replacement, text: text, onUpdate: onUpdate, onPermission: onPermission, onReconnect: onReconnect)
+        } catch BridgeClientError.rpc(let error) where movesLeft > 0 && seen.last == before {
+            // Refused before the bridge recorded it (its record, an update, would have come back first): the prompt
+            // can follow its session without running twice.
+            guard let target = try await follow(sessionID, refusedWith: error, onReconnect: onReconnect) else { throw BridgeClientError.rpc(error) }
+            return try await prompt(sessionID: target, text: text, key: target == sessionID ? key : BridgeClientSession.newIdempotencyKey(),
+                                    movesLeft: movesLeft - 1, onUpdate: onUpdate, onPermission: onPermission, onReconnect: onReconnect)
         }
+    }
+
+    /// Where a prompt the bridge refused with `error` can go: the same session once this connection is attached to it
+    /// again (another client loaded it after the agent restarted) or it is loaded again (the bridge forgot it), or a new
+    /// session in the same directory (it is read-only, or cannot be loaded); `nil` when the error is about the prompt.
+    private func follow(
+        _ sessionID: String, refusedWith error: JSONRPCError, onReconnect: @Sendable (BridgeReconnectEvent) -> Void
+    ) async throws -> String? {
+        let cwd = directories.withLock { $0[sessionID] } ?? first.workingDirectory ?? "."
+        let reason = "\(TerminalText.escapedLine(error.message)) (\(error.code))"
+        let client = self.client
+        if BridgeClientSession.isNotAttached(error, sessionID: sessionID) {
+            // Attach again after the last update shown; what came meanwhile is replayed (the tracker keeps out repeats).
+            _ = try await client.connection.request(
+                "_oa/session/resume", params: ["sessionId": .string(sessionID), "lastSeq": .int(Int64(tracker(for: sessionID).last))])
+            logger.notice("the connection was no longer attached to the session; attached again", metadata: ["session": "\(sessionID)"])
+            return sessionID
+        }
+        if BridgeClientSession.isSessionGone(error) {
+            do {
+                try await client.loadSession(sessionID, cwd: cwd)
+                onReconnect(.reloaded(sessionID: sessionID))
+                trackers.withLock { $0[sessionID] = SequenceTracker() }  // a reloaded session may count again from 1
+                return sessionID
+            } catch BridgeClientError.rpc(let loadError) {
+                logger.info("session/load failed; opening a new session", metadata: ["code": "\(loadError.code)"])
+            }
+        } else if error.code != BridgeClientSession.readOnlySessionCode {
+            return nil
+        }
+        let replacement = try await newSession(cwd: cwd)
+        replacements.withLock { $0[sessionID] = replacement }
+        onReconnect(.replaced(old: sessionID, new: replacement, reason: reason))
+        return replacement
+    }
+
+    /// Whether `error` is the bridge's "session … is not attached to this connection" (`-32602` with only
+    /// `data.sessionId`).
+    static func isNotAttached(_ error: JSONRPCError, sessionID: String) -> Bool {
+        error.code == JSONRPCError.invalidParamsCode && error.data == ["sessionId": .string(sessionID)]
     }
 
     /// The session that goes on for `sessionID`: itself, or the one that replaced it when it turned read-only.
@@ -193,7 +241,7 @@ public final class BridgeClientSession: Sendable {
                 }
                 // Neither running nor finished: the prompt never reached the bridge (typed while the link was dead, or
                 // lost with it). Sent now, with the same key.
-                onReconnect(.resending)
+                onReconnect(.resending(recorded: seen.last != before))
                 return try await resend(fresh)
             } catch BridgeClientError.rpc(let error) where BridgeClientSession.isSessionGone(error) {
                 try await reattachOrReplace(sessionID, on: fresh, why: error, onReconnect: onReconnect)
@@ -201,7 +249,7 @@ public final class BridgeClientSession: Sendable {
                 // (its record, an update, came back) ran, perhaps partly, before the restart: not sent again. One it
                 // never recorded goes now, with its key.
                 guard seen.last == before else { return nil }
-                onReconnect(.resending)
+                onReconnect(.resending(recorded: false))
                 return try await resend(fresh)
             } catch let error as BridgeClientError where error.isTransient {
                 lastReason = error.summary

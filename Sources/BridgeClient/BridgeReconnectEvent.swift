@@ -8,10 +8,11 @@ public enum BridgeReconnectEvent: Sendable, Equatable {
     /// The bridge had forgotten the session, and `session/load` attached to it again (the agent replayed it); whether
     /// the prompt that was running finished is not known.
     case reloaded(sessionID: String)
-    /// The prompt had not reached the bridge (or the bridge kept the session through a restart): it is sent again on
-    /// the new connection with the same `_meta.oa.idempotencyKey`, so the bridge runs it once.
-    case resending
-    /// The session turned read-only (the bridge restarted and its agent cannot load it): the prompt was sent to a new
-    /// session `new` in the same directory instead; `reason` is the bridge's.
+    /// The bridge holds no running or finished prompt of the session: the prompt is sent again on the new connection
+    /// with the same `_meta.oa.idempotencyKey`, so the bridge runs it once. `recorded`: the bridge had recorded it
+    /// before the link dropped (it restarted meanwhile), so its answer is the first one's outcome, not a new run.
+    case resending(recorded: Bool)
+    /// The session is read-only (the bridge restarted and its agent cannot load it) or gone and not loadable (the agent
+    /// restarted): the prompt was sent to a new session `new` in the same directory instead; `reason` is the bridge's.
     case replaced(old: String, new: String, reason: String)
 }

@@ -81,10 +81,12 @@ final class ConnectSession: Sendable {
                 transcript.note("[reconnected; resuming after update \(after)]")
             case .reloaded(let id):
                 transcript.note("[reconnected; the bridge had forgotten session \(TerminalText.escapedLine(id)) and loaded it again]")
-            case .resending:
-                transcript.note("[the prompt had not reached the bridge; sending it now (once: it keeps its idempotency key)]")
+            case .resending(let recorded):
+                transcript.note(recorded
+                    ? "[the bridge restarted while the prompt ran; asking it how the prompt ended (its idempotency key: it is not run twice)]"
+                    : "[the prompt had not reached the bridge; sending it now (once: it keeps its idempotency key)]")
             case .replaced(let old, let new, let reason):
-                transcript.note("[session \(TerminalText.escapedLine(old)) is read-only now (\(reason)); "
+                transcript.note("[session \(TerminalText.escapedLine(old)) cannot go on (\(reason)); "
                     + "the prompt went to a new session \(TerminalText.escapedLine(new)) in the same directory]")
             }
         }

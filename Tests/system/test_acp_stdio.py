@@ -154,8 +154,8 @@ class Editor:
 class Desk:
     """A bridge paired with a client state directory (tokens and pin saved by `connect --pair`)."""
 
-    def __init__(self):
-        self.serve = Serve(prefix="oa-acp-stdio-")
+    def __init__(self, *extra: str, working_directory: Path | None = None):
+        self.serve = Serve(*extra, prefix="oa-acp-stdio-", working_directory=working_directory)
         self.home = self.serve.base / "client-home"
         self.home.mkdir()
         with urllib.request.urlopen(f"{self.serve.base_url}/api/pair/info", timeout=5) as answer:

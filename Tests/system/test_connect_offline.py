@@ -8,15 +8,19 @@ that the test cuts and holds off (see test_acp_stdio.Relay)."""
 from __future__ import annotations
 
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from loopback import BIN
 from test_acp_stdio import Desk, Relay
 
-pytestmark = pytest.mark.skipif(not __import__("pathlib").Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
+pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
+AGENT = Path(__file__).resolve().parent / "agents" / "acp_script_agent.py"
 
 
 class Interactive:
@@ -120,3 +124,24 @@ def test_a_prompt_that_cannot_be_sent_says_so_and_the_next_one_tries_again(desk)
     finally:
         client.finish()
         relay.close()
+
+
+def test_a_prompt_after_the_agent_died_goes_on_instead_of_ending_connect():
+    """The agent exits (`kill -9` in the chaos run; here the scripted agent's `die`): the prompt it was running gets the
+    bridge's error, shown as a line, and the next prompt follows its session (loaded again in the restarted agent, or a
+    new session, said so) instead of ending `connect` with "Unknown session"."""
+    workspace = Path(tempfile.mkdtemp(prefix="oa-connect-agent-dies-")).resolve()
+    desk = Desk("--agent", f"{sys.executable} {AGENT}", working_directory=workspace)
+    client = Interactive(desk, desk.name)
+    try:
+        assert client.wait_for(lambda: "type a prompt" in client.stderr, 30), client.stderr
+        client.type("before")
+        assert client.wait_for(lambda: "heard: before" in client.stdout, 30), client.stderr
+        client.type("die")
+        assert client.wait_for(lambda: "[error]" in client.stderr, 30), client.stderr
+        client.type("after the agent came back")
+        assert client.wait_for(lambda: "heard: after the agent came back" in client.stdout, 30), client.stderr
+        assert client.proc.poll() is None, client.stderr
+    finally:
+        client.finish()
+        desk.stop()
