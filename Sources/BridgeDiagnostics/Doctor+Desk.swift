@@ -39,8 +39,11 @@ extension Doctor {
                     detail: "port \(port) answers on this machine's LAN addresses from here, but a phone's packets arrive on the interface, where \(rule.summary) drops them",
                     fix: rule.fix)
             }
+            // Packets to this machine's own address come in on loopback: a rule on the LAN interface shows only in the rules.
+            let unread = rules.readable ? "" : "; a rule on the network interface itself shows only in the rules, which "
+                + (rules.unreadableReason.map { "are not read: \($0)" } ?? "no tool here could read")
             return DoctorCheck(name: name, status: .ok,
-                               detail: "port \(port) answers on \(outcomes.map { "\($0.0.urlHost):\(port)" }.joined(separator: ", ")) as well as on loopback")
+                               detail: "port \(port) answers on \(outcomes.map { "\($0.0.urlHost):\(port)" }.joined(separator: ", ")) as well as on loopback\(unread)")
         }
         let cause: String
         let fix: String

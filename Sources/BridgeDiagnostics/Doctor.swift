@@ -116,14 +116,9 @@ public struct Doctor: Sendable {
 
     /// The role and its row: forced by ``Options/role``, else decided from what is on this machine.
     func decideRole(bridgeAnswers: Bool) -> (DoctorRole, DoctorCheck) {
-        var evidence = DoctorRole.Evidence()
-        evidence.bridgeAnswers = bridgeAnswers
-        evidence.portListening = !(NetworkFindings.listeners(port: options.port, tcp: NetworkFindings.readFile("/proc/net/tcp"),
-                                                             tcp6: NetworkFindings.readFile("/proc/net/tcp6")) ?? []).isEmpty
-        evidence.tlsIdentity = FileManager.default.fileExists(atPath: options.stateDirectory.appendingPathComponent(BridgeIdentity.certificateFileName).path)
-        evidence.tokenStore = FileManager.default.fileExists(atPath: options.stateDirectory.appendingPathComponent(TokenStore.databaseFileName).path)
-        evidence.configFile = options.configFile.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
-        evidence.serviceUnit = options.serviceUnit.flatMap { FileManager.default.fileExists(atPath: $0) ? $0 : nil }
+        let evidence = DoctorRole.Evidence.read(
+            port: options.port, stateDirectory: options.stateDirectory, configFile: options.configFile,
+            serviceUnit: options.serviceUnit, bridgeAnswers: bridgeAnswers)
         let decided = DoctorRole.decide(evidence)
         if let forced = options.role {
             return (forced, DoctorCheck(name: "role", status: .ok, detail: "\(forced.rawValue) (as asked with --role)"))

@@ -1,3 +1,7 @@
+import BridgePairing
+import BridgeTLS
+import Foundation
+
 /// Where `oa-bridge doctor` runs, which decides what it checks: the desk (a bridge runs, listens, or is set up here)
 /// gets the server's checks, a client (a phone or laptop that connects to a bridge elsewhere) the client's, and
 /// neither is warned about what belongs to the other.
@@ -24,6 +28,24 @@ public enum DoctorRole: String, Sendable, Hashable, Codable, CaseIterable {
 
         /// No evidence at all.
         public init() {}
+
+        /// Reads the evidence on this machine: whether `port` listens (`/proc/net/tcp{,6}`), whether `stateDirectory`
+        /// holds a TLS identity or token store, and which of `configFile` and `serviceUnit` exist. `bridgeAnswers` is
+        /// what the loopback health check found.
+        public static func read(
+            port: Int, stateDirectory: URL, configFile: String?, serviceUnit: String?, bridgeAnswers: Bool
+        ) -> Evidence {
+            var evidence = Evidence()
+            evidence.bridgeAnswers = bridgeAnswers
+            evidence.portListening = !(NetworkFindings.listeners(port: port, tcp: NetworkFindings.readFile("/proc/net/tcp"),
+                                                                 tcp6: NetworkFindings.readFile("/proc/net/tcp6")) ?? []).isEmpty
+            let exists = { (path: String) in FileManager.default.fileExists(atPath: path) }
+            evidence.tlsIdentity = exists(stateDirectory.appendingPathComponent(BridgeIdentity.certificateFileName).path)
+            evidence.tokenStore = exists(stateDirectory.appendingPathComponent(TokenStore.databaseFileName).path)
+            evidence.configFile = configFile.flatMap { exists($0) ? $0 : nil }
+            evidence.serviceUnit = serviceUnit.flatMap { exists($0) ? $0 : nil }
+            return evidence
+        }
     }
 
     /// The role `evidence` points to, and why, in words for the role row. A bridge that answers or listens makes this

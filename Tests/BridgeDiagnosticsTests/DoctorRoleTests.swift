@@ -1,4 +1,6 @@
 import BridgeDiagnostics
+import BridgeTestSupport
+import Foundation
 import Testing
 
 /// Where doctor runs, and what it advises first: pure decisions, no system state.
@@ -59,5 +61,37 @@ struct DoctorRoleTests {
             let text = DoctorAdvice.words(outcome)
             #expect(text.contains(" ") && !text.contains(outcome.rawValue + ")") && !text.contains("-"), "\(outcome): \(text)")
         }
+    }
+}
+
+/// The role's evidence read from a state directory and files of the test's own, on a port the test holds without
+/// listening (so nothing else on this machine can make it listen meanwhile).
+@Suite("Doctor role evidence", .tags(.unit))
+struct DoctorRoleEvidenceTests {
+    @Test("an empty state directory and no config file or unit: a client; a TLS identity or a config file makes the desk")
+    func evidenceFromFiles() throws {
+        let port = try ReservedPort()
+        defer { withExtendedLifetime(port) {} }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("doctor-role-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("config.yaml").path
+        let unit = directory.appendingPathComponent("oa-bridge.service").path
+
+        let none = DoctorRole.Evidence.read(port: port.port, stateDirectory: directory, configFile: config, serviceUnit: unit, bridgeAnswers: false)
+        #expect(none == DoctorRole.Evidence(), "nothing exists and the port does not listen")
+        #expect(DoctorRole.decide(none).role == .client)
+
+        FileManager.default.createFile(atPath: config, contents: Data("port: 9100\n".utf8))
+        let configured = DoctorRole.Evidence.read(port: port.port, stateDirectory: directory, configFile: config, serviceUnit: unit, bridgeAnswers: false)
+        #expect(configured.configFile == config && configured.serviceUnit == nil)
+        #expect(DoctorRole.decide(configured).role == .desk)
+
+        try FileManager.default.removeItem(atPath: config)
+        // The certificate file serve writes beside its key (BridgeIdentity.certificateFileName).
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("tls-cert.pem").path, contents: Data())
+        let ranHere = DoctorRole.Evidence.read(port: port.port, stateDirectory: directory, configFile: config, serviceUnit: unit, bridgeAnswers: false)
+        #expect(ranHere.tlsIdentity && !ranHere.tokenStore && ranHere.configFile == nil)
+        #expect(DoctorRole.decide(ranHere).role == .desk)
     }
 }
