@@ -9,8 +9,8 @@ Each test breaks one thing on a lab host and checks doctor names it with its fix
 5. the self-check: a short-lived test service published through the daemon and browsed on the same host; it fails
    when the daemon is stopped;
 6. doctor by role (issue 29 item 6): a phone host where no bridge runs gets the client's checks (the bridge it can
-   find, reach, and whose saved pin and token hold; a revoked token named with "pair again"), none of the desk's and
-   no error code; a desk whose nftables drops 9099 from the LAN has the rule named, and the phone's advice for the
+   find, reach, and whose saved pin and token hold; a revoked token, and a desk whose identity was rotated, named
+   with "pair again"), none of the desk's and no error code; a desk whose nftables drops 9099 from the LAN has the rule named, and the phone's advice for the
    timeout starts with the firewall; a healthy desk reaches its port from its LAN address and exits 0.
 Every host setting changed is restored in a finally block (hosts are shared across lab files); waits are bounded.
 """
@@ -271,5 +271,38 @@ def test_healthy_desk_reaches_its_port_from_the_lan(lab, desk, bridge_bin):
         bad = [c for c in checks if c["status"] != "ok"]
         assert not bad and cp.returncode == 0, "a healthy desk exits 0\n" + show(cp)
         assert checks[0]["name"] == "role" and checks[0]["detail"].startswith("desk") and "answers" in checks[0]["detail"], show(cp)
+    finally:
+        serve.stop()
+
+
+def test_client_names_a_desk_whose_identity_changed(lab, extra_host, bridge_bin):
+    # A desk of its own: rotating its identity must not touch the desk other tests pair with.
+    rotdesk = extra_host("rotdesk")
+    handset = extra_host("handset2")
+    serve = rotdesk.spawn([bridge_bin, "serve", "--name", "Rotdesk"], label="serve-rotdesk")
+    try:
+        wait_http(rotdesk, "http://127.0.0.1:9099/api/health", guard=serve)
+        pair = rotdesk.run([bridge_bin, "pair", "--json"], timeout=10)
+        assert pair.returncode == 0, pair.stderr
+        old_pin = json.loads(pair.stdout)["pin"]
+        paired = handset.run([bridge_bin, "connect", "--pair", pair.stdout.strip(), "--prompt", "hello"], timeout=30)
+        assert paired.returncode == 0, paired.stderr
+        serve.stop()
+
+        rotate = rotdesk.run([bridge_bin, "identity", "rotate"], timeout=10)
+        assert rotate.returncode == 0, rotate.stderr
+        new_pin = re.search(r"new pin:\s+(\S+)", rotate.stdout).group(1)
+        serve = rotdesk.spawn([bridge_bin, "serve", "--name", "Rotdesk"], label="serve-rotdesk-rotated")
+        wait_http(rotdesk, "http://127.0.0.1:9099/api/health", guard=serve)
+        wait_resolved(handset, "Rotdesk", timeout=10, guard=serve)
+
+        checks, cp = doctor(handset, bridge_bin)
+        saved = named(checks, "saved bridge Rotdesk")
+        assert saved and saved[0]["status"] == "fail", "a saved pin the desk no longer presents is a failure\n" + show(cp)
+        assert new_pin in saved[0]["detail"] and old_pin in saved[0]["detail"], saved[0]
+        assert "identity changed" in saved[0]["detail"], saved[0]
+        assert "pair again" in (saved[0].get("fix") or ""), saved[0]
+        assert_no_raw_codes(checks, cp)
+        assert cp.returncode == 2, show(cp)
     finally:
         serve.stop()
