@@ -289,17 +289,20 @@ class Phone:
                 if cmd["cmd"] == "quit":
                     break
                 if cmd["cmd"] == "attach":
-                    while True:
-                        try:
-                            if self.conn is None or self.lost.is_set():
-                                await self.reattach()
-                            await self.load(cmd["session"], how="load")
-                            break
-                        except Lost:
-                            continue
-                        except RequestError as e:
-                            emit("attach_error", session=cmd["session"], code=e.code, message=str(e)[:300])
-                            break
+                    # Under the mending lock: the watcher must not resume or reload the session meanwhile (two loads
+                    # at once interleave their replays).
+                    async with self.mending:
+                        while True:
+                            try:
+                                if self.conn is None or self.lost.is_set():
+                                    await self._reattach()
+                                await self.load(cmd["session"], how="load")
+                                break
+                            except Lost:
+                                continue
+                            except RequestError as e:
+                                emit("attach_error", session=cmd["session"], code=e.code, message=str(e)[:300])
+                                break
                 elif cmd["cmd"] == "prompt":
                     await self.prompt(cmd["id"], cmd["text"])
         finally:
