@@ -268,7 +268,7 @@ public actor ACPRelay {
                 connector = nil
                 await adopt(opened, first: first)
                 return
-            } catch let error as BridgeClientError where error.isTransient {
+            } catch let error as BridgeClientError where error.isTransient && !candidates.isEmpty {
                 lastReason = error.summary
                 failures += 1
             } catch {
