@@ -52,6 +52,7 @@ class Relay:
         self.port = self.listener.getsockname()[1]
         self.lock = threading.Lock()
         self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        self.frozen: list[threading.Event] = []
         self.refusing = False
         self.accepted = 0
         self.closed = False
@@ -74,20 +75,23 @@ class Relay:
                 client.close()
                 continue
             upstream.settimeout(None)
+            frozen = threading.Event()
             with self.lock:
                 self.pairs.append((client, upstream))
+                self.frozen.append(frozen)
                 self.accepted += 1
-            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, upstream, frozen), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, frozen), daemon=True).start()
 
     @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def _pump(source: socket.socket, sink: socket.socket, frozen: threading.Event) -> None:
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
-                sink.sendall(data)
+                if not frozen.is_set():  # a frozen link swallows everything, as a blackhole route does
+                    sink.sendall(data)
         except OSError:
             pass
         for side in (source, sink):
@@ -108,6 +112,14 @@ class Relay:
                     pass
                 side.close()
         return len(pairs)
+
+    def freeze(self) -> int:
+        """Every relayed connection stops carrying data, without closing (a blackholed link); new ones work."""
+        with self.lock:
+            frozen, self.frozen = self.frozen, []
+        for event in frozen:
+            event.set()
+        return len(frozen)
 
     def refuse(self, refusing: bool) -> None:
         with self.lock:
@@ -289,6 +301,34 @@ def test_a_link_cut_mid_prompt_is_mended_without_the_editor_noticing(desk):
                 done = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("after")]), 30)
                 assert done.stop_reason == "end_turn"
                 assert "You said: after" in editor.text(sid)
+            log = (desk.serve.base / "stdio.log").read_text()
+            assert "the link to the bridge was lost" in log and "resumed 1 session" in log, log
+
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        relay.close()
+
+
+def test_a_blackholed_link_is_seen_by_its_keepalive_and_mended(desk):
+    """No FIN, no RST: the link just stops carrying data mid-prompt. `--keepalive 1` sees it within 2 s."""
+    relay = Relay(desk.serve.port)
+    try:
+        async def scenario():
+            editor = Editor()
+            async with spawn(desk, editor, f"127.0.0.1:{relay.port}") as (conn, _):
+                init = await initialize(conn)
+                session = await asyncio.wait_for(conn.new_session(cwd=working_directory(init), mcp_servers=[]), 30)
+                sid = session.session_id
+                running = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(LONG)]))
+                for _ in range(200):
+                    if "w20 " in editor.text(sid):
+                        break
+                    await asyncio.sleep(0.05)
+                assert relay.freeze() >= 1
+                done = await asyncio.wait_for(running, 60)
+                assert done.stop_reason == "end_turn"
+                text = editor.text(sid)
+                assert text.startswith("You said: " + LONG + " (The time is "), text[:400]
             log = (desk.serve.base / "stdio.log").read_text()
             assert "the link to the bridge was lost" in log and "resumed 1 session" in log, log
 
