@@ -21,6 +21,8 @@ import json
 import os
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -37,6 +39,7 @@ from acp.schema import (AllowedOutcome, ClientCapabilities, Implementation,  # n
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 LONG = " ".join(f"w{i}" for i in range(200))  # about 4 s of streaming at 20 ms a word
+AGENT = Path(__file__).resolve().parent / "agents" / "acp_script_agent.py"
 
 
 class Relay:
@@ -168,6 +171,7 @@ class Desk:
 
     def __init__(self, *extra: str, working_directory: Path | None = None):
         self.serve = Serve(*extra, prefix="oa-acp-stdio-", working_directory=working_directory)
+        self.first_base = self.serve.base
         self.home = self.serve.base / "client-home"
         self.home.mkdir()
         with urllib.request.urlopen(f"{self.serve.base_url}/api/pair/info", timeout=5) as answer:
@@ -210,9 +214,9 @@ async def initialize(conn):
         client_info=Implementation(name="sdk-editor", title="SDK editor", version="1.0")), 30)
 
 
-async def until_logged(desk: Desk, text: str, timeout: float = 20) -> None:
+async def until_logged(desk: Desk, text: str, timeout: float = 20, log_base: Path | None = None) -> None:
     """Waits until `connect --stdio`'s stderr says `text`."""
-    log = desk.serve.base / "stdio.log"
+    log = (log_base or desk.serve.base) / "stdio.log"
     for _ in range(int(timeout / 0.05)):
         if log.exists() and text in log.read_text():
             return
@@ -422,3 +426,34 @@ def test_a_prompt_that_cannot_be_sent_is_answered_with_an_error_saying_so(desk):
         asyncio.run(asyncio.wait_for(scenario(), 120))
     finally:
         relay.close()
+
+
+def test_a_bridge_restart_between_prompts_is_mended_and_the_session_goes_on():
+    """The bridge restarts (SIGTERM, then serve again on the same port with the same state directory: it keeps its
+    sessions, issue 25 item 2) with the scripted SDK agent, which loads sessions: the editor's next prompt in the same
+    session is answered as if nothing happened."""
+    workspace = Path(tempfile.mkdtemp(prefix="oa-acp-stdio-restart-")).resolve()
+    desk = Desk("--agent", f"{sys.executable} {AGENT}", working_directory=workspace)
+    try:
+        async def scenario():
+            editor = Editor()
+            async with spawn(desk, editor, desk.name) as (conn, _):
+                init = await initialize(conn)
+                session = await asyncio.wait_for(conn.new_session(cwd=working_directory(init), mcp_servers=[]), 30)
+                sid = session.session_id
+                done = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("before the restart")]), 30)
+                assert done.stop_reason == "end_turn"
+                port, state = desk.serve.port, desk.serve.state
+                desk.serve.stop()
+                desk.serve = Serve("--agent", f"{sys.executable} {AGENT}", "--port", str(port), state=state,
+                                   working_directory=workspace, prefix="oa-acp-stdio-again-")
+                await until_logged(desk, "resumed 1 session", log_base=desk.first_base)
+                done = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("after the restart")]), 30)
+                assert done.stop_reason == "end_turn"
+                assert "heard: before the restart" in editor.text(sid)
+                assert editor.text(sid).count("heard: before the restart") == 1, "the history was shown again"
+                assert "heard: after the restart" in editor.text(sid)
+
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        desk.stop()
