@@ -329,7 +329,7 @@ func runLatency(_ args: Args) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|latency|parse [--key value]...\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|sserelay|sseload|latency|parse [--key value]...\n".utf8))
     exit(2)
 }
 let args = Args(arguments.dropFirst(2))
@@ -340,6 +340,8 @@ case "bridge": try await runBridge(args)
 case "load": try await runLoad(args)
 case "idle": try await runIdle(args)
 case "relay": try runRelay(args)
+case "sserelay": try runSSERelay(args)
+case "sseload": try runSSELoad(args)
 case "latency": try runLatency(args)
 case "parse": runParse(args)
 case "dpop": try await runDPoP(args)

@@ -1,4 +1,7 @@
 import BridgeRPC
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import Synchronization
@@ -213,10 +216,10 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         }
     }
 
-    /// The reader wrote `event` of `key`.
-    func wrote(_ event: StreamableHTTPStreamLog.Event, on key: StreamKey) {
-        let completion = state.withLock { state in state.streams[key]?.wrote(event) }
-        completion?.done()
+    /// The reader wrote `events` of `key`.
+    func wrote(_ events: [StreamableHTTPStreamLog.Event], on key: StreamKey) {
+        let completions = state.withLock { state in events.compactMap { state.streams[key]?.wrote($0) } }
+        for completion in completions { completion.done() }
     }
 
     // MARK: FrameWriter (the hub's side)
@@ -228,9 +231,12 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
     func write(_ frames: [ByteBuffer], completed: @escaping @Sendable () -> Void) {
         guard !frames.isEmpty else { return completed() }
         let completion = StreamableHTTPWriteCompletion(count: frames.count, completed: completed)
-        let messages = frames.map { frame -> JSONRPCMessage? in
-            guard case .single(.message(let message)) = JSONRPCFrame(parsing: String(buffer: frame)) else { return nil }
-            return message
+        // A notification is routed by the session ids in its bytes (the hub writes its envelope first, in a fixed
+        // order); everything else (answers, the agent's requests: few) is parsed.
+        let messages = frames.map { frame -> Parsed in
+            if frame.readableBytesView.starts(with: StreamableHTTPConnection.notificationPrefix) { return .notification }
+            guard case .single(.message(let message)) = JSONRPCFrame(parsing: String(buffer: frame)) else { return .message(nil) }
+            return .message(message)
         }
         var done = 0
         var wakes: [CheckedContinuation<Void, Never>] = []
@@ -240,8 +246,13 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
                 done = frames.count
                 return
             }
-            for (frame, message) in zip(frames, messages) {
-                switch route(message, in: &state) {
+            for (frame, parsed) in zip(frames, messages) {
+                let destination: Destination
+                switch parsed {
+                case .notification: destination = .stream(StreamableHTTPConnection.sessionStream(of: frame, among: state.routed))
+                case .message(let message): destination = route(message, in: &state)
+                }
+                switch destination {
                 case .waiter(let promise):
                     answers.append((promise, frame))
                     done += 1
@@ -302,6 +313,29 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     // MARK: Routing
 
+    /// How the hub writes every notification.
+    static let notificationPrefix = Array(#"{"jsonrpc":"2.0","method":"#.utf8)
+
+    private enum Parsed {
+        /// A notification, routed by its bytes.
+        case notification
+        /// Anything else, parsed (`nil`: not one message).
+        case message(JSONRPCMessage?)
+    }
+
+    /// The stream of the session among `routed` that a notification's bytes name (`"sessionId":"…"`, or the seed
+    /// dialect's `"session_id":"…"`), else the connection's.
+    static func sessionStream(of frame: ByteBuffer, among routed: Set<String>) -> StreamKey {
+        guard !routed.isEmpty else { return .connection }
+        let bytes = frame.readableBytesView
+        for session in routed {
+            for key in ["sessionId", "session_id"] where bytes.firstRange(of: Array("\"\(key)\":\"\(session)\"".utf8)) != nil {
+                return .session(session)
+            }
+        }
+        return .connection
+    }
+
     private enum Destination {
         case waiter(EventLoopPromise<ByteBuffer?>)
         case stream(StreamKey)
@@ -345,19 +379,28 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
     /// none, but an agent's could if it were ever passed on raw).
     static func event(_ message: ByteBuffer, number: Int) -> ByteBuffer {
         var out = ByteBuffer()
-        out.reserveCapacity(message.readableBytes + 24)
-        out.writeString("id: \(number)\n")
+        out.reserveCapacity(message.readableBytes + 32)
+        out.writeString("id: \(number)\ndata: ")
+        let hasNewline = message.withUnsafeReadableBytes { raw in
+            raw.baseAddress.map { memchr($0, 0x0A, raw.count) != nil } ?? false
+        }
+        if !hasNewline {
+            // The common case (the bridge's JSON is one line): the message as it is.
+            out.writeImmutableBuffer(message)
+            out.writeString("\n\n")
+            return out
+        }
         let view = message.readableBytesView
         var start = view.startIndex
-        while start <= view.endIndex {
+        while true {
             let end = view[start...].firstIndex(of: UInt8(ascii: "\n")) ?? view.endIndex
-            out.writeString("data: ")
             var line = view[start..<end]
             if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
             out.writeBytes(line)
             out.writeString("\n")
             if end == view.endIndex { break }
             start = end + 1
+            out.writeString("data: ")
         }
         out.writeString("\n")
         return out

@@ -186,7 +186,7 @@ struct StreamableHTTPRoutes {
                 switch await connection.next(key, reader: token, keepalive: Self.keepalive) {
                 case .events(let events):
                     try await writer.write(contentsOf: events.map(\.bytes))
-                    for event in events { connection.wrote(event, on: key) }
+                    connection.wrote(events, on: key)
                 case .keepalive:
                     try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
                 case .end(let note):
