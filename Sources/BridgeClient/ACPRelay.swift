@@ -68,6 +68,7 @@ public actor ACPRelay {
     /// The editor's answers to the agent's requests on the present link, sent again when the bridge asks again after
     /// a reconnect (the first went down with the link).
     private var answers: [JSONRPCID: JSONRPCMessage] = [:]
+    private var answerOrder: [JSONRPCID] = []
     /// Sessions being attached again: the bridge asks their waiting requests again, which the editor already has.
     private var resuming: Set<String> = []
     /// Sessions being loaded again: the history the bridge replays is what the editor already shows.
@@ -162,7 +163,7 @@ public actor ACPRelay {
         case .response(let response):
             // The editor's answer to a request of the agent.
             agentRequests.removeValue(forKey: response.id)
-            answers[response.id] = message
+            remember(answer: message, to: response.id)
             submit(.message(message))
         case .notification(let notification):
             guard initialized else { return }
@@ -170,6 +171,14 @@ public actor ACPRelay {
                 cancelQueuedPrompts(of: sessionID)
             }
             submit(.message(message))
+        }
+    }
+
+    /// Keeps the editor's answer to an agent request, for the bridge asking again after a reconnect; the latest 256.
+    private func remember(answer: JSONRPCMessage, to id: JSONRPCID) {
+        if answers.updateValue(answer, forKey: id) == nil { answerOrder.append(id) }
+        while answerOrder.count > 256 {
+            answers.removeValue(forKey: answerOrder.removeFirst())
         }
     }
 
@@ -406,6 +415,9 @@ public actor ACPRelay {
                     lastSeq[sessionID] = seq
                 }
             }
+            if notification.method == "_oa/request_answered", let id = notification.params?["requestId"].flatMap(JSONRPCID.init) {
+                agentRequests.removeValue(forKey: id)  // another client answered it, or it timed out or was cancelled
+            }
             if notification.method == "_oa/prompt_finished", let sessionID,
                let followed = pending.values.first(where: { $0.following && $0.sessionID == sessionID }) {
                 // The prompt that ran on while the link was down ended: its answer, to the editor's request.
@@ -526,6 +538,7 @@ public actor ACPRelay {
             }
         }
         answers = [:]
+        answerOrder = []
         onEvent(.resumed(resumed: resumed, reloaded: reloaded))
         return true
     }
