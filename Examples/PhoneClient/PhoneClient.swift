@@ -31,7 +31,9 @@ struct PhoneClient {
         let vault = TokenVault(file: URL(fileURLWithPath: "phone-client-tokens.json"))
 
         // 2. Pair when given a payload: its `http` URL takes the pairing token.
-        let payload = payloadText == "-" ? nil : try PairingPayload.decode(payloadText)
+        // The QR code's short link holds the address, the code and a pin prefix: `completed()` asks the bridge for the
+        // rest over a connection held to that prefix (a long link or the JSON is complete already).
+        let payload = payloadText == "-" ? nil : try await PairingPayload.decode(payloadText).completed()
         if let payload, let token = payload.token {
             // Over https:// the exchange is held to the QR code's certificate pin, which the vault keeps.
             try await vault.pair(bridge: payload.http, pairingToken: token, deviceName: "PhoneClient example", pin: payload.pin)

@@ -8,6 +8,7 @@ import Synchronization
 /// It speaks official ACP in-process. On `session/prompt` it streams the prompt back as `agent_message_chunk`
 /// updates, shows a harmless `tool_call` ("Tell the time"), asks `session/request_permission` for it, reports the
 /// outcome as a `tool_call_update`, and answers `stopReason: "end_turn"` (or `"cancelled"` after `session/cancel`).
+/// In the Quiet mode (`session/set_mode` to `quiet`) it only echoes: no tool call, no permission question.
 /// It also answers `session/set_mode`, and `session/close` by forgetting the session (it advertises
 /// `sessionCapabilities.close`, so a bridge that drops an idle session releases the demo's side too).
 public final class DemoAgent: ACPAgent {
@@ -29,6 +30,8 @@ public final class DemoAgent: ACPAgent {
         var nextRequest: Int64 = 1
         var cancelled: Set<String> = []
         var sessions: Set<String> = []
+        /// Sessions switched to the Quiet mode (`session/set_mode` `quiet`): they echo and ask nothing.
+        var quiet: Set<String> = []
         var waiting: [JSONRPCID: CheckedContinuation<JSONRPCResponse?, Never>] = [:]
         var stopped = false
     }
@@ -123,9 +126,13 @@ public final class DemoAgent: ACPAgent {
                 ],
             ]))
         case ACPMethod.sessionSetMode:
-            guard let session = knownSession(request), let mode = request.params?["modeId"]?.stringValue else {
-                reply(request, .failure(.invalidParams("session/set_mode needs a known sessionId and a modeId")))
+            guard let session = knownSession(request), let mode = request.params?["modeId"]?.stringValue,
+                  ["default", "quiet"].contains(mode) else {
+                reply(request, .failure(.invalidParams("session/set_mode needs a known sessionId and a modeId (default or quiet)")))
                 return
+            }
+            state.withLock { state in
+                if mode == "quiet" { state.quiet.insert(session) } else { state.quiet.remove(session) }
             }
             emit(.notification(JSONRPCNotification(method: ACPMethod.sessionUpdate, params: [
                 "sessionId": .string(session),
@@ -140,6 +147,7 @@ public final class DemoAgent: ACPAgent {
             state.withLock { state in
                 state.sessions.remove(session)
                 state.cancelled.remove(session)
+                state.quiet.remove(session)
             }
             reply(request, .success([:]))
         case ACPMethod.sessionPrompt:
@@ -179,6 +187,8 @@ public final class DemoAgent: ACPAgent {
             update(session, ["sessionUpdate": "agent_message_chunk", "content": ["type": "text", "text": .string(word)]])
             try? await Task.sleep(for: chunkDelay)
         }
+        // Quiet: "Echo the prompt only", as the mode says; nothing to allow (issue 29 item 9).
+        if state.withLock({ $0.quiet.contains(session) }) { return "end_turn" }
         let toolCallID = "demo-tool-\(UUID().uuidString.prefix(8))"
         let toolCall: JSONValue = [
             "toolCallId": .string(toolCallID), "title": "Tell the time", "kind": "other", "status": "pending",

@@ -29,8 +29,10 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 ///
 /// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
 /// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.
+/// - `GET /api/pair/hello`: the bridge's name, session, URLs and full pin (nothing secret), which completes a short link.
+/// - `GET /` → 302 to `/app`.
 /// - Loopback only (403 otherwise; also refuses non-loopback `Host` headers and foreign `Origin`s):
-///   `GET /pair` (HTML), `GET /api/pair/info` (the QR payload's JSON fields plus `url`, the text of the QR code),
+///   `GET /pair` (HTML, kept current by polling `GET /api/pair/state`), `GET /api/pair/info` (the QR payload's JSON fields plus `url`, the text of the QR code),
 ///   `GET /api/pair/qr` (PNG of `url`, `?scale=1...16`), `POST /api/pair/refresh` (new pairing code, old revoked;
 ///   returns the info), `GET /api/pair/devices` (`?all=1` includes revoked ones), `POST /api/pair/approve`,
 ///   `POST /api/pair/deny` and `POST /api/pair/revoke` `{"device_id"}`.
@@ -47,9 +49,16 @@ public enum PairingRoutes {
             router.post("/api/auth/exchange") { request, context -> Response in
                 let address = peer(context)
                 guard let body: ExchangeRequest = try await decode(request) else { return badRequest("{\"pairing_token\": \"oa_p_…\"}") }
-                switch try await authenticator.exchange(body, address: address) {
+                let outcome = try await authenticator.exchange(body, address: address)
+                // The code is spent (or claimed by a device awaiting approval): the next phone gets a new one at once,
+                // on the terminal and on /pair (issue 29 item 3).
+                await pairing.replaceIfUsed()
+                switch outcome {
                 case .paired(let session):
-                    return json(.ok, session.response(now: Date()))
+                    var response = session.response(now: Date())
+                    // What a short link leaves out (name, session, fallbacks, the full pin), now that the phone is paired.
+                    response.bridge = details(pairing)
+                    return json(.ok, response)
                 case .pending(let deviceID):
                     return json(.accepted, PendingResponse(deviceID: deviceID))
                 }
@@ -59,6 +68,23 @@ public enum PairingRoutes {
                 guard let body: RefreshRequest = try await decode(request) else { return badRequest("{\"refresh_token\": \"oa_r_…\"}") }
                 return json(.ok, try await authenticator.refresh(body, address: address).response(now: Date()))
             }
+        }
+
+        // What a native client completes a short link with before it sends the pairing code: open, since it holds
+        // nothing secret (the name is the one mDNS announces; the pin, and the tailnet names and addresses of the
+        // fallbacks, are in the certificate every TLS handshake shows); the client checks the certificate it got this
+        // over against the link's pin prefix.
+        router.get("/api/pair/hello") { _, _ -> Response in
+            json(.ok, details(pairing))
+        }
+        // `GET /` is not an empty 404: a browser that opens the bridge's address lands on the web app (issue 29 item 9).
+        // A 302 keeps the link's fragment (browsers carry it over a redirect without one), so `/#…` pairs too.
+        router.get("/") { _, _ -> Response in
+            var headers = privateHeaders()
+            headers[.location] = "/app"
+            headers[.contentType] = "text/html; charset=utf-8"
+            let body = "<!doctype html><title>oa-bridge</title><p>The phone web app is at <a href=\"/app\">/app</a>.</p>\n"
+            return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
         }
 
         router.get("/pair") { request, context -> Response in
@@ -72,6 +98,16 @@ public enum PairingRoutes {
             headers[.contentSecurityPolicy] =
                 "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+        }
+        // What /pair's script polls to stay current without a reload: the page's sections as HTML (rendered and
+        // escaped here, as the page is) and a version that changes with them.
+        router.get("/api/pair/state") { request, context -> Response in
+            if let refusal = localRefusal(request, context) { return refusal }
+            let payload = try await pairing.payload()
+            let pending = try await pairing.store?.pendingDevices() ?? []
+            let devices = try await pairing.store?.listDevices(includeRevoked: false) ?? []
+            let sections = try PairingPage.sections(payload: payload, expiresAt: await pairing.expiresAt(), pending: pending, devices: devices)
+            return json(.ok, sections)
         }
         router.get("/api/pair/info") { request, context -> Response in
             if let refusal = localRefusal(request, context) { return refusal }
@@ -117,6 +153,14 @@ public enum PairingRoutes {
     }
 
     // MARK: - Helpers
+
+    /// The bridge's payload without a pairing code: what a paired phone may know of it.
+    static func details(_ pairing: PairingSession) -> PairingPayload {
+        let endpoint = pairing.endpoint
+        return PairingPayload(
+            host: endpoint.host, port: endpoint.port, webSocketPath: endpoint.webSocketPath, session: endpoint.session,
+            name: endpoint.name, token: nil, fallbacks: endpoint.fallbacks, pin: endpoint.pin)
+    }
 
     /// The peer's host (no port) as the rate-limit key, `unknown` when the channel has no address.
     static func peer<Context: RemoteAddressRequestContext>(_ context: Context) -> String {

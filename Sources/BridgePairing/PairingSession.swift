@@ -47,6 +47,7 @@ public actor PairingSession {
 
     private let clock: TokenClock
     private var current: IssuedToken?
+    private var watchers: [UUID: AsyncStream<PairingPayload>.Continuation] = [:]
 
     /// A pairing session for `endpoint`; pass `store: nil` for `--auth none`.
     public init(store: TokenStore?, endpoint: Endpoint, clock: TokenClock = .system) {
@@ -70,7 +71,38 @@ public actor PairingSession {
     public func rotate() async throws(PairingError) -> PairingPayload {
         guard let store else { return try await payload() }
         current = try await store.issuePairingToken()
-        return try await payload()
+        let fresh = try await payload()
+        announce(fresh)
+        return fresh
+    }
+
+    /// The payloads with a new pairing code, each time the code changes after the first one: replaced by ``rotate()``,
+    /// or re-issued because the one shown was used by a phone, claimed by a device awaiting approval, revoked or about
+    /// to expire (noticed by ``payload()`` and ``replaceIfUsed()``). Issue 29 item 3: `oa-bridge serve` prints each.
+    /// The stream keeps the newest only, and ends when the caller stops iterating.
+    public func changes() -> AsyncStream<PairingPayload> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PairingPayload.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        watchers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.stopWatching(id) }
+        }
+        return stream
+    }
+
+    /// After a pairing exchange: when the code shown can no longer pair a phone (it was used, or claimed by a device
+    /// awaiting approval), a new one is issued and announced on ``changes()`` at once, so the next phone never meets
+    /// "already used".
+    public func replaceIfUsed() async {
+        _ = try? await payload()
+    }
+
+    private func stopWatching(_ id: UUID) {
+        watchers[id] = nil
+    }
+
+    private func announce(_ payload: PairingPayload) {
+        for watcher in watchers.values { watcher.yield(payload) }
     }
 
     private func validToken() async throws(PairingError) -> IssuedToken? {
@@ -78,8 +110,14 @@ public actor PairingSession {
         if let current, current.expiresAt > clock.now().addingTimeInterval(60), try await store.isPairingTokenUsable(current.token) {
             return current
         }
+        let replaced = current != nil
         let fresh = try await store.issuePairingToken()
         current = fresh
+        if replaced, !watchers.isEmpty {
+            announce(PairingPayload(
+                host: endpoint.host, port: endpoint.port, webSocketPath: endpoint.webSocketPath, session: endpoint.session,
+                name: endpoint.name, token: fresh.token, fallbacks: endpoint.fallbacks, pin: endpoint.pin))
+        }
         return fresh
     }
 }

@@ -280,6 +280,12 @@ public final class TokenStore: Sendable {
         try await read { db in try Self.fetchDevice(db, id: id) }
     }
 
+    /// The device whose ID is `idOrPrefix` or starts with it, as ``approve(deviceID:)`` and ``revoke(deviceID:)``
+    /// find it; throws ``PairingError/unknownDevice(_:)`` or ``PairingError/ambiguousDevice(_:)`` otherwise.
+    public func findDevice(idOrPrefix: String) async throws(PairingError) -> DeviceRecord {
+        try await read { db in try Self.resolveDevice(db, idOrPrefix: idOrPrefix) }.get()
+    }
+
     /// IDs of devices revoked at or after `date`, so a server can close their WebSockets (code 4003) even when the
     /// revocation came from another process such as `oa-bridge devices revoke`. Poll it, e.g. every second.
     public func devicesRevoked(since date: Date) async throws(PairingError) -> [String] {

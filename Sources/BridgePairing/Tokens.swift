@@ -78,21 +78,31 @@ public enum TokenSecret {
     /// Length of the base64url body of a token: 32 bytes encode to 43 characters without padding.
     public static let bodyLength = 43
 
-    /// A fresh token of `kind`: the prefix followed by 32 bytes from the system CSPRNG in base64url without padding.
+    /// Number of random bytes in a pairing token (128 bits, issue 29 item 2): it travels in the QR code, which must
+    /// fit an 80×24 terminal; a single-use code that expires within the hour and is rate-limited per address needs no
+    /// more (docs/security.md argues it). Pairing tokens of 32 bytes issued before are still accepted.
+    public static let pairingRandomByteCount = 16
+
+    /// Length of the base64url body of a 16-byte pairing token: 22 characters without padding.
+    public static let pairingBodyLength = 22
+
+    /// A fresh token of `kind`: the prefix followed by 32 bytes (16 for a pairing token) from the system CSPRNG in
+    /// base64url without padding.
     public static func generate(_ kind: TokenKind) -> String {
         var rng = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: randomByteCount)
+        var bytes = [UInt8](repeating: 0, count: kind == .pairing ? pairingRandomByteCount : randomByteCount)
         for index in bytes.indices {
             bytes[index] = rng.next()
         }
         return kind.prefix + base64URL(bytes)
     }
 
-    /// Whether `token` looks like one of ours of `kind`: right prefix, 43 base64url characters. Says nothing about validity.
+    /// Whether `token` looks like one of ours of `kind`: right prefix, 43 base64url characters (a pairing token: 22,
+    /// or 43 for one issued before pairing tokens were shortened). Says nothing about validity.
     public static func isWellFormed(_ token: String, kind: TokenKind) -> Bool {
         guard token.hasPrefix(kind.prefix) else { return false }
         let body = token.utf8.dropFirst(kind.prefix.utf8.count)
-        guard body.count == bodyLength else { return false }
+        guard body.count == bodyLength || (kind == .pairing && body.count == pairingBodyLength) else { return false }
         return body.allSatisfy { byte in
             (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
                 || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))

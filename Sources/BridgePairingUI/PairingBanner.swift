@@ -5,51 +5,226 @@ import Foundation
 ///
 /// The text contains the pairing token inside the QR code, so print it to the terminal only, never to a log.
 public enum PairingBanner {
-    /// The QR code of the web app URL (Unicode half blocks, explicit colours unless `ansiColors` is false), what
-    /// scanning it opens, the one warning a phone shows the first time and the certificate fingerprint that makes it
-    /// safe to accept, the pairing page URL and the code's expiry; with auth off (`payload.token == nil`) a loud
-    /// warning. Every line but the QR code fits 80 columns.
+    /// A terminal's size in character cells.
+    public struct TerminalSize: Sendable, Equatable {
+        /// Columns.
+        public var columns: Int
+        /// Rows.
+        public var rows: Int
+
+        /// A size of `columns` × `rows`.
+        public init(columns: Int, rows: Int) {
+            self.columns = columns
+            self.rows = rows
+        }
+
+        /// The classic terminal (and the size assumed when output is not a terminal): 80 × 24.
+        public static let standard = TerminalSize(columns: 80, rows: 24)
+    }
+
+    /// The widest the banner gets, whatever the terminal.
+    public static let maximumWidth = 80
+    /// The widest column of text beside the code.
+    static let maximumTextWidth = 37
+    /// The narrowest column of text beside the code.
+    static let minimumTextWidth = 28
+    /// Columns between the code and its text.
+    static let gutter = 2
+    /// Light modules around the code: 2 keeps it small; the terminal's own background does not count (it may be dark).
+    static let quietZone = 2
+
+    /// The QR code of the short pairing link with its instructions to the right of it (the whole block fits 80 columns
+    /// and, for an IPv4 LAN address, fewer than 24 rows): what scanning it opens, the one warning a phone shows the
+    /// first time and the certificate fingerprint that makes it safe to accept, the pairing page URL and the code's
+    /// expiry; with auth off (`payload.token == nil`) a loud warning.
+    ///
+    /// When `terminal` is too small for the code (it would wrap and could not be scanned), the text says so instead
+    /// and gives `oa-bridge pair --png FILE` and the link itself.
     /// - Parameters:
     ///   - port: the port the bridge listens on, for the `http://127.0.0.1:<port>/pair` line.
     ///   - certificateFingerprint: the TLS certificate's SHA-256 fingerprint as browsers show it
     ///     (`BridgeIdentity.certificateFingerprint`); `nil` leaves the certificate lines out.
     ///   - now: the current time, for "expires in N min".
+    ///   - terminal: the terminal's size; `nil` (output is not a terminal) assumes 80 × 24.
     public static func text(
         payload: PairingPayload, expiresAt: Date?, port: Int, certificateFingerprint: String? = nil, now: Date = Date(),
-        ansiColors: Bool = true
+        ansiColors: Bool = true, terminal: TerminalSize? = nil
     ) throws(QRCodeError) -> String {
-        var lines: [String] = []
-        lines.append(try payload.qrCode().terminalString(quietZone: 2, ansiColors: ansiColors))
-        lines.append("Scan with the phone's camera to pair with \(payload.name): it opens the web app at")
-        lines.append("  \(payload.http)/app (nothing to install).")
-        if let certificateFingerprint, payload.http.hasPrefix("https:") {
-            lines.append("The first time, the phone warns \"Your connection is not private\": the")
-            lines.append("certificate is this bridge's own. Continue if its SHA-256 fingerprint reads:")
-            lines.append(contentsOf: fingerprintLines(certificateFingerprint))
+        let size = terminal ?? .standard
+        let code = try payload.qrCode()
+        let qrLines = code.terminalLines(quietZone: quietZone, ansiColors: ansiColors)
+        let codeWidth = code.size + 2 * quietZone
+        let width = min(size.columns, maximumWidth)
+        // At most 37 columns (what is left beside a version 5 code): the words wrap the same beside every code that
+        // fits, so the README's example is what every desktop prints.
+        let textWidth = min(maximumTextWidth, width - codeWidth - gutter)
+        let fingerprint = certificateFingerprint.flatMap { payload.http.hasPrefix("https:") ? $0 : nil }
+        if textWidth >= minimumTextWidth {
+            let text = besideCode(
+                payload: payload, expiresAt: expiresAt, port: port, fingerprint: fingerprint, now: now,
+                ansiColors: ansiColors, width: textWidth)
+            let height = max(qrLines.count, text.count)
+            // One row stays free for the cursor (or the next log line) below the block.
+            if height + 1 <= size.rows {
+                let blank = String(repeating: " ", count: codeWidth)
+                let pad = String(repeating: " ", count: gutter)
+                let lines = (0..<height).map { index -> String in
+                    let left = index < qrLines.count ? qrLines[index] : blank
+                    let right = index < text.count ? text[index] : ""
+                    return right.isEmpty ? left : left + pad + right
+                }
+                return lines.joined(separator: "\n") + "\n"
+            }
         }
-        lines.append("Or open http://127.0.0.1:\(port)/pair in a browser on this desktop.")
+        return tooSmall(
+            payload: payload, expiresAt: expiresAt, port: port, fingerprint: fingerprint, now: now, ansiColors: ansiColors,
+            size: size, needed: TerminalSize(columns: codeWidth + gutter + minimumTextWidth, rows: qrLines.count + 1))
+    }
+
+    /// The column of text beside the code, wrapped to `width`. What varies (the name, the URLs, the expiry) stands
+    /// on lines of its own, so the rest wraps the same way on every desktop.
+    static func besideCode(
+        payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool, width: Int
+    ) -> [String] {
+        var lines: [String] = []
+        lines += wrap("Pair a phone with \(payload.name).", width)
+        lines += wrap("Scan with the phone's camera: it opens the web app (nothing to install):", width)
+        lines.append("  " + payload.http + PairingPayload.appPath)
+        if let fingerprint {
+            lines.append("")
+            lines += wrap("The first time, the phone warns \"Your connection is not private\": the certificate is this bridge's own. Continue if its SHA-256 fingerprint reads:", width)
+            lines += fingerprintLines(fingerprint, width: width - 2).map { "  " + $0 }
+        }
+        lines.append("")
+        lines += wrap("The desktop's pairing page:", width)
+        lines.append("  http://127.0.0.1:\(port)/pair")
         if payload.token != nil {
             if let expiresAt {
                 let minutes = max(0, Int((expiresAt.timeIntervalSince(now) / 60).rounded()))
-                lines.append("The code works once and expires in \(minutes) min; 'oa-bridge pair' shows a new one.")
+                lines.append("Single use; expires in \(minutes) min.")
             }
+            lines += wrap("A new code follows each pairing.", width)
+        } else {
+            lines += wrap(warningText, width).map { ansiColors ? "\u{1B}[1;31m\($0)\u{1B}[0m" : $0 }
+        }
+        return lines
+    }
+
+    /// What is printed instead of a code that would not fit: the sizes, `oa-bridge pair --png FILE` and the link.
+    static func tooSmallLines(
+        payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool,
+        size: TerminalSize, needed: TerminalSize
+    ) -> [String] {
+        let width = max(40, min(size.columns, maximumWidth))
+        let portOption = port == 9099 ? "" : " --port \(port)"
+        var lines: [String] = []
+        lines += wrap("This terminal (\(size.columns)×\(size.rows)) is too small for the pairing QR code: it needs \(needed.columns)×\(needed.rows). Make the window larger and run 'oa-bridge pair\(portOption)', or save the code as an image and show that:", width)
+        lines.append("  oa-bridge pair\(portOption) --png pairing.png")
+        lines += wrap("Or open this link on the phone (it holds the pairing code):", width)
+        lines.append("  " + payload.qrText)
+        if let fingerprint {
+            lines += wrap("The first time, the phone warns \"Your connection is not private\": continue if the certificate's SHA-256 fingerprint reads:", width)
+            lines += fingerprintLines(fingerprint, width: width - 2).map { "  " + $0 }
+        }
+        lines += wrap("Or open http://127.0.0.1:\(port)/pair on this desktop.", width)
+        if payload.token != nil {
+            lines += wrap(expiryText(expiresAt: expiresAt, now: now, port: port), width)
         } else {
             lines.append(warning(ansiColors: ansiColors))
         }
+        return lines
+    }
+
+    private static func tooSmall(
+        payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool,
+        size: TerminalSize, needed: TerminalSize
+    ) -> String {
+        let lines = tooSmallLines(
+            payload: payload, expiresAt: expiresAt, port: port, fingerprint: fingerprint, now: now, ansiColors: ansiColors,
+            size: size, needed: needed)
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// The fingerprint's 32 bytes as two indented lines of 16 (each 49 columns wide).
-    static func fingerprintLines(_ fingerprint: String) -> [String] {
+    static func expiryText(expiresAt: Date?, now: Date, port: Int) -> String {
+        let portOption = port == 9099 ? "" : " --port \(port)"
+        guard let expiresAt else { return "The code works once; 'oa-bridge pair\(portOption)' shows a new one." }
+        let minutes = max(0, Int((expiresAt.timeIntervalSince(now) / 60).rounded()))
+        return "The code works once and expires in \(minutes) min; 'oa-bridge pair\(portOption)' shows a new one."
+    }
+
+    /// The fingerprint's bytes (`AB CD …`), as many a line as fit `width`.
+    static func fingerprintLines(_ fingerprint: String, width: Int) -> [String] {
         let bytes = fingerprint.split(separator: " ")
-        return stride(from: 0, to: bytes.count, by: 16).map { start in
-            "  " + bytes[start..<min(start + 16, bytes.count)].joined(separator: " ")
+        let perLine = max(1, min(16, (width + 1) / 3))
+        return stride(from: 0, to: bytes.count, by: perLine).map { start in
+            bytes[start..<min(start + perLine, bytes.count)].joined(separator: " ")
         }
     }
 
+    /// Greedy word wrap to `width` columns; a phrase in double quotes stays on one line; a word longer than a line is
+    /// cut.
+    static func wrap(_ text: String, _ width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        var words: [Substring] = []
+        var quoted: Substring?
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if let open = quoted {
+                let joined = text[open.startIndex..<word.endIndex]
+                if word.contains("\"") { words.append(joined); quoted = nil } else { quoted = joined }
+            } else if word.hasPrefix("\""), word.filter({ $0 == "\"" }).count == 1 {
+                quoted = word
+            } else {
+                words.append(word)
+            }
+        }
+        if let quoted { words.append(quoted) }
+        for word in words {
+            var word = Substring(word)
+            if line.isEmpty {
+                while word.count > width {
+                    lines.append(String(word.prefix(width)))
+                    word = word.dropFirst(width)
+                }
+                line = String(word)
+            } else if line.count + 1 + word.count <= width {
+                line += " " + word
+            } else {
+                lines.append(line)
+                line = ""
+                while word.count > width {
+                    lines.append(String(word.prefix(width)))
+                    word = word.dropFirst(width)
+                }
+                line = String(word)
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    static let warningText = "WARNING: authentication is OFF (--auth none). Anyone who can reach this port from an allowed network can drive this desktop."
+
     /// The warning for `--auth none`, bold red when `ansiColors`.
     public static func warning(ansiColors: Bool = true) -> String {
-        let text = "WARNING: authentication is OFF (--auth none). Anyone who can reach this port from an allowed network can drive this desktop."
-        return ansiColors ? "\u{1B}[1;31m\(text)\u{1B}[0m" : text
+        ansiColors ? "\u{1B}[1;31m\(warningText)\u{1B}[0m" : warningText
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension PairingBanner.TerminalSize {
+    /// The size of the terminal on standard output, or `nil` when it is not a terminal (or does not say).
+    public static func ofStandardOutput() -> PairingBanner.TerminalSize? {
+        guard isatty(STDOUT_FILENO) != 0 else { return nil }
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 else { return nil }
+        return PairingBanner.TerminalSize(columns: Int(size.ws_col), rows: Int(size.ws_row))
     }
 }

@@ -97,6 +97,46 @@ public struct QRCode: Sendable, Equatable {
         version = Int(encoded.pointee.version)
     }
 
+    /// Encodes `text` as small as it goes: libqrencode splits it into numeric, alphanumeric and byte segments (so a
+    /// run of digits costs 3.33 bits a digit, not 8), at the smallest version any error-correction level allows; then
+    /// the highest level that still fits that version is used: a smaller code on screen beats a stronger one that
+    /// wraps, and a screen is not a dirty label. Text with a NUL byte is encoded in byte mode at level L.
+    public init(compact text: String) throws(QRCodeError) {
+        guard !text.isEmpty else { throw .emptyInput }
+        guard !text.utf8.contains(0) else {
+            try self.init(text: text, errorCorrection: .low)
+            return
+        }
+        var smallest: (version: Int32, level: ErrorCorrection)?
+        for level in [ErrorCorrection.low, .medium, .quartile, .high] {
+            errno = 0
+            guard let code = QRcode_encodeString(text, 0, level.level, QR_MODE_8, 1) else {
+                if smallest == nil {
+                    let failure = errno
+                    if failure == ERANGE { throw .inputTooLarge(byteCount: text.utf8.count) }
+                    throw .encoderFailed(errno: failure == 0 ? EINVAL : failure)
+                }
+                break
+            }
+            let version = code.pointee.version
+            QRcode_free(code)
+            if let best = smallest, version > best.version { break }
+            smallest = (version, level)
+        }
+        guard let smallest else { throw .encoderFailed(errno: EINVAL) }
+        errno = 0
+        guard let encoded = QRcode_encodeString(text, smallest.version, smallest.level.level, QR_MODE_8, 1) else {
+            throw .encoderFailed(errno: errno == 0 ? EINVAL : errno)
+        }
+        defer { QRcode_free(encoded) }
+        let width = Int(encoded.pointee.width)
+        guard width > 0, let bytes = encoded.pointee.data else { throw .encoderFailed(errno: EINVAL) }
+        guard let made = QRCode(size: width, modules: (0..<(width * width)).map { bytes[$0] & 1 == 1 }) else {
+            throw .encoderFailed(errno: EINVAL)
+        }
+        self = made
+    }
+
     /// A code from an explicit matrix (for tests and custom encoders); `modules.count` must equal `size * size`.
     public init?(size: Int, modules: [Bool]) {
         guard size > 0, modules.count == size * size else { return nil }
@@ -120,6 +160,12 @@ public struct QRCode: Sendable, Equatable {
     /// reads the same in light and dark terminals; without colours it assumes light text on a dark background.
     /// - Parameter quietZone: light border in modules; at least 2 (clamped), 4 is the standard.
     public func terminalString(quietZone: Int = 2, ansiColors: Bool = true) -> String {
+        terminalLines(quietZone: quietZone, ansiColors: ansiColors).joined(separator: "\n") + "\n"
+    }
+
+    /// The lines of ``terminalString(quietZone:ansiColors:)``, without line ends: `(size + 2 × quietZone)` columns
+    /// each, half as many lines (rounded up).
+    public func terminalLines(quietZone: Int = 2, ansiColors: Bool = true) -> [String] {
         let quiet = max(2, quietZone)
         let low = -quiet
         let high = size + quiet
@@ -141,7 +187,7 @@ public struct QRCode: Sendable, Equatable {
             lines.append(line)
             y += 2
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines
     }
 
     // MARK: - SVG and data URIs

@@ -31,7 +31,8 @@ extension PairingPayload {
     /// The path of the phone web app the QR code's URL opens.
     public static let appPath = "/app"
 
-    /// What the QR code holds: `<http>/app#<payload as base64url JSON>`, e.g. `https://192.168.1.20:9099/app#eyJ…`.
+    /// The long link: `<http>/app#<payload as base64url JSON>`, e.g. `https://192.168.1.20:9099/app#eyJ…`. The QR code
+    /// holds the short link (``qrText``) when it can; the long one keeps working everywhere.
     ///
     /// A phone's camera opens it in the browser; the web app reads the payload from the fragment, which browsers never
     /// send to the server. Native clients take the same text (``init(scannedText:)``).
@@ -39,8 +40,9 @@ extension PairingPayload {
         http + Self.appPath + "#" + Self.base64URL(Data(jsonString().utf8))
     }
 
-    /// Reads what a QR code (or a user) gave: the JSON payload, or the web app URL carrying it in its fragment
-    /// (`https://…/app#<base64url JSON>`). Surrounding white space is ignored.
+    /// Reads what a QR code (or a user) gave: the JSON payload, the web app URL carrying it in its fragment
+    /// (`https://…/app#<base64url JSON>`), or the short link (`https://…/app#1<digits>`, see ``shortAppURL``; the
+    /// payload is then ``isAbridged``). Surrounding white space is ignored.
     public init(scannedText: String) throws(PairingPayloadError) {
         let text = scannedText.trimmingCharacters(in: .whitespacesAndNewlines)
         if text.hasPrefix("{") {
@@ -52,6 +54,10 @@ extension PairingPayload {
         guard let hash = text.firstIndex(of: "#") else { throw .missingFragment }
         let fragment = text[text.index(after: hash)...]
         guard !fragment.isEmpty else { throw .missingFragment }
+        if let short = try Self.fromShortLink(base: String(text[..<hash]), fragment: fragment) {
+            self = short
+            return
+        }
         guard let data = Self.dataFromBase64URL(String(fragment)) else { throw .invalidFragment }
         self = try Self.fromJSON(data)
     }
@@ -102,11 +108,11 @@ extension PairingPayload {
 }
 
 /// The body of `GET /api/pair/info` (and `POST /api/pair/refresh`): the payload's JSON fields for native apps, plus
-/// `url`, the text the QR code holds (``PairingPayload/appURL``).
+/// `url`, the text the QR code holds (``PairingPayload/qrText``).
 public struct PairingInfo: Sendable, Equatable, Codable {
     /// The payload.
     public var payload: PairingPayload
-    /// The web app URL the QR code holds.
+    /// The web app URL the QR code holds (the short link when the payload has one).
     public var url: String
 
     enum CodingKeys: String, CodingKey {
@@ -116,7 +122,7 @@ public struct PairingInfo: Sendable, Equatable, Codable {
     /// The info for `payload`.
     public init(payload: PairingPayload) {
         self.payload = payload
-        self.url = payload.appURL
+        self.url = payload.qrText
     }
 
     /// Decodes the payload's fields and `url` from one object.

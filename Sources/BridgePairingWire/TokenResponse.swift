@@ -18,6 +18,10 @@ public struct TokenResponse: Sendable, Equatable, Codable {
     public var expiresIn: Int
     /// The paired device's ID.
     public var deviceID: String
+    /// The bridge's connection details (its payload without a pairing code: name, session, URLs, fallbacks, full
+    /// pin), in the answer to a pairing exchange, so a phone that paired from a short link learns the rest; `nil` in
+    /// refresh answers and from older bridges.
+    public var bridge: PairingPayload?
 
     enum CodingKeys: String, CodingKey {
         case accessToken = "access_token"
@@ -27,12 +31,13 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         case tokenType = "token_type"
         case expiresIn = "expires_in"
         case deviceID = "device_id"
+        case bridge
     }
 
     /// A response with all fields given.
     public init(
         accessToken: String, accessTokenExpiresAt: Date, refreshToken: String, refreshTokenExpiresAt: Date,
-        tokenType: String, expiresIn: Int, deviceID: String
+        tokenType: String, expiresIn: Int, deviceID: String, bridge: PairingPayload? = nil
     ) {
         self.accessToken = accessToken
         self.accessTokenExpiresAt = accessTokenExpiresAt
@@ -41,5 +46,6 @@ public struct TokenResponse: Sendable, Equatable, Codable {
         self.tokenType = tokenType
         self.expiresIn = expiresIn
         self.deviceID = deviceID
+        self.bridge = bridge
     }
 }

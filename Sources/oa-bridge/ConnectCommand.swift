@@ -108,7 +108,8 @@ struct ConnectCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(level: logLevel, format: .text)
         let logger = Logger(label: "oa-bridge.connect")
         let start = ContinuousClock.now
-        let payload = try pair.map { try PairingPayload.decode($0) }
+        // A short link (issue 29 item 2) holds the address, the code and a pin prefix: the rest is asked first.
+        let payload = try await pair.map { try PairingPayload.decode($0) }?.completed(logger: logger)
         // The bridges this client knows, by identity (pin), names and addresses: found whatever the user typed.
         let saved = SavedBridges(directory: StateDirectory.resolve(override: stateDir).appendingPathComponent("client"))
         var known: SavedBridges.Bridge?

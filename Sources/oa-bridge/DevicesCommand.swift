@@ -1,6 +1,7 @@
 import ArgumentParser
 import BridgePairing
 import Foundation
+import Logging
 
 /// `oa-bridge devices`: the phones paired with this desktop.
 struct DevicesCommand: AsyncParsableCommand {
@@ -28,8 +29,12 @@ struct DevicesCommand: AsyncParsableCommand {
         @Option(help: "Where the bridge keeps its state. Default: $XDG_STATE_HOME/oa-bridge or ~/.local/state/oa-bridge.")
         var stateDir: String?
 
+        /// The store, its own log lines at warning and above only: this command prints what it did, once
+        /// (issue 29 item 9: "device approved" came twice, as a log line and as the command's answer).
         func open() throws -> TokenStore {
-            try TokenStore(directory: StateDirectory.resolve(override: stateDir))
+            var logger = Logger(label: "oa-bridge.devices")
+            logger.logLevel = .warning
+            return try TokenStore(directory: StateDirectory.resolve(override: stateDir), logger: logger)
         }
     }
 
@@ -50,19 +55,7 @@ struct DevicesCommand: AsyncParsableCommand {
                 print("No paired devices. Pair a phone by scanning the QR code 'oa-bridge pair' shows.")
                 return
             }
-            let formatter = ISO8601DateFormatter()
-            print("ID        NAME                  STATE     PAIRED                LAST SEEN             LAST ADDRESS")
-            for device in devices {
-                let state = device.isRevoked ? "revoked" : device.isPending ? "pending" : "active"
-                print([
-                    String(device.id.prefix(8)).padding(toLength: 8, withPad: " ", startingAt: 0),
-                    String(device.name.prefix(20)).padding(toLength: 20, withPad: " ", startingAt: 0),
-                    state.padding(toLength: 8, withPad: " ", startingAt: 0),
-                    formatter.string(from: device.createdAt).padding(toLength: 20, withPad: " ", startingAt: 0),
-                    (device.lastSeenAt.map(formatter.string) ?? "-").padding(toLength: 20, withPad: " ", startingAt: 0),
-                    device.lastAddress ?? "-",
-                ].joined(separator: "  "))
-            }
+            print(DeviceTable.text(devices), terminator: "")
         }
     }
 
@@ -72,7 +65,13 @@ struct DevicesCommand: AsyncParsableCommand {
         @Argument(help: "The device id, or a unique prefix of it.") var id: String
 
         func run() async throws {
-            let device = try await store.open().approve(deviceID: id)
+            let tokens = try store.open()
+            let found = try await tokens.findDevice(idOrPrefix: id)
+            if found.approved && !found.isRevoked {
+                print("\(found.name) (\(found.id)) is already active: nothing to approve")
+                return
+            }
+            let device = try await tokens.approve(deviceID: id)
             print("approved \(device.name) (\(device.id)); the phone receives its tokens on its next try")
         }
     }
@@ -97,5 +96,47 @@ struct DevicesCommand: AsyncParsableCommand {
                 print("revoked \(device.name) (\(device.id))")
             }
         }
+    }
+}
+
+/// The `oa-bridge devices` table: every column as wide as its longest value, so no name is cut (issue 29 item 9).
+enum DeviceTable {
+    static func text(_ devices: [DeviceRecord]) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm'Z'"
+        let header = ["ID", "NAME", "STATE", "PAIRED", "LAST SEEN", "LAST ADDRESS"]
+        let rows = devices.map { device in
+            [
+                String(device.id.prefix(8)),
+                TerminalSafe.line(device.name),
+                device.isRevoked ? "revoked" : device.isPending ? "pending" : "active",
+                formatter.string(from: device.createdAt),
+                device.lastSeenAt.map(formatter.string) ?? "-",
+                device.lastAddress ?? "-",
+            ]
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        return ([header] + rows).map { row in
+            row.indices.map { column in
+                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Device names come from phones: control characters are shown escaped, never sent to the terminal.
+enum TerminalSafe {
+    static func line(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 }

@@ -16,10 +16,21 @@ struct OABridge: AsyncParsableCommand {
         subcommands: [ServeCommand.self, DiscoverCommand.self, ConnectCommand.self, PairCommand.self, DevicesCommand.self, DoctorCommand.self, ConfigCommand.self, InstallServiceCommand.self, IdentityCommand.self]
     )
 
-    /// Parses and runs, exiting 2 (not ArgumentParser's 64) on usage errors, as documented.
+    /// Parses and runs, exiting 2 (not ArgumentParser's 64) on usage errors, as documented. The usage is printed
+    /// only after a usage error (parsing or a command's `validate()`); an error while the command runs is printed as
+    /// `Error: …` alone (issue 29 item 9), with the same exit status as before (2 for a ValidationError).
     static func main() async {
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            command = try parseAsRoot()
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+        do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -27,11 +38,11 @@ struct OABridge: AsyncParsableCommand {
             }
         } catch {
             let code = exitCode(for: error)
-            if code == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                Foundation.exit(2)
-            }
-            exit(withError: error)
+            // --help and --version end in run() too (ArgumentParser's help command), as does an explicit ExitCode.
+            if code == .success || error is ExitCode || error is CleanExit { exit(withError: error) }
+            let text = message(for: error)
+            if !text.isEmpty { FileHandle.standardError.write(Data("Error: \(text)\n".utf8)) }
+            Foundation.exit(code == .validationFailure ? 2 : code.rawValue == 0 ? 1 : code.rawValue)
         }
     }
 }

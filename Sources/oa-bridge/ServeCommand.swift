@@ -103,16 +103,33 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
-    /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does.
+    /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does; then, each time the code is used by a
+    /// phone or replaced, the new one (issue 29 item 3), so the code on screen always pairs the next phone.
     static func printBanner(pairing: PairingSession, port: Int, certificateFingerprint: String, logger: Logger) async {
+        let changes = await pairing.changes()
         do {
             let payload = try await pairing.payload()
-            let text = try PairingBanner.text(
-                payload: payload, expiresAt: await pairing.expiresAt(), port: port, certificateFingerprint: certificateFingerprint,
-                ansiColors: isatty(STDOUT_FILENO) != 0)
-            FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            try await printCode(payload, pairing: pairing, port: port, certificateFingerprint: certificateFingerprint)
         } catch {
             logger.error("cannot show the pairing code: \(error)")
         }
+        // Lives as long as the process: the stream ends only with it.
+        Task {
+            for await payload in changes {
+                FileHandle.standardOutput.write(Data("The pairing code was used or replaced. The next phone scans this new one:\n".utf8))
+                do {
+                    try await printCode(payload, pairing: pairing, port: port, certificateFingerprint: certificateFingerprint)
+                } catch {
+                    logger.error("cannot show the new pairing code: \(error)")
+                }
+            }
+        }
+    }
+
+    private static func printCode(_ payload: PairingPayload, pairing: PairingSession, port: Int, certificateFingerprint: String) async throws {
+        let text = try PairingBanner.text(
+            payload: payload, expiresAt: await pairing.expiresAt(), port: port, certificateFingerprint: certificateFingerprint,
+            ansiColors: isatty(STDOUT_FILENO) != 0, terminal: PairingBanner.TerminalSize.ofStandardOutput())
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 }

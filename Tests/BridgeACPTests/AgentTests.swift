@@ -55,6 +55,56 @@ struct AgentTests {
         }
     }
 
+    @Test("the demo agent's Quiet mode echoes and asks nothing; back in Default it asks again (issue 29 item 9)")
+    func demoAgentQuietMode() async throws {
+        // Fails on the old code: Quiet mode still showed the tool call and asked for permission.
+        let agent = DemoAgent(chunkDelay: .milliseconds(1))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await agent.run() }
+            var events = agent.events.makeAsyncIterator()
+            try agent.send(.request(JSONRPCRequest(id: .int(1), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
+            guard case .message(.response(let created)) = await events.next(), let session = created.result?["sessionId"]?.stringValue else {
+                Issue.record("no session"); return
+            }
+            try agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/set_mode", params: ["sessionId": .string(session), "modeId": "loud"])))
+            guard case .message(.response(let refused)) = await events.next() else { Issue.record("no answer"); return }
+            #expect(refused.error != nil, "an unknown mode is refused")
+            var nextID: Int64 = 3
+            for (mode, asks) in [("quiet", false), ("default", true)] {
+                try agent.send(.request(JSONRPCRequest(id: .int(nextID), method: "session/set_mode", params: ["sessionId": .string(session), "modeId": .string(mode)])))
+                nextID += 1
+                try agent.send(.request(JSONRPCRequest(id: .int(nextID), method: "session/prompt", params: [
+                    "sessionId": .string(session), "prompt": [["type": "text", "text": "hi"]],
+                ])))
+                let promptID = JSONRPCID.int(nextID)
+                nextID += 1
+                var asked = false
+                var sawToolCall = false
+                var stopReason: String?
+                while stopReason == nil {
+                    guard let event = await events.next() else { break }
+                    switch event {
+                    case .message(.notification(let update)):
+                        if update.params?["update"]?["sessionUpdate"] == "tool_call" { sawToolCall = true }
+                    case .message(.request(let ask)):
+                        asked = true
+                        try agent.send(.response(JSONRPCResponse(id: ask.id, result: ["outcome": ["outcome": "selected", "optionId": "reject"]])))
+                    case .message(.response(let response)):
+                        if response.id == promptID { stopReason = response.result?["stopReason"]?.stringValue }
+                    case .exited:
+                        Issue.record("the demo agent exited")
+                        stopReason = "exited"
+                    }
+                }
+                #expect(asked == asks, "\(mode): asked \(asked)")
+                #expect(sawToolCall == asks, "\(mode): tool call \(sawToolCall)")
+                #expect(stopReason == "end_turn")
+            }
+            await agent.stop()
+            group.cancelAll()
+        }
+    }
+
     @Test("a stdio agent relays NDJSON both ways and stderr does not disturb it")
     func stdioAgentRoundTrip() async throws {
         let script = """

@@ -113,6 +113,27 @@ struct PairingSessionTests {
         #expect(try await noAuth.payload().token == nil)
     }
 
+    @Test("a used code is replaced at once and announced on changes(): the terminal prints each (issue 29 item 3)")
+    func changesAfterUse() async throws {
+        // Fails on the old code: nothing announced a new code, so serve kept showing the spent one.
+        defer { temporary.cleanUp() }
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
+        let session = PairingSession(store: store, endpoint: .init(host: "192.168.1.20", session: "s-1", name: "desk"), clock: clock.tokenClock)
+        let changes = await session.changes()
+        var next = changes.makeAsyncIterator()
+        let shown = try #require(try await session.payload().token)
+        await session.replaceIfUsed()  // unused: nothing to announce
+        guard case .paired = try await store.exchange(pairingToken: shown) else { Issue.record("expected tokens"); return }
+        await session.replaceIfUsed()
+        let announced = try #require(await next.next())
+        let current = try await session.payload().token
+        #expect(announced.token != shown && announced.token == current)
+        #expect(try await store.isPairingTokenUsable(try #require(announced.token)))
+        // "New code" on the page is announced too, and only the newest waits for a slow reader.
+        let rotated = try await session.rotate()
+        #expect(await next.next()?.token == rotated.token)
+    }
+
     @Test("the pairing page shows the QR, the details, escaped names and pending devices")
     func page() async throws {
         defer { temporary.cleanUp() }

@@ -120,13 +120,23 @@ struct PairingPayloadTests {
 
 @Suite("Pairing banner", .tags(.unit))
 struct PairingBannerTests {
+    static let fingerprint = (0..<32).map { String(format: "%02X", $0 * 7 % 256) }.joined(separator: " ")
+    static let pin = "sha256/" + Data((0..<32).map { UInt8($0 * 5 % 256) }).base64EncodedString()
+
+    /// The columns a line takes in a terminal: its characters without ANSI escapes (all here are one cell wide).
+    static func columns(_ line: String) -> Int {
+        line.replacing(/\x{1B}\[[0-9;]*m/, with: "").count
+    }
+
     @Test("the banner shows the QR code, the page URL and the expiry, and warns loudly without auth")
     func banner() throws {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let token = TokenSecret.generate(.pairing)
         let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: token)
         let text = try PairingBanner.text(payload: payload, expiresAt: now.addingTimeInterval(3600), port: 9099, now: now, ansiColors: false)
-        #expect(text.hasPrefix(try payload.qrCode().terminalString(quietZone: 2, ansiColors: false)))
+        let qr = try payload.qrCode().terminalLines(quietZone: 2, ansiColors: false)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+        for (line, row) in zip(lines, qr) { #expect(line.hasPrefix(row)) }
         #expect(text.contains("http://127.0.0.1:9099/pair"))
         #expect(text.contains("expires in 60 min"))
         #expect(!text.contains("oa-bridge app"), "no app that is documented nowhere")
@@ -139,22 +149,121 @@ struct PairingBannerTests {
         #expect(open.contains("\u{1B}[1;31m"))
     }
 
-    @Test("the banner prepares the user for the first-time certificate warning, with the fingerprint to compare")
-    func certificateWarning() throws {
+    @Test("code, quiet zone and text fit 80x24 (fewer than 24 rows: one is left for the cursor), with the fingerprint",
+          arguments: ["192.168.1.20", "192.168.100.200", "10.0.0.5"])
+    func fits80x24(host: String) throws {
+        // Fails on the old code: the long link made an 81-column, 41-row code.
         let payload = PairingPayload(
-            host: "192.168.1.20", session: "s", name: "desk", token: TokenSecret.generate(.pairing), pin: "sha256/AAAA")
-        let fingerprint = (0..<32).map { String(format: "%02X", $0 * 7 % 256) }.joined(separator: " ")
-        let text = try PairingBanner.text(payload: payload, expiresAt: nil, port: 9099, certificateFingerprint: fingerprint, ansiColors: false)
-        #expect(text.contains("Your connection is not private"))
-        #expect(text.contains("https://192.168.1.20:9099/app"))
-        let lines = text.split(separator: "\n").map(String.init)
-        // The 32 bytes, in two lines of 16 as a browser's certificate viewer groups them.
-        #expect(lines.contains("  " + fingerprint.split(separator: " ").prefix(16).joined(separator: " ")))
-        #expect(lines.contains("  " + fingerprint.split(separator: " ").suffix(16).joined(separator: " ")))
-        // Every line but the QR code's fits an 80-column terminal.
-        let qrRows = Set(try payload.qrCode().terminalString(quietZone: 2, ansiColors: false).split(separator: "\n").map(String.init))
-        for line in lines where !qrRows.contains(line) {
-            #expect(line.count <= 80, "\(line.count) columns: \(line)")
+            host: host, port: 65_535, session: UUID().uuidString, name: "desk-with-a-longer-name", token: TokenSecret.generate(.pairing),
+            fallbacks: ["desk.tail1234.ts.net", "100.101.102.103"], pin: Self.pin)
+        for colors in [false, true] {
+            let text = try PairingBanner.text(
+                payload: payload, expiresAt: Date().addingTimeInterval(3600), port: 65_535,
+                certificateFingerprint: Self.fingerprint, ansiColors: colors)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init)
+            #expect(lines.count <= 23, "\(lines.count) rows")
+            for line in lines { #expect(Self.columns(line) <= 80, "\(Self.columns(line)) columns: \(line)") }
+            // The words beside the code, wrapped: read without the code and the line breaks.
+            let words = text.replacing(/[█▀▄]|\x{1B}\[[0-9;]*m/, with: "").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(words.contains("The first time, the phone warns \"Your connection is not private\""))
+            #expect(text.contains("https://\(host):65535/app"))
+            // The 32 bytes of the fingerprint, in order, across its lines.
+            let shown = lines.map { $0.split(separator: " ").map(String.init).filter { $0.count == 2 && $0.allSatisfy(\.isHexDigit) } }
+                .flatMap { $0 }
+            #expect(shown.joined(separator: " ").contains(Self.fingerprint))
+        }
+    }
+
+    @Test("a terminal too small for the code gets the sizes, 'oa-bridge pair --png FILE' and the link instead")
+    func tooSmall() throws {
+        let payload = PairingPayload(
+            host: "192.168.1.20", port: 9100, session: "s", name: "desk", token: TokenSecret.generate(.pairing), pin: Self.pin)
+        for size in [PairingBanner.TerminalSize(columns: 60, rows: 40), PairingBanner.TerminalSize(columns: 120, rows: 15)] {
+            let text = try PairingBanner.text(
+                payload: payload, expiresAt: nil, port: 9100, certificateFingerprint: Self.fingerprint, ansiColors: false, terminal: size)
+            #expect(text.contains("This terminal (\(size.columns)×\(size.rows)) is too small for the pairing QR code"))
+            #expect(text.contains("oa-bridge pair --port 9100 --png pairing.png"))
+            #expect(text.contains(payload.qrText))
+            #expect(!text.contains("▀") && !text.contains("▄"))
+            for line in text.split(separator: "\n") { #expect(Self.columns(String(line)) <= max(size.columns, 40) || line.hasPrefix("  https://")) }
+        }
+        // A large terminal gets the code.
+        let large = try PairingBanner.text(
+            payload: payload, expiresAt: nil, port: 9100, ansiColors: false, terminal: .init(columns: 200, rows: 60))
+        #expect(large.contains("▀") && !large.contains("too small"))
+    }
+}
+
+@Suite("Short pairing link", .tags(.unit))
+struct ShortPairingLinkTests {
+    static let pinBytes = (0..<32).map { UInt8(($0 * 37 + 11) % 256) }
+    static let pin = "sha256/" + Data(pinBytes).base64EncodedString()
+
+    @Test("auth and TLS: https://host:port/app#1 + 78 digits; read back abridged with the code and the pin's first 16 bytes")
+    func tokenAndPin() throws {
+        let token = TokenSecret.generate(.pairing)
+        let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk", token: token, fallbacks: ["x.ts.net"], pin: Self.pin)
+        let short = try #require(payload.shortAppURL)
+        #expect(short.wholeMatch(of: /https:\/\/192\.168\.1\.20:9099\/app#1[0-9]{78}/) != nil, "\(short)")
+        #expect(payload.qrText == short && PairingInfo(payload: payload).url == short)
+        let read = try PairingPayload(scannedText: short)
+        #expect(read.isAbridged && !payload.isAbridged)
+        #expect(read.token == token)
+        #expect(read.pinPrefix == Array(Self.pinBytes.prefix(16)))
+        #expect(read.http == "https://192.168.1.20:9099" && read.ws == "wss://192.168.1.20:9099/")
+        // The long link keeps working, with everything in it.
+        #expect(try PairingPayload(scannedText: payload.appURL) == payload)
+    }
+
+    @Test("plaintext (#2, the code only), --auth none (#3, the pin only), neither (no fragment), IPv6")
+    func otherKinds() throws {
+        let token = TokenSecret.generate(.pairing)
+        let plain = PairingPayload(host: "10.0.0.5", session: "s", name: "desk", token: token)
+        let plainURL = try #require(plain.shortAppURL)
+        #expect(plainURL.wholeMatch(of: /http:\/\/10\.0\.0\.5:9099\/app#2[0-9]{39}/) != nil)
+        let readPlain = try PairingPayload(scannedText: plainURL)
+        #expect(readPlain.token == token && readPlain.pin == nil && readPlain.ws == "ws://10.0.0.5:9099/")
+        let open = PairingPayload(host: "fd00::5", session: "s", name: "desk", token: nil, pin: Self.pin)
+        let openURL = try #require(open.shortAppURL)
+        #expect(openURL.wholeMatch(of: /https:\/\/\[fd00::5\]:9099\/app#3[0-9]{39}/) != nil)
+        let readOpen = try PairingPayload(scannedText: openURL)
+        #expect(readOpen.token == nil && readOpen.pinPrefix == Array(Self.pinBytes.prefix(16)) && readOpen.http == "https://[fd00::5]:9099")
+        #expect(PairingPayload(host: "10.0.0.5", session: "s", name: "d", token: nil).shortAppURL == "http://10.0.0.5:9099/app")
+    }
+
+    @Test("no short link for an old 32-byte code, a pin that is not SHA-256 or another WebSocket path: the long one")
+    func fallsBackToLong() {
+        let old = "oa_p_" + String(TokenSecret.generate(.access).dropFirst(5))
+        for payload in [
+            PairingPayload(host: "10.0.0.5", session: "s", name: "d", token: old, pin: Self.pin),
+            PairingPayload(host: "10.0.0.5", session: "s", name: "d", token: TokenSecret.generate(.pairing), pin: "sha256/AAAA"),
+            PairingPayload(host: "10.0.0.5", webSocketPath: "/ws", session: "s", name: "d", token: TokenSecret.generate(.pairing)),
+        ] {
+            #expect(payload.shortAppURL == nil)
+            #expect(payload.qrText == payload.appURL)
+        }
+    }
+
+    @Test("a damaged short link is refused by type: wrong length, unknown kind, a value over 2^128, https without a pin")
+    func damaged() {
+        let nines = String(repeating: "9", count: 39)
+        let zeros = String(repeating: "0", count: 39)
+        for text in [
+            "https://h:9099/app#1" + zeros, "https://h:9099/app#4" + zeros, "https://h:9099/app#2" + nines,
+            "https://h:9099/app#2" + zeros, "http://h:9099/app#1" + zeros + zeros + "1",
+        ] {
+            #expect(throws: PairingPayloadError.invalidFragment) { try PairingPayload(scannedText: text) }
+        }
+    }
+
+    @Test("the QR code of a short link is small: version 5 at most for IPv4 (37 modules), 4 for a short address")
+    func qrVersion() throws {
+        for (host, most) in [("192.168.100.200", 5), ("192.168.1.20", 5), ("10.0.0.5", 4)] {
+            let payload = PairingPayload(host: host, session: "s", name: "d", token: TokenSecret.generate(.pairing), pin: Self.pin)
+            let code = try payload.qrCode()
+            #expect(code.version <= most, "\(host): version \(code.version)")
+            // Fails on the old code: the long link needed version 13 or more.
+            #expect(try QRCode(text: payload.appURL).version >= 10)
         }
     }
 }

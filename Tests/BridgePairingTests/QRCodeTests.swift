@@ -135,8 +135,17 @@ struct QRCodeTests {
         }
         #expect(try decoder.decode(png: fromTerminal.pngData(scale: 4, quietZone: 2)) == json)
 
+        // Without auth or TLS the short link has nothing to carry: the web app's address alone.
         let withoutToken = PairingPayload(host: "10.1.2.3", session: "s", name: "n", token: nil)
-        #expect(try decoder.decode(png: withoutToken.qrCode().pngData()) == withoutToken.appURL)
+        #expect(try decoder.decode(png: withoutToken.qrCode().pngData()) == "http://10.1.2.3:9099/app")
+        // The short link (issue 29 item 2), mixed numeric and byte segments, reads back exactly.
+        let short = PairingPayload(
+            host: "192.168.100.200", session: "s", name: "n", token: TokenSecret.generate(.pairing),
+            pin: "sha256/" + Data(repeating: 0xA5, count: 32).base64EncodedString())
+        let shortCode = try short.qrCode()
+        #expect(shortCode.version <= 5)
+        #expect(try decoder.decode(png: shortCode.pngData()) == short.qrText)
+        #expect(try PairingPayload(scannedText: decoder.decode(png: shortCode.pngData())).token == short.token)
         #expect(try PairingPayload(scannedText: decoder.decode(png: code.pngData())) == Self.payload)
     }
 

@@ -4,13 +4,14 @@ import Testing
 
 @Suite("Token secrets", .tags(.unit))
 struct TokenTests {
-    @Test("tokens carry their prefix, 256 random bits in base64url, and differ every time", arguments: TokenKind.allCases)
+    @Test("tokens carry their prefix, 256 random bits (pairing: 128) in base64url, and differ every time", arguments: TokenKind.allCases)
     func generation(kind: TokenKind) {
         let tokens = (0..<200).map { _ in TokenSecret.generate(kind) }
         #expect(Set(tokens).count == tokens.count)
         for token in tokens {
             #expect(token.hasPrefix(kind.prefix))
-            #expect(token.count == kind.prefix.count + 43)
+            // Pairing tokens are 128 bits (22 characters) so the QR code fits an 80x24 terminal (issue 29 item 2).
+            #expect(token.count == kind.prefix.count + (kind == .pairing ? 22 : 43))
             #expect(TokenSecret.isWellFormed(token, kind: kind))
             #expect(TokenKind(token: token) == kind)
         }
@@ -28,6 +29,10 @@ struct TokenTests {
         #expect(!TokenSecret.isWellFormed(String(good.dropLast()) + "=", kind: .access))
         #expect(!TokenSecret.isWellFormed("", kind: .access))
         #expect(TokenKind(token: "Bearer x") == nil)
+        // A 32-byte pairing token issued before they were shortened is still well formed; 22 characters are not an
+        // access token.
+        #expect(TokenSecret.isWellFormed("oa_p_" + String(good.dropFirst(5)), kind: .pairing))
+        #expect(!TokenSecret.isWellFormed("oa_s_" + String(TokenSecret.generate(.pairing).dropFirst(5)), kind: .access))
     }
 
     @Test("hashes are SHA-256 of the token text and the comparison is exact")

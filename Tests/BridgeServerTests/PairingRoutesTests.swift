@@ -97,8 +97,10 @@ struct PairingRoutesTests {
             #expect(qr.body == expected)
             // /api/pair/info keeps the JSON for native apps and adds url, the QR code's text.
             let described = try JSONDecoder().decode(PairingInfo.self, from: Data(info.body))
-            #expect(described.url == described.payload.appURL && described.url.hasPrefix("http://192.0.2.2:9099/app#"))
-            #expect(try PairingPayload(scannedText: described.url) == PairingPayload.decode(info.text))
+            // The short link (issue 29 item 2): a plaintext bridge's holds the code only (#2…).
+            #expect(described.url == described.payload.qrText && described.url.hasPrefix("http://192.0.2.2:9099/app#2"))
+            #expect(try PairingPayload(scannedText: described.url).token == PairingPayload.decode(info.text).token)
+            #expect(try PairingPayload(scannedText: described.payload.appURL) == PairingPayload.decode(info.text))
 
             let page = try await PairingHTTP.request(port: port, "GET", "/pair")
             #expect(page.status == 200)
@@ -120,6 +122,44 @@ struct PairingRoutesTests {
             #expect(try PairingPayload.decode(rotated.text).token != oldToken)
             let stale = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(oldToken)"}"#)
             #expect(stale.status == 403 && stale.text.contains("token_revoked"))
+        }
+    }
+
+    @Test("issue 29: the exchange names the bridge, /api/pair/hello completes a short link, GET / goes to /app")
+    func shortLinkRoutes() async throws {
+        try await Self.withRoutes { port, _ in
+            let hello = try await PairingHTTP.request(port: port, "GET", "/api/pair/hello")
+            #expect(hello.status == 200)
+            let details = try PairingPayload.decode(hello.text)
+            #expect(details.name == "desk" && details.session == "session-1" && details.token == nil && details.ws == "ws://192.0.2.2:9099/")
+            let info = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text)
+            let exchange = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(info.token ?? "")","device_name":"Pixel"}"#)
+            let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(exchange.body))
+            #expect(tokens.bridge?.name == "desk" && tokens.bridge?.token == nil && tokens.bridge?.session == "session-1")
+            // Fails on the old code: GET / was an empty 404.
+            let root = try await PairingHTTP.request(port: port, "GET", "/")
+            #expect(root.status == 302 && root.headers["location"] == "/app" && root.text.contains("/app"))
+        }
+    }
+
+    @Test("issue 29 item 3: /api/pair/state changes when a device waits for approval, with it and a new code")
+    func pairingState() async throws {
+        try await Self.withRoutes(requireApproval: true) { port, _ in
+            struct State: Decodable { var qr, details, pending, devices, version: String }
+            let before = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            #expect(before.pending.contains("No device is waiting"))
+            let again = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            #expect(again.version == before.version, "nothing changed: the page does not redraw")
+            let info = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text)
+            let pending = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(info.token ?? "")","device_name":"Safari on iPhone (iOS 17.2)"}"#)
+            #expect(pending.status == 202)
+            let after = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            #expect(after.version != before.version)
+            #expect(after.pending.contains("Safari on iPhone (iOS 17.2)") && after.pending.contains("data-approve"))
+            #expect(after.qr != before.qr && !after.details.contains(info.token ?? "-"), "the claimed code was replaced")
+            #expect(try await PairingHTTP.request(port: port, "GET", "/api/pair/state", host: "rebind.evil.example:9099").status == 403)
         }
     }
 

@@ -42,10 +42,12 @@ export function forget() {
   for (const key of keys) localStorage.removeItem(key);
 }
 
-/** Decodes the pairing payload from a URL fragment (`#<base64url JSON>`); null when absent or unreadable. */
+/** Decodes the pairing payload from a URL fragment (`#<base64url JSON>`, or the short link's `#1<digits>`); null when
+ * absent or unreadable. */
 export function payloadFromFragment(hash) {
   const text = (hash || "").replace(/^#/, "");
   if (!text) return null;
+  if (/^[0-9]+$/.test(text)) return payloadFromDigits(text);
   try {
     const standard = text.replace(/-/g, "+").replace(/_/g, "/");
     const binary = atob(standard + "===".slice((standard.length + 3) % 4));
@@ -57,33 +59,66 @@ export function payloadFromFragment(hash) {
   }
 }
 
-/** A name for this device from the browser: the phone model when the browser tells it, else the platform. */
+/** The short link's fragment (issue 29 item 2): `1` + the 16-byte pairing code and the pin's first 16 bytes, `2` + the
+ * code (plaintext bridge), `3` + the pin prefix (`--auth none`), each a 39-digit number. The rest (the bridge's name)
+ * comes with the exchange's answer; this page's origin is the bridge's address. Null when damaged. */
+function payloadFromDigits(text) {
+  const kind = text[0];
+  const body = text.slice(1);
+  const expected = { 1: 78, 2: 39, 3: 39 }[kind];
+  if (!expected || body.length !== expected) return null;
+  const values = [];
+  for (let at = 0; at < body.length; at += 39) {
+    const value = BigInt(body.slice(at, at + 39));
+    if (value >= 1n << 128n) return null;
+    const bytes = new Uint8Array(16);
+    for (let i = 15, v = value; i >= 0; i--, v >>= 8n) bytes[i] = Number(v & 255n);
+    values.push(bytes);
+  }
+  const base64 = (bytes) => btoa(String.fromCharCode(...bytes));
+  const payload = { short: true, http: (kind === "2" ? "http://" : "https://") + location.host };
+  if (kind !== "3") payload.token = "oa_p_" + base64(values[0]).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  if (kind !== "2") payload.pin = "sha256/" + base64(values[kind === "1" ? 1 : 0]);
+  return payload;
+}
+
+/** A name for this device a user can tell from others: the browser, the phone model (or platform) and its system
+ * version, e.g. "Safari on iPhone (iOS 17.2)", "Chrome on Pixel 7 (Android 14)" (issue 29 item 9). The desktop's
+ * list adds a short id and when it paired. */
 export async function deviceName() {
   let model = "";
   let platform = "";
+  let version = "";
   try {
     if (navigator.userAgentData && navigator.userAgentData.getHighEntropyValues) {
-      const values = await navigator.userAgentData.getHighEntropyValues(["model", "platform"]);
+      const values = await navigator.userAgentData.getHighEntropyValues(["model", "platform", "platformVersion"]);
       model = values.model || "";
       platform = values.platform || "";
+      version = values.platformVersion || "";
     }
   } catch {
     model = "";
   }
   const ua = navigator.userAgent || "";
-  if (!model && platform && !/Android/.test(ua)) model = platform;
   if (!model) {
     const android = /Android [^;)]*;\s*([^;)]+?)(?:\s+Build\/[^;)]*)?\)/.exec(ua);
     if (android && android[1] !== "K") model = android[1];
     else if (/iPhone/.test(ua)) model = "iPhone";
     else if (/iPad/.test(ua)) model = "iPad";
     else if (/Android/.test(ua)) model = "Android phone";
+    else if (platform) model = platform;
     else if (/Mac OS X/.test(ua)) model = "Mac";
     else if (/Windows/.test(ua)) model = "Windows";
     else if (/Linux/.test(ua)) model = "Linux";
   }
-  const browser = /Firefox\//.test(ua) ? "Firefox" : /Edg\//.test(ua) ? "Edge" : /Chrome\//.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : "browser";
-  return ((model ? model + " " : "") + "(" + browser + ")").slice(0, 64);
+  let system = "";
+  const ios = /(?:iPhone|CPU) OS (\d+)[_.](\d+)/.exec(ua);
+  const android = /Android (\d+(?:\.\d+)?)/.exec(ua);
+  if (ios) system = "iOS " + ios[1] + "." + ios[2];
+  else if (android) system = "Android " + android[1];
+  else if (platform && version && platform !== model) system = platform + " " + version.split(".")[0];
+  const browser = /Firefox\/|FxiOS\//.test(ua) ? "Firefox" : /Edg[A]?\//.test(ua) ? "Edge" : /Chrome\/|CriOS\//.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : "Browser";
+  return (browser + " on " + (model || "an unknown device") + (system ? " (" + system + ")" : "")).slice(0, 64);
 }
 
 async function post(path, body, token) {
@@ -119,7 +154,7 @@ export async function exchange(pairingToken, name, deviceId) {
   const body = { pairing_token: pairingToken, device_name: name };
   if (deviceId) body.device_id = deviceId;
   const { status, json } = await post("/api/auth/exchange", body);
-  if (status === 200) return { tokens: tokensFrom(json) };
+  if (status === 200) return { tokens: tokensFrom(json), bridge: json.bridge && typeof json.bridge === "object" ? json.bridge : null };
   if (status === 202) return { pending: json.device_id };
   throw new AuthError(status, json.error, json.message);
 }

@@ -275,7 +275,10 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId, previous = null)
         auth.forget();
         current = null;
       }
-      auth.save({ tokens: result.tokens, name: bridgeName, wsPath });
+      // A short link does not name the bridge: the exchange's answer does (issue 29 item 2).
+      const named = bridgeName || (result.bridge && typeof result.bridge.name === "string" ? result.bridge.name.slice(0, 200) : "");
+      if (named) $("bridge-name").textContent = named;
+      auth.save({ tokens: result.tokens, name: named, wsPath });
       removeFragment();
       return startChat();
     }
