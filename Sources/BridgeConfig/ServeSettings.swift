@@ -74,6 +74,8 @@ public struct ServeFlags: Sendable {
     public var terminalConfinement: TerminalConfinement?
     /// `--sandbox-agent` / `--no-sandbox-agent`.
     public var sandboxAgent: Bool?
+    /// `--sandbox-agent-write` (repeatable); empty when not given.
+    public var sandboxAgentWrite: [String] = []
 
     /// Nothing given on the command line.
     public init() {}
@@ -134,6 +136,8 @@ public struct ServeSettings: Sendable {
     public var terminalConfinement: Resolved<TerminalConfinement>
     /// Whether the agent process runs under Landlock, as terminals do.
     public var sandboxAgent: Resolved<Bool>
+    /// Directories a sandboxed agent may also write (its own state: logins, history).
+    public var sandboxAgentWrite: Resolved<[String]>
     /// The config file consulted.
     public var configPath: String
     /// Whether that file exists.
@@ -144,7 +148,7 @@ public struct ServeSettings: Sendable {
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal", "terminal-confinement",
-        "sandbox-agent",
+        "sandbox-agent", "sandbox-agent-write",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -196,6 +200,9 @@ public struct ServeSettings: Sendable {
             terminal: try resolver.pick("terminal", flags.terminal, parse: SettingResolver.bool, expected: "true or false", default: true),
             terminalConfinement: try resolver.pick("terminal-confinement", flags.terminalConfinement, parse: TerminalConfinement.init(rawValue:), expected: "landlock or unconfined", default: .landlock),
             sandboxAgent: try resolver.pick("sandbox-agent", flags.sandboxAgent, parse: SettingResolver.bool, expected: "true or false", default: false),
+            sandboxAgentWrite: try resolver.pick("sandbox-agent-write", flags.sandboxAgentWrite.isEmpty ? nil : flags.sandboxAgentWrite,
+                                                 parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
+                                                 expected: "directories, comma-separated", default: []),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -232,6 +239,7 @@ public struct ServeSettings: Sendable {
             row("terminal", terminal) { String($0) },
             row("terminal-confinement", terminalConfinement) { $0.rawValue },
             row("sandbox-agent", sandboxAgent) { String($0) },
+            row("sandbox-agent-write", sandboxAgentWrite) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
         ]
     }
 }

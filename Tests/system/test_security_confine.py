@@ -405,6 +405,34 @@ def test_a_sandboxed_agent_under_fs_scope_home_reads_the_home_but_never_the_brid
         bridge.stop()
 
 
+def test_sandbox_agent_write_gives_the_agent_its_state_directory_but_never_the_bridges_files():
+    """An agent's own state (logins, history) lives outside the session: `--sandbox-agent-write DIR` lets it write
+    there. Given the whole home directory, the bridge's files beneath it stay out of reach."""
+    root = Path(tempfile.mkdtemp(prefix="oa-agent-state-")).resolve()
+    state = root / "agent-state"
+    state.mkdir()
+    (root / "other").mkdir()
+    (root / "other" / "private.txt").write_text("not the agent's")
+    bridge = HomeBridge("workspace", "--sandbox-agent", "--sandbox-agent-write", str(state), agent=OWN_CODE_AGENT)
+    try:
+        answers = bridge.ask(f"own-write {state / 'history.json'} []", f"own-read {state / 'history.json'}",
+                             f"own-read {root / 'other' / 'private.txt'}")
+        assert [own(answer) for answer in answers] == [("ok", ""), ("ok", "[]"), ("refused", "EACCES")], answers
+    finally:
+        bridge.stop()
+    home_wide = HomeBridge("workspace", "--sandbox-agent", "--sandbox-agent-write", "/tmp", agent=OWN_CODE_AGENT)
+    try:
+        home_wide.ask("noop")
+        home = home_wide.home
+        answers = home_wide.ask(f"own-write {home / 'notes.txt'} agent state", f"own-read {home_wide.key}",
+                                f"own-write {home_wide.config} auth: none")
+        assert own(answers[0]) == ("ok", ""), answers
+        assert [own(answer) for answer in answers[1:]] == [("refused", "EACCES")] * 2, answers
+        assert home_wide.config.read_text() == "auth: none\nlog-level: info\n"
+    finally:
+        home_wide.stop()
+
+
 @pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox-agent", "unconfined-agent"])
 def test_the_agent_and_what_it_started_die_with_a_killed_bridge(sandboxed):
     """The agent's tool process (a `sleep` it started and did not wait for) outlived a bridge killed with SIGKILL: the

@@ -95,13 +95,12 @@ final class ConfinedAgentProcess: StdioAgentProcess {
 }
 
 extension BridgeHub {
-    /// The launcher of the agent: sandboxed under ``BridgeServerConfiguration/sandboxAgent`` to the workspace and the
-    /// `--fs-scope` directory (the descriptors of ``workspace``, alive while the hub is), always tied to the bridge.
+    /// The launcher of the agent: sandboxed under ``BridgeServerConfiguration/sandboxAgent`` to the workspace, the
+    /// `--fs-scope` directory (the descriptors of ``workspace``, alive while the hub is) and
+    /// ``BridgeServerConfiguration/sandboxAgentWritable``; always tied to the bridge.
     func agentLauncher(logger: Logger) -> BridgeAgentLauncher {
-        BridgeAgentLauncher(
-            sandbox: configuration.sandboxAgent
-                ? .agent(writable: workspace.terminalPolicy(additional: []).writable, installation: [], protected: workspace.protected)
-                : nil,
-            logger: logger)
+        guard configuration.sandboxAgent else { return BridgeAgentLauncher(sandbox: nil, logger: logger) }
+        let writable = workspace.terminalPolicy(additional: []).writable + configuration.sandboxAgentWritable.map(SandboxPolicy.Root.path)
+        return BridgeAgentLauncher(sandbox: .agent(writable: writable, installation: [], protected: workspace.protected), logger: logger)
     }
 }

@@ -90,6 +90,9 @@ struct ServeOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Run the agent process itself under Landlock, as terminals are: it writes only in the session's directories, --fs-scope and a temporary directory of its own, reads those, the system's directories and its own installation, never the bridge's files or the rest of the home directory. Not for agents that keep logins or state in the home directory. Default: off.")
     var sandboxAgent: Bool?
 
+    @Option(help: "With --sandbox-agent: a directory the agent may also write (and read), for the state it keeps outside the session: its logins, history, cache (e.g. ~/.fast-agent). Repeatable; comma-separated in the environment and config. The bridge's own files stay out of reach.")
+    var sandboxAgentWrite: [String] = []
+
     /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
     var flags: ServeFlags {
         var flags = ServeFlags()
@@ -119,6 +122,7 @@ struct ServeOptions: ParsableArguments {
         flags.terminal = terminal
         flags.terminalConfinement = terminalConfinement
         flags.sandboxAgent = sandboxAgent
+        flags.sandboxAgentWrite = sandboxAgentWrite
         return flags
     }
 }
