@@ -154,7 +154,7 @@ let package = Package(
                 .embedInCode("App/markdown.js"), .embedInCode("App/manifest.webmanifest"), .embedInCode("App/icon.svg"),
                 .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
                 .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"), .embedInCode("App/outbox.js"),
-                .embedInCode("App/transport.js"),
+                .embedInCode("App/transport.js"), .embedInCode("App/restored.js"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -368,6 +368,7 @@ let package = Package(
             name: "bench",
             dependencies: [
                 "BridgeServer",
+                "BridgeSessionStore",
                 "BridgeDPoP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

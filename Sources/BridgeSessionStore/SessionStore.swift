@@ -78,19 +78,20 @@ public final class SessionStore: Sendable {
         }
         let pool: DatabasePool
         do {
+            // Looked at read-only first: a file that is not ours is moved aside exactly as it was (opening it as a
+            // pool would switch it to WAL).
+            if let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int, size > 0 {
+                var inspect = Configuration()
+                inspect.readonly = true
+                inspect.label = "oa-bridge.sessions.check"
+                do {
+                    try check(DatabaseQueue(path: url.path, configuration: inspect))
+                } catch let error as DatabaseError where ![.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode) {
+                    // Not readable read-only (a WAL database without its -shm file, say): checked through the pool.
+                }
+            }
             pool = try DatabasePool(path: url.path, configuration: config)
-            let check = try pool.read { db -> (String?, Int32, Int) in
-                let quick = try String.fetchOne(db, sql: "PRAGMA quick_check")
-                let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-                let tables = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'
-                    """) ?? 0
-                return (quick, id, tables)
-            }
-            guard check.0 == "ok" else { throw OpenFailure.unusable("the database is damaged (quick_check: \(check.0 ?? "no answer"))") }
-            if check.1 != applicationID && (check.1 != 0 || check.2 > 0) {
-                throw OpenFailure.unusable("it is another program's database (application_id \(check.1), \(check.2) tables), not oa-bridge's session store")
-            }
+            try check(pool)
             try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA application_id = \(applicationID)")
             }
@@ -103,6 +104,22 @@ public final class SessionStore: Sendable {
             throw .storage(.storage(path: url.path, reason: "cannot open it (\(error))"))
         }
         return pool
+    }
+
+    /// Throws ``OpenFailure/unusable(_:)`` for a damaged database or another program's.
+    private static func check(_ reader: some DatabaseReader) throws {
+        let check = try reader.read { db -> (String?, Int32, Int) in
+            let quick = try String.fetchOne(db, sql: "PRAGMA quick_check")
+            let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+            let tables = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'
+                """) ?? 0
+            return (quick, id, tables)
+        }
+        guard check.0 == "ok" else { throw OpenFailure.unusable("the database is damaged (quick_check: \(check.0 ?? "no answer"))") }
+        if check.1 != applicationID && (check.1 != 0 || check.2 > 0) {
+            throw OpenFailure.unusable("it is another program's database (application_id \(check.1), \(check.2) tables), not oa-bridge's session store")
+        }
     }
 
     /// Renames the database and its `-wal` / `-shm` files to `<name>.unusable-<UTC time>`; returns the new path.

@@ -24,6 +24,7 @@ public enum WebAppAssets {
             ("heartbeat.js", "text/javascript; charset=utf-8", PackageResources.heartbeat_js),
             ("pairing.js", "text/javascript; charset=utf-8", PackageResources.pairing_js),
             ("outbox.js", "text/javascript; charset=utf-8", PackageResources.outbox_js),
+            ("restored.js", "text/javascript; charset=utf-8", PackageResources.restored_js),
             ("transport.js", "text/javascript; charset=utf-8", PackageResources.transport_js),
             ("manifest.webmanifest", "application/manifest+json", PackageResources.manifest_webmanifest),
             ("icon.svg", "image/svg+xml", PackageResources.icon_svg),

@@ -2,6 +2,7 @@
 // Every loop is bounded in count and time; it only talks to the URL given (the driver passes 127.0.0.1).
 
 import BridgeServer
+import BridgeSessionStore
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
@@ -112,6 +113,11 @@ func runBridge(_ args: Args) async throws {
     configuration.maxConnections = args.int("max-connections", 20000)
     configuration.pingInterval = nil
     if let agent = args.values["agent"] { configuration.agentCommand = agent.split(separator: " ").map(String.init) }
+    // --session-store DIR: sessions kept in DIR/sessions.sqlite as `serve` keeps them (issue 25 item 2), to measure
+    // what the store costs the relay.
+    if let directory = args.values["session-store"] {
+        configuration.sessionStore = try SessionStore(directory: URL(fileURLWithPath: directory))
+    }
     let server = BridgeServer(configuration: configuration, logger: benchLogger) { port in emit(["listening": port]) }
     try await server.run()
 }

@@ -109,10 +109,12 @@ struct SessionStoreTests {
             try sqlite.run()
             sqlite.waitUntilExit()
             #expect(sqlite.terminationStatus == 0)
+            let original = try Data(contentsOf: file)
             let store = try SessionStore(directory: directory)
             let recovery = try #require(store.recovery)
             #expect(recovery.reason.contains("another program's database"))
-            #expect(FileManager.default.fileExists(atPath: recovery.movedTo))
+            // Moved exactly as it was (not switched to WAL by a look at it).
+            #expect(try Data(contentsOf: URL(fileURLWithPath: recovery.movedTo)) == original)
             #expect(try store.load().isEmpty)
         }
     }

@@ -4,6 +4,7 @@
 import * as auth from "./auth.js";
 import * as pairing from "./pairing.js";
 import { Outbox } from "./outbox.js";
+import { readOnlyReason, showReadOnly } from "./restored.js";
 import { Connection, ConnectionLost, RPCError } from "./rpc.js";
 import { Transcript } from "./view.js";
 
@@ -429,6 +430,7 @@ async function attach(connection) {
       if (result && result.finishedWhileAway && result.finishedWhileAway !== "end_turn") {
         ui.transcript.system("The answer ended while this phone was away (" + result.finishedWhileAway + ").");
       }
+      if (readOnlyReason(result)) showReadOnly(ui.transcript, current.id, startOver);
       showPickers();
       return;
     } catch (error) {
@@ -556,7 +558,9 @@ async function checkAgentExited() {
   if (!current || !conn || !conn.ready) return;
   const session = current.id;
   try {
-    await conn.call("_oa/session/resume", { sessionId: session, lastSeq: current.lastSeq });
+    const result = await conn.call("_oa/session/resume", { sessionId: session, lastSeq: current.lastSeq });
+    // The bridge keeps the session for the next agent: it goes on, or (an agent that cannot load it) stays readable.
+    if (readOnlyReason(result) && current && current.id === session) showReadOnly(ui.transcript, session, startOver);
     return; // the session lives: not the bridge's notice
   } catch (error) {
     if (!(error instanceof RPCError) || !current || current.id !== session) return;
@@ -826,6 +830,17 @@ async function switchTo(id) {
 
 $("sessions-button").addEventListener("click", openSessions);
 $("close-sessions").addEventListener("click", () => $("sessions").close());
+/** The "New session" button of a read-only session (restored.js): as the Sessions dialog's. */
+async function startOver() {
+  if (!conn || !conn.ready) return;
+  persist();
+  try {
+    await newSession(conn);
+  } catch (error) {
+    ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
+  }
+}
+
 $("new-session").addEventListener("click", async () => {
   $("sessions").close();
   if (!conn || !conn.ready) return;

@@ -23,6 +23,15 @@ function newPromptId() {
   return "prompt-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
 }
 
+/** The idempotency key of a typed prompt (`_meta.oa.idempotencyKey`, Protocol.md): made once when it is typed, kept
+ * with it over reloads, sent with it every time, so the bridge never runs it twice. */
+function newKey() {
+  if (globalThis.crypto && typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 export class Outbox {
   /**
    * @param {import("./view.js").Transcript} transcript where the messages show
@@ -49,7 +58,7 @@ export class Outbox {
   submit(prompt) {
     // Stored without the photo's bytes (they would fill the storage); the transcript keeps a marker.
     const user = prompt.map((b) => (b.type === "image" ? { type: "text", text: "[photo]\n" } : b));
-    const entry = { user, state: "queued", at: Date.now() };
+    const entry = { user, state: "queued", at: Date.now(), key: newKey() };
     const node = this.transcript.user(prompt);
     this.items.push({ prompt, entry, node });
     this.mark(node, entry);
@@ -116,7 +125,9 @@ export class Outbox {
     this.prompting = session;
     this.hooks.setRunning(true);
     try {
-      const result = await connection.call("session/prompt", { sessionId: session, prompt: item.prompt }, item.entry.promptId);
+      if (!item.entry.key) item.entry.key = newKey();
+      const params = { sessionId: session, prompt: item.prompt, _meta: { oa: { idempotencyKey: item.entry.key } } };
+      const result = await connection.call("session/prompt", params, item.entry.promptId);
       this.inflight = null;
       if (this.isCurrent(session)) {
         this.hooks.setRunning(false);
@@ -228,7 +239,7 @@ export class Outbox {
   }
 
   save() {
-    const items = this.items.map((i) => ({ user: i.entry.user, state: i.entry.state === "sending" ? "queued" : i.entry.state, at: i.entry.at }));
+    const items = this.items.map((i) => ({ user: i.entry.user, state: i.entry.state === "sending" ? "queued" : i.entry.state, at: i.entry.at, key: i.entry.key }));
     try {
       if (items.length) localStorage.setItem(KEY, JSON.stringify(items));
       else localStorage.removeItem(KEY);
@@ -248,7 +259,8 @@ export class Outbox {
     }
     for (const stored of Array.isArray(items) ? items.slice(0, 50) : []) {
       if (!stored || !Array.isArray(stored.user)) continue;
-      const entry = { user: stored.user, state: stored.state === "unsent" ? "unsent" : "queued", at: Number(stored.at) || Date.now() };
+      const key = typeof stored.key === "string" && stored.key.length >= 1 && stored.key.length <= 128 ? stored.key : newKey();
+      const entry = { user: stored.user, state: stored.state === "unsent" ? "unsent" : "queued", at: Number(stored.at) || Date.now(), key };
       const node = this.transcript.user(entry.user);
       this.items.push({ prompt: entry.user, entry, node });
       this.mark(node, entry);

@@ -146,10 +146,12 @@ export class Transcript {
 
   /** A line from the app itself (session started, gap, …). */
   system(text) {
+    const node = el("p", "system", text);
     this.stick(() => {
-      this.container.append(el("p", "system", text));
+      this.container.append(node);
       this.open = null;
     });
+    return node;
   }
 
   /** Applies one session/update's `update` object. `fromBridge`: a `user_message_chunk` is the bridge's record of a
