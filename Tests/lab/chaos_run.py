@@ -161,7 +161,7 @@ class ChaosRun:
     def __init__(self, lab: labmod.Lab, bridge_bin: str, minutes: float, seed: Optional[int] = None,
                  actions: tuple = DEFAULT_ACTIONS, link_targets: tuple = LINK_TARGETS, keyed_retry: bool = False,
                  bridge_signals: tuple = ("TERM", "KILL"), quiet_after_agent_kill_s: float = 0.0,
-                 log: Callable[[str], None] = print):
+                 keep_going: bool = False, log: Callable[[str], None] = print):
         self.lab = lab
         self.bridge_bin = bridge_bin
         self.minutes = minutes
@@ -177,6 +177,7 @@ class ChaosRun:
         self.bridge_signals = tuple(bridge_signals)
         self.quiet_after_agent_kill_s = quiet_after_agent_kill_s
         self.last_agent_kill = -1e9
+        self.keep_going = keep_going  # the long run: a phone that exits is started again (and reported)
         self.log = log
         self.dir = lab.dir / f"chaos-{self.seed}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -264,10 +265,20 @@ class ChaosRun:
         self.events["sdk"] = EventLog(sdk)
         if self.events["sdk"].wait(lambda e: e["ev"] == "connected", 90) is None:
             raise AssertionError(f"the SDK phone did not connect\n{sdk.describe()}\n{self.serve.describe()}")
+        self.start_connect()
+        web = spawn_piped(self.webphone, [str(VENV_PY), str(HERE / "chaos_web_phone.py")], label="web-chaos")
+        self.phones["web"] = web
+        self.events["web"] = EventLog(web)
+        self.attach("sdk", self.session, first=True)
+        self.attach("web", self.session, first=True)
+
+    def start_connect(self) -> None:
+        """connect, interactive, on the desk's address; the session it opens is the one the phones share."""
         cli = spawn_piped(self.cliphone, [self.bridge_bin, "connect", f"{self.desk.ipv4}:{PORT}", "--json",
                                           "--keepalive", "1", "--yes", "--retries", "30", "--cwd", str(self.work_dir)],
                           label="connect-chaos")
         self.phones["cli"] = cli
+        self.session = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             m = re.search(r"^session (\S+); type a prompt", cli.stderr(), re.M)
@@ -280,11 +291,6 @@ class ChaosRun:
         if self.session is None:
             raise AssertionError(f"connect opened no session\n{cli.describe()}\n{self.serve.describe()}")
         self.log(f"[chaos] connect opened session {self.session}")
-        web = spawn_piped(self.webphone, [str(VENV_PY), str(HERE / "chaos_web_phone.py")], label="web-chaos")
-        self.phones["web"] = web
-        self.events["web"] = EventLog(web)
-        self.attach("sdk", self.session, first=True)
-        self.attach("web", self.session, first=True)
 
     def attach(self, phone: str, session: str, first: bool = False) -> None:
         """The phone (sdk or web) opens `session`; waits until it has."""
@@ -297,7 +303,7 @@ class ChaosRun:
         else:
             cmd = {"cmd": "open", "url": self.url, "session": session} if first else {"cmd": "attach", "session": session}
             send_line(self.phones["web"], json.dumps(cmd))
-            e = log.wait(lambda e: e["ev"] in ("ready", "command_failed"), 120, start)
+            e = log.wait(lambda e: e["ev"] in ("ready", "command_failed"), 180, start)
         if e is None or e["ev"] not in ("attached", "ready"):
             raise AssertionError(f"{phone} did not open session {session}: {e}\n{self.phones[phone].describe()}")
         if phone == "web" and e.get("session") != session:
@@ -585,10 +591,20 @@ class ChaosRun:
         return True
 
     def cli_dead(self) -> bool:
+        """Whether connect exited (a finding); in the long run it is started again, in a new session the other phones
+        follow, so the run goes on."""
         cli = self.phones["cli"]
         if cli.poll() is None:
             return False
-        self.findings.append(f"connect exited with status {cli.poll()} during the run:\n{cli.stderr()[-1500:]}")
+        self.findings.append(f"connect exited with status {cli.poll()} during the run:\n{cli.stderr()[-600:]}")
+        if self.keep_going:
+            try:
+                self.start_connect()
+            except AssertionError as e:
+                self.findings.append(f"connect did not start again: {e}"[:600])
+                return True
+            self.rejoin_needed = True
+            return False
         return True
 
     # -- the run -----------------------------------------------------------------------------------------------------
@@ -889,7 +905,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     with labmod.Lab(verbose=True) as lab:
         snap = snapshot(lab, Path(a.bin))
         run = ChaosRun(lab, str(snap), a.minutes, a.seed, tuple(a.actions.split(",")),
-                       link_targets=tuple(a.link_targets.split(",")), keyed_retry=a.keyed_retry,
+                       link_targets=tuple(a.link_targets.split(",")), keyed_retry=a.keyed_retry, keep_going=True,
                        log=lambda s: print(s, file=sys.stderr, flush=True))
         figures = run.run()
     print(json.dumps(figures, indent=2))

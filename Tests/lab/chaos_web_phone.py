@@ -130,6 +130,24 @@ def main() -> int:
             state["system"] = 0
             emit("ready", session=page.evaluate("() => localStorage.getItem('oa-bridge.session')"))
 
+        def open_app(session: str, url: str) -> None:
+            """Opens the app on `session`. A load that fails (the link is down: the browser shows its error page) is
+            tried again every second for 90 s, as a user would."""
+            origin = url.split("/app")[0]
+            deadline = time.monotonic() + 90
+            while True:
+                try:
+                    page.goto(origin + "/api/health")
+                    store_current(session)
+                    page.goto(url)
+                    ready()
+                    return
+                except Exception as e:  # noqa: BLE001
+                    if time.monotonic() > deadline:
+                        raise
+                    emit("open_retry", error=f"{type(e).__name__}: {e}"[:200])
+                    time.sleep(1)
+
         def prompt(pid: str, text: str) -> None:
             lines_before = page.evaluate("() => document.querySelectorAll('#transcript .system').length")
             page.fill("#message", text)
@@ -176,15 +194,10 @@ def main() -> int:
                     break
                 if cmd["cmd"] == "open":
                     base["url"] = cmd["url"]
-                    origin = cmd["url"].split("/app")[0]
-                    page.goto(origin + "/api/health")
-                    store_current(cmd["session"])
-                    page.goto(cmd["url"])
-                    ready()
+                    open_app(cmd["session"], cmd["url"])
                 elif cmd["cmd"] == "attach":
-                    store_current(cmd["session"])
-                    page.reload()
-                    ready()
+                    # The app again, as after a reload (the pairing it saved stands; no link needed).
+                    open_app(cmd["session"], base["url"].split("#", 1)[0])
                 elif cmd["cmd"] == "prompt":
                     prompt(cmd["id"], cmd["text"])
                 elif cmd["cmd"] == "snapshot":
