@@ -185,7 +185,11 @@ struct StreamableHTTPRoutes {
             loop: while true {
                 switch await connection.next(key, reader: token, keepalive: Self.keepalive) {
                 case .events(let events):
-                    try await writer.write(contentsOf: events.map(\.bytes))
+                    // One body part per batch (one chunk, one trip through the pipeline), not one per event.
+                    var batch = ByteBuffer()
+                    batch.reserveCapacity(events.reduce(0) { $0 + $1.bytes.readableBytes })
+                    for event in events { batch.writeImmutableBuffer(event.bytes) }
+                    try await writer.write(batch)
                     connection.wrote(events, on: key)
                 case .keepalive:
                     try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
