@@ -34,11 +34,15 @@ extension Doctor {
             return [DoctorCheck(name: "saved bridges", status: .ok,
                                 detail: "none yet: scan the QR code 'oa-bridge serve' prints on the desktop (or 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints)")]
         }
-        var checks: [DoctorCheck] = []
-        for bridge in bridges.prefix(options.reachLimit) {
-            checks.append(await savedBridge(bridge, saved: saved, discovered: discovered))
+        // Side by side: a desk that drops packets costs its timeout once, not once per saved bridge.
+        return await withTaskGroup(of: (Int, DoctorCheck).self) { group in
+            for (index, bridge) in bridges.prefix(options.reachLimit).enumerated() {
+                group.addTask { (index, await self.savedBridge(bridge, saved: saved, discovered: discovered)) }
+            }
+            var rows: [(Int, DoctorCheck)] = []
+            for await row in group { rows.append(row) }
+            return rows.sorted { $0.0 < $1.0 }.map(\.1)
         }
-        return checks
     }
 
     private func savedBridge(_ bridge: SavedBridges.Bridge, saved: SavedBridges, discovered: [ResolvedService]) async -> DoctorCheck {
