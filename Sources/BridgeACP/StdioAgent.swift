@@ -67,7 +67,7 @@ public final class StdioAgent: ACPEventBatching {
 
     /// Why this agent can take no more requests, or nil while it can: its process ended, its stdin is closed, a
     /// write to it failed or its stdout ended. The pipes tell this as soon as the process dies; the process's end
-    /// is reported later (Foundation learns it from SIGCHLD on a thread of its own, tens of ms on a busy machine),
+    /// is reported later (the launcher learns it on a thread of its own, tens of ms on a busy machine),
     /// and a request sent in between would fail to be written.
     public var endReason: String? {
         if let reason = exit.reason { return reason }
