@@ -52,6 +52,11 @@ struct SessionRestartTests {
         try await TestBridge.with(configure: { $0.sessionStore = second; $0.workingDirectory = work }) { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
+                // A prompt before attaching: -32002 as for an unknown session, so the client attaches again.
+                phone.prompt(seed: false, session: session, text: "too early", id: "early")
+                let (early, _) = try await phone.collect(until: "early")
+                #expect(early["error"]?["code"] == -32002, "\(early)")
+                #expect(early["error"]?["data"]?["restorable"] == true)
                 phone.send(["jsonrpc": "2.0", "id": "r", "method": "_oa/session/resume", "params": ["sessionId": .string(session), "lastSeq": 0]])
                 let (resumed, replayed) = try await phone.collect(until: "r")
                 #expect(resumed["result"]?["_meta"]?["oa"]?["readOnly"]?["reason"] == "agent_restarted", "\(resumed)")

@@ -11,6 +11,15 @@ extension BridgeErrors {
             data: ["sessionId": .string(session), "reason": .string(SessionRestore.agentRestarted)])
     }
 
+    /// -32002 for a request about a session kept from before a restart by a client not attached to it (the same code
+    /// as an unknown session, so clients attach again with `session/load` or `_oa/session/resume`, which restores it).
+    static func notRunning(_ session: String) -> JSONRPCError {
+        JSONRPCError(
+            code: resourceNotFoundCode,
+            message: "Session \(session) is not running since the bridge or the agent restarted; attach again with session/load or _oa/session/resume",
+            data: ["sessionId": .string(session), "restorable": true])
+    }
+
     /// The stored outcome of a prompt that ran when the bridge stopped: nobody knows how it ended, and it is not run
     /// again.
     static func interrupted(_ session: String) -> JSONRPCError {

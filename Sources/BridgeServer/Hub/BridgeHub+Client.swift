@@ -223,7 +223,12 @@ extension BridgeHub {
             return .logout(request, batch: batch)
         default:
             if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
-                let error = sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
+                let error = switch sessions[session]?.state {
+                case nil: BridgeErrors.unknownSession(session)
+                // Kept from before a restart: -32002 as before, so a client attaches again (which restores it).
+                case .dormant?: BridgeErrors.notRunning(session)
+                default: BridgeErrors.notAttached(session)
+                }
                 fail(id, request: request.id, error, batch: batch)
                 return nil
             }
