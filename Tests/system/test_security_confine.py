@@ -433,7 +433,9 @@ def test_sandbox_agent_write_gives_the_agent_its_state_directory_but_never_the_b
         home_wide.stop()
 
 
-@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox-agent", "unconfined-agent"])
+# Only the sandboxed agent runs under the supervisor: an unconfined one starts with Foundation's Process again
+# (BridgeAgentLauncher says why) and may outlive a bridge killed with SIGKILL.
+@pytest.mark.parametrize("sandboxed", [True], ids=["sandbox-agent"])
 def test_the_agent_and_what_it_started_die_with_a_killed_bridge(sandboxed):
     """The agent's tool process (a `sleep` it started and did not wait for) outlived a bridge killed with SIGKILL: the
     agent itself ends on its stdin's end, its children do not. Now they are in the agent's process group, which the

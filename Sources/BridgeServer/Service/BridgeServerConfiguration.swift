@@ -25,16 +25,15 @@ public struct BridgeServerConfiguration: Sendable {
     public var agentEnvironment: [String: String] = [:]
     /// The agent process's working directory; `nil` uses ``workingDirectory``.
     public var agentWorkingDirectory: String? = nil
-    /// The directory sessions work in: reported to clients, the default `cwd` of `session/new`, and the
     /// Whether the agent process itself runs under Landlock (`--sandbox-agent`), as terminals do: it writes only in its
     /// working directory, the `--fs-scope` directory and a temporary directory of its own, reads those, the system's
-    /// directories and its own installation, never the bridge's files. Either way it is started from its directory's
-    /// descriptor and dies with the bridge (see ``BridgeAgentLauncher``).
+    /// directories and its own installation, never the bridge's files; it is started from its directory's descriptor and
+    /// dies with the bridge (see ``BridgeAgentLauncher``). Unsandboxed, it starts with Foundation's `Process`.
+    public var sandboxAgent: Bool = false
     /// Directories a sandboxed agent may also write and read (`--sandbox-agent-write`): the state it keeps outside the
     /// session. Missing ones are skipped; the bridge's own files stay out of reach beneath them.
     public var sandboxAgentWritable: [String] = []
     /// The directory sessions work in: reported to clients, the default `cwd` of `session/new`, and the
-    public var sandboxAgent: Bool = false
     /// boundary of `fs/read_text_file` / `fs/write_text_file` (a session's `cwd` must lie inside it).
     public var workingDirectory: String
     /// The largest WebSocket message accepted, in bytes; larger ones get an error (or a 1009 close when far larger).
