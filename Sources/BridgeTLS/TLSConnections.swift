@@ -21,10 +21,11 @@ package final class TLSConnections: Sendable {
         }
     }
 
-    /// Whether `channel` came in over TLS.
+    /// Whether `channel` came in over TLS; an HTTP/2 stream's channel is judged by its connection (its parent).
     package func isTLS(_ channel: any Channel) -> Bool {
         let key = ObjectIdentifier(channel)
-        return channels.withLock { $0.contains(key) }
+        let parent = channel.parent.map(ObjectIdentifier.init)
+        return channels.withLock { $0.contains(key) || parent.map($0.contains) == true }
     }
 
     /// How many connections are marked (for tests: marks do not outlive their connections).

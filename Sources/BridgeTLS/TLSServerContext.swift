@@ -2,7 +2,8 @@ import NIOCore
 import NIOSSL
 
 /// The server side of the bridge's TLS: its identity loaded into a BoringSSL context (TLS 1.2 minimum, 1.3 preferred,
-/// AEAD cipher suites only, ALPN `http/1.1`), made once per server and shared by every connection.
+/// AEAD cipher suites only, ALPN `h2` and `http/1.1`), made once per server and shared by every connection;
+/// ``http1Context`` is the same without `h2`, for connections that must stay HTTP/1.1.
 ///
 /// With `serverNameOverride`, a client whose ClientHello names a server (SNI) may get another certificate instead (the
 /// bridge passes the tailnet's, `TailscaleCertificates` in BridgeTailscale, for the MagicDNS name); everyone else
@@ -16,8 +17,14 @@ package struct TLSServerContext: Sendable {
         "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA-AES256-GCM-SHA384",
     ].joined(separator: ":")
 
-    /// The context every TLS connection's `NIOSSLServerHandler` uses.
+    /// The context a TLS connection's `NIOSSLServerHandler` uses: ALPN offers `h2` and `http/1.1`.
     package let sslContext: NIOSSLContext
+    /// The same context offering only ALPN `http/1.1`: for a connection whose only use is an HTTP/1.1 answer or a
+    /// WebSocket upgrade (one refused at admission, one on probation), which HTTP/2 would not serve.
+    package let http1Context: NIOSSLContext
+
+    /// The ALPN protocols ``sslContext`` offers, in the server's order of preference.
+    package static let applicationProtocols = ["h2", "http/1.1"]
 
     /// Loads `identity`'s certificate and key; when given, `serverNameOverride` chooses, from the name a ClientHello
     /// asks for (SNI, `nil` without one), what that handshake uses instead (`.noChanges` keeps the identity).
@@ -41,6 +48,8 @@ package struct TLSServerContext: Sendable {
                     promise.succeed(serverNameOverride(values.serverHostname))
                 }
             }
+            self.http1Context = try NIOSSLContext(configuration: configuration)
+            configuration.applicationProtocols = TLSServerContext.applicationProtocols
             self.sslContext = try NIOSSLContext(configuration: configuration)
         } catch {
             // The error names BoringSSL's reason; the key itself never appears in it.

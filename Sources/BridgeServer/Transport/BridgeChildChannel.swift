@@ -15,15 +15,26 @@ import NIOCore
 /// 3. ``ConnectionGuard`` (each request, head and body, within ``BridgeServerConfiguration/requestHeadTimeout``);
 /// 4. ``FlushCoalescer``; 5. HTTP/1.1 with the WebSocket upgrade (``BridgeUpgradeChannel``): ``HTTPEdgeHandler``
 ///    right after the request decoder, and on the not-upgraded path ``RefusalResponseHandler`` (shaped refusals of
-///    upgrades) and Hummingbird's idle timeout.
+///    upgrades) and Hummingbird's idle timeout; or HTTP/2 (``HTTP2ConnectionChannel``), which
+///    ``HTTP2ProtocolSelector`` (between 2 and 3) chooses by ALPN `h2` or the h2c preface, and only then builds 5.
 struct BridgeChildChannel: ServerChildChannel {
-    /// The inner channel's value, or `nil` for a connection that was refused at admission.
+    /// What an admitted connection turned out to speak.
+    enum Negotiated: Sendable {
+        case http1(BridgeUpgradeChannel.Value)
+        case http2(HTTP2ConnectionChannel.Value)
+    }
+
+    /// The inner channel's value once the protocol is known, or `nil` for a connection that was refused at admission.
     struct Value: ServerChildChannelValue {
-        let inner: BridgeUpgradeChannel.Value?
+        let inner: EventLoopFuture<Negotiated>?
         let channel: any Channel
+        /// Whether TLS may offer ALPN `h2` (not to a refused connection, nor one on probation: those are answered, or
+        /// upgraded to a WebSocket, over HTTP/1.1).
+        let offersHTTP2: Bool
     }
 
     let inner: BridgeUpgradeChannel
+    let http2: HTTP2ConnectionChannel
     let admission: ConnectionAdmission
     let refusals: UpgradeRefusals
     let requestHeadTimeout: Duration
@@ -36,12 +47,15 @@ struct BridgeChildChannel: ServerChildChannel {
             logger.debug("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
             return channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
-                return Value(inner: nil, channel: channel)
+                return Value(inner: nil, channel: channel, offersHTTP2: false)
             }
         }
         let admission = self.admission
         let refusals = self.refusals
         let channelID = ObjectIdentifier(channel)
+        let negotiated = channel.eventLoop.makePromise(of: Negotiated.self)
+        let selector = protocolSelector(
+            channel: channel, probation: decision.isProbation, negotiated: negotiated, logger: logger)
         channel.closeFuture.whenComplete { _ in
             admission.closed()
             _ = refusals.take(channelID)
@@ -54,6 +68,7 @@ struct BridgeChildChannel: ServerChildChannel {
             let operations = channel.pipeline.syncOperations
             // Transport security (issue 11) is added here, before everything else: `addHandler(…, position: .first)`
             // after the handlers below, or in this order before them.
+            try operations.addHandler(selector)
             try operations.addHandler(ConnectionGuard(
                 admission: admission, address: address, timeout: TimeAmount(requestHeadTimeout), logger: logger,
                 probation: decision.isProbation))
@@ -61,15 +76,50 @@ struct BridgeChildChannel: ServerChildChannel {
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
-        return inner.setup(channel: channel, logger: logger).map { Value(inner: $0, channel: channel) }
+        return channel.eventLoop.makeSucceededFuture(
+            Value(inner: negotiated.futureResult, channel: channel, offersHTTP2: !decision.isProbation))
+    }
+
+    /// The selector that builds the pipeline for the protocol the connection speaks, and completes `negotiated`.
+    private func protocolSelector(
+        channel: any Channel, probation: Bool, negotiated: EventLoopPromise<Negotiated>, logger: Logger
+    ) -> HTTP2ProtocolSelector {
+        let inner = self.inner
+        let http2 = self.http2
+        let busy = probation ? admission.busy : nil
+        return HTTP2ProtocolSelector(
+            configure: { choice, _ in
+                switch choice {
+                case .http1:
+                    // Completed at once: BridgeUpgradeChannel builds its handlers synchronously.
+                    negotiated.completeWith(inner.setup(channel: channel, logger: logger).map(Negotiated.http1))
+                case .http2:
+                    let value = try http2.setup(channel: channel, probation: busy, logger: logger)
+                    (try? channel.pipeline.syncOperations.handler(type: ConnectionGuard.self))?.servingHTTP2()
+                    negotiated.succeed(.http2(value))
+                }
+            },
+            failed: { negotiated.fail($0) })
     }
 
     /// The receive buffers of an accepted connection: they start at 512 bytes (NIO's default: 2 KB) and adapt.
     static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
 
     func handle(value: Value, logger: Logger) async {
-        guard let inner = value.inner else { return }
-        await self.inner.handle(value: inner, logger: logger)
+        guard let negotiated = value.inner else { return }
+        let chosen: Negotiated
+        do {
+            chosen = try await negotiated.get()
+        } catch {
+            logger.trace("connection ended before it chose HTTP/1.1 or HTTP/2", metadata: ["error": "\(error)"])
+            return
+        }
+        switch chosen {
+        case .http1(let inner):
+            await self.inner.handle(value: inner, logger: logger)
+        case .http2(let connection):
+            await http2.handle(value: connection, logger: logger)
+        }
     }
 }
 
@@ -93,12 +143,17 @@ extension HTTPServerBuilder {
         return .init { responder in
             // Issue 11: TLS and plaintext on the one port, told apart by the first byte (``TLSSniffingChannel``).
             let tls = try identity.map { identity throws(TLSSetupError) in try TLSServerContext(identity: identity, tailscale: tailscale) }
+            let maxMessageSize = ClientConnection.readLimit(for: configuration.maxFrameSize)
+            // Issue 28: HTTP/2 by ALPN `h2` or h2c prior knowledge, the same responder per stream.
+            let http2 = HTTP2ConnectionChannel(
+                responder: responder, idleTimeout: http1.idleTimeout, requestTimeout: TimeAmount(requestHeadTimeout),
+                maxBodySize: maxMessageSize, maxHeaderListSize: http1.httpDecoder.maxHeaderListSize)
             return TLSSniffingChannel(
                 base: BridgeChildChannel(
                     inner: BridgeUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder, http1: http1,
-                        maxMessageSize: ClientConnection.readLimit(for: configuration.maxFrameSize), connect: connect),
-                    admission: admission, refusals: refusals, requestHeadTimeout: requestHeadTimeout),
+                        maxMessageSize: maxMessageSize, connect: connect),
+                    http2: http2, admission: admission, refusals: refusals, requestHeadTimeout: requestHeadTimeout),
                 tls: tls, timeout: TimeAmount(requestHeadTimeout))
         }
     }

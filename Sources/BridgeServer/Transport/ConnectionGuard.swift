@@ -29,6 +29,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case idle
         /// A WebSocket: not bounded here.
         case webSocket
+        /// HTTP/2: each stream is bounded by its own ``HTTP2StreamGuard``; the place is held until the close.
+        case http2
     }
 
     /// How long a connection on probation has to become a WebSocket (TLS handshake and upgrade request included).
@@ -125,6 +127,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         release(answered: true)
+    }
+
+    /// The connection speaks HTTP/2 (``HTTP2ProtocolSelector``): its streams are bounded one by one, not its bytes
+    /// here; it keeps its admission place (it is not a WebSocket) until it closes. On probation the bound stays: such
+    /// a place is only for a WebSocket, which HTTP/2 never becomes.
+    func servingHTTP2() {
+        atRequestLine = false
+        guard !probation else { return }
+        phase = .http2
+        timer?.cancel()
+        timer = nil
     }
 
     private func startTimer(_ context: ChannelHandlerContext) {

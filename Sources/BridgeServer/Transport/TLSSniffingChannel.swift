@@ -22,7 +22,10 @@ struct TLSSniffingChannel<Base: ServerChildChannel>: ServerChildChannel {
         // The child channel reads nothing before its initializer's future completes, so the sniffer still sees the
         // first byte when it is added after the base's handlers (which put theirs first too).
         return setup.flatMapThrowing { value in
-            let sniffer = TLSSniffer(sslContext: tls.sslContext, timeout: timeout, logger: logger)
+            // ALPN `h2` only where HTTP/2 is served (not to a refused connection, nor one on probation).
+            let offersHTTP2 = (value as? BridgeChildChannel.Value)?.offersHTTP2 ?? false
+            let context = offersHTTP2 ? tls.sslContext : tls.http1Context
+            let sniffer = TLSSniffer(sslContext: context, timeout: timeout, logger: logger)
             try channel.pipeline.syncOperations.addHandler(sniffer, position: .first)
             return value
         }
