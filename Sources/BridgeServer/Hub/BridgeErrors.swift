@@ -35,6 +35,11 @@ enum BridgeErrors {
         JSONRPCError.internalError("\(reason); the agent will be restarted on the next session/new", data: ["reason": .string(reason)])
     }
 
+    /// -32603 for what waited on the agent when the bridge began to shut down (issue 25 item 1: a request waiting for
+    /// an agent that starts slowly must not hold the shutdown).
+    static let shuttingDown = JSONRPCError.internalError(
+        "the bridge is shutting down; connect again when it is back", data: ["reason": "bridge shutting down"])
+
     static func notAttached(_ session: String) -> JSONRPCError {
         JSONRPCError.invalidParams(
             "session \(session) is not attached to this connection; create it with session/new or attach with session/load",

@@ -26,7 +26,8 @@ extension BridgeHub {
                 agentWaiters.append(continuation)
             }
         case .idle:
-            break
+            // Issue 25 item 1 (F5): no agent is started while the bridge shuts down.
+            if shuttingDown { return .failure(BridgeErrors.shuttingDown) }
         }
         agentState = .starting
         let result = await startAgent()
@@ -94,6 +95,11 @@ extension BridgeHub {
         } else {
             agent = DemoAgent(chunkDelay: configuration.demoChunkDelay, logger: agentLogger)
         }
+        if shuttingDown {
+            // The bridge began to shut down while the agent was being launched: it is not run.
+            await agent.stop()
+            return .failure(BridgeErrors.shuttingDown)
+        }
         let launched = LaunchedAgent(agent: agent, generation: current)
         liveAgent = launched
         launchSink.yield(launched)
@@ -130,6 +136,7 @@ extension BridgeHub {
         let agentID = nextAgentRequestID
         nextAgentRequestID += 1
         let request = JSONRPCRequest(id: .int(agentID), method: method, params: params)
+        if shuttingDown { return JSONRPCResponse(id: request.id, error: BridgeErrors.shuttingDown) }
         return await withTaskGroup(of: Void.self) { group in
             let response = await withCheckedContinuation { (continuation: CheckedContinuation<JSONRPCResponse, Never>) in
                 routes[agentID] = .bridge(continuation, generation: launched.generation)

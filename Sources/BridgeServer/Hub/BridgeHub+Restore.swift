@@ -45,6 +45,9 @@ extension BridgeHub {
         guard sessions[session]?.state == .dormant else {
             return sessions[session] == nil ? droppedError(session) ?? BridgeErrors.unknownSession(session) : nil
         }
+        // A load cut short by the shutdown says nothing about the agent: the session stays dormant (restored by the
+        // next bridge), never read-only.
+        if shuttingDown { return BridgeErrors.shuttingDown }
         switch response.outcome {
         case .success(let result):
             sessions[session]?.state = .live

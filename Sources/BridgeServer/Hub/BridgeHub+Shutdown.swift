@@ -15,6 +15,14 @@ extension BridgeHub {
             "clients": "\(connections.count)", "prompts": "\(runningPromptSessions().count)",
         ])
         for id in connections.keys { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
+        // What waits on the bridge's own requests to the agent (an `initialize` of an agent being restarted, a
+        // restore's `session/load`) ends now: a client's reader stuck behind it would keep serve from stopping within
+        // 2 s (issue 25 item 1, finding F5). No new agent is started from here on (``ensureAgent()``).
+        for (agentID, route) in routes {
+            guard case .bridge(let continuation, _) = route else { continue }
+            routes[agentID] = nil
+            continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: BridgeErrors.shuttingDown))
+        }
     }
 
     /// Waits until every client has gone after ``beginShutdown()`` (each was sent 1001 and answers it), bounded by

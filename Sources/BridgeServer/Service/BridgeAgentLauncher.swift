@@ -24,7 +24,7 @@ struct BridgeAgentLauncher: StdioAgentLauncher {
         // An unconfined agent starts with Foundation's Process, as before this launcher existed: with every agent under
         // ConfinedProcess, 2 of 4 full `swift test` runs hung (agents gone, their tests never told) and the cause is not
         // found yet; with this, 0 of 5. A sandboxed agent keeps the supervisor (and dies with the bridge).
-        guard sandbox != nil else { return try StdioAgentProcessLauncher().launch(request) }
+        guard sandbox != nil else { return try BridgeAgentLauncher.withSignalsUnblocked { () throws(ACPAgentError) in try StdioAgentProcessLauncher().launch(request) } }
         let path = request.workingDirectory ?? "."
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else {
@@ -65,6 +65,20 @@ struct BridgeAgentLauncher: StdioAgentLauncher {
         } catch {
             throw .launchFailed("\(request.executable): \(error.description)")
         }
+    }
+
+    /// Runs `launch` with the calling thread's signal mask emptied, restoring it after. A child inherits its parent
+    /// thread's blocked signals across `exec`, and Foundation's `Process` spawns from the calling thread: from one of
+    /// the concurrency pool's threads, which block nearly every signal, the agent started with SIGTERM blocked, ignored
+    /// the bridge's stop, and was killed only after ``StdioAgentConfiguration/terminationGrace`` (issue 25 item 1,
+    /// finding F5: serve took over 3 s to stop). A signal that arrives meanwhile is handled as on any other thread.
+    static func withSignalsUnblocked<T>(_ launch: () throws(ACPAgentError) -> T) throws(ACPAgentError) -> T {
+        var none = sigset_t()
+        sigemptyset(&none)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        return try launch()
     }
 }
 

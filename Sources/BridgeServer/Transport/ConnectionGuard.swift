@@ -76,6 +76,19 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         release(answered: false)
     }
 
+    /// At a graceful shutdown (``ChannelShouldQuiesceEvent``) a connection with no byte of a request yet (one that
+    /// has sent nothing since it opened or since its last request: Chromium keeps a spare one) is closed at once; the
+    /// HTTP handlers after this one close the others once their answer is written (issue 25 item 1, finding F5b:
+    /// such a connection held serve's stop for the request bound, 9-14 s).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent, phase == .request, atRequestLine {
+            logger.debug("closing a connection without a request at shutdown", metadata: ["remote": "\(address)"])
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if phase == .idle {
             phase = .request
