@@ -342,3 +342,25 @@ def test_an_sse_stream_whose_client_stops_reading_is_cut_off_and_ended():
             client.close()
         log = served.stop()
     assert "disconnecting it" in log, log[-3000:]
+
+
+def test_a_connection_refused_at_admission_gets_its_503_over_http1_even_when_it_offers_h2():
+    """A connection the bridge has no place for is answered `503` and closed; TLS offers it only ALPN `http/1.1`
+    (an answer in HTTP/1.1 to a client that chose `h2` would be garbage to it), so curl --http2 reads the 503."""
+    served = Serve("--max-pending-per-address", "1", prefix="oa-acp-h2-busy-")
+    holder = None
+    try:
+        # One HTTP/2 connection holds the address's only place for as long as it is open.
+        holder = H2(served.port)
+        holder.pump(lambda: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in holder.events))
+        code, status, version, body = curl("--http2", "-k", f"https://127.0.0.1:{served.port}/api/health")
+        assert (status, version) == (503, "1.1"), (code, status, version, body)
+        assert json.loads(body)["error"] == "too_many_pending_connections"
+        # The holder's streams are still served meanwhile.
+        stream = holder.request("GET", "/api/health")
+        holder.pump(lambda: holder.ended(stream))
+        assert holder.status(stream) == 200
+    finally:
+        if holder is not None:
+            holder.close()
+        served.stop()
