@@ -179,6 +179,10 @@ public final class SessionStore: Sendable {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Issue 25, finding F7: the highest `seq` a session may have handed out (see ``SessionStoreChange/reserveSeq``).
+        migrator.registerMigration("v2-seq-reservation") { db in
+            try db.execute(sql: "ALTER TABLE session ADD COLUMN seqReserved INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 
@@ -299,6 +303,10 @@ public final class SessionStore: Sendable {
                 try db.execute(sql: "DELETE FROM sessionUpdate WHERE sessionId = ?", arguments: [session])
                 try db.execute(sql: "DELETE FROM promptKey WHERE sessionId = ?", arguments: [session])
                 try db.execute(sql: "DELETE FROM session WHERE id = ?", arguments: [session])
+            case .reserveSeq(let session, let through):
+                try db.execute(sql: "UPDATE session SET seqReserved = max(seqReserved, ?) WHERE id = ?", arguments: [through, session])
+            case .releaseReservations:
+                try db.execute(sql: "UPDATE session SET seqReserved = 0")
             case .trimUpdates, .trimKeys:
                 break
             }

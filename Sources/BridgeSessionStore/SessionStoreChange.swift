@@ -25,4 +25,10 @@ public enum SessionStoreChange: Sendable {
     case trimKeys(session: String, before: Int64)
     /// Forgets a session with its updates and keys.
     case deleteSession(String)
+    /// Records that the session may hand out `seq` numbers up to `through` before the next reservation is written
+    /// (it never goes back): after a crash, the restored session numbers from past it, so a `seq` a phone saw is never
+    /// given to another update, even when the crash lost the newest stored updates (issue 25, finding F7).
+    case reserveSeq(session: String, through: Int64)
+    /// Every session's reservation is used up to what is stored: written last at a clean stop, after everything else.
+    case releaseReservations
 }

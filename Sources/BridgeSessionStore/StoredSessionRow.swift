@@ -24,6 +24,9 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public var agentMeta: String?
     /// The `_meta.seq` the session's next update gets.
     public var nextSeq: Int64
+    /// The highest `seq` the session may have handed out (``SessionStoreChange/reserveSeq(session:through:)``): above
+    /// ``nextSeq`` - 1 only after a bridge that did not stop cleanly (0 after a clean stop).
+    public var seqReserved: Int64 = 0
     /// Whether it was restored read-only (the agent restarted and could not load it).
     public var readOnly: Bool
     /// When it was created and last changed (seconds since 1970).
@@ -34,7 +37,8 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public init(
         id: String, agentSessionId: String, cwd: String, additionalDirectories: String = "[]", title: String? = nil,
         deviceId: String? = nil, modes: String? = nil, models: String? = nil, configOptions: String? = nil,
-        agentMeta: String? = nil, nextSeq: Int64 = 1, readOnly: Bool = false, createdAt: Double, updatedAt: Double
+        agentMeta: String? = nil, nextSeq: Int64 = 1, seqReserved: Int64 = 0, readOnly: Bool = false, createdAt: Double,
+        updatedAt: Double
     ) {
         self.id = id
         self.agentSessionId = agentSessionId
@@ -47,6 +51,7 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
         self.configOptions = configOptions
         self.agentMeta = agentMeta
         self.nextSeq = nextSeq
+        self.seqReserved = seqReserved
         self.readOnly = readOnly
         self.createdAt = createdAt
         self.updatedAt = updatedAt

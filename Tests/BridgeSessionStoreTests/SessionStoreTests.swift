@@ -81,6 +81,70 @@ struct SessionStoreTests {
         }
     }
 
+    @Test("a seq reservation is kept, never goes back, and a clean stop releases every one (issue 25, F7)")
+    func seqReservation() async throws {
+        try await withDirectory { directory in
+            let store = try SessionStore(directory: directory)
+            store.enqueue(.upsertSession(row("s1")))
+            store.enqueue(.upsertSession(row("s2")))
+            for seq in Int64(1)...3 { store.enqueue(.appendUpdate(session: "s1", seq: seq, payload: "{}")) }
+            store.enqueue(.reserveSeq(session: "s1", through: 1027))
+            store.enqueue(.reserveSeq(session: "s1", through: 50))
+            store.enqueue(.reserveSeq(session: "gone", through: 9))
+            try await store.flush()
+            var sessions = try SessionStore(directory: directory).load().sorted { $0.row.id < $1.row.id }
+            #expect(sessions.map(\.row.seqReserved) == [1027, 0])
+            #expect(sessions[0].row.nextSeq == 4)
+            // A later upsert of the row (its other columns) leaves the reservation alone.
+            store.enqueue(.upsertSession(row("s1", nextSeq: 4)))
+            store.enqueue(.appendUpdate(session: "s1", seq: 4, payload: "{}"))
+            store.enqueue(.releaseReservations)
+            try await store.flush()
+            sessions = try store.load().sorted { $0.row.id < $1.row.id }
+            #expect(sessions.map(\.row.seqReserved) == [0, 0])
+            #expect(sessions[0].row.nextSeq == 5)
+        }
+    }
+
+    @Test("a store written before reservations existed (schema v1) opens, its sessions kept, none reserved")
+    func schemaV1Migrates() async throws {
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent(SessionStore.databaseFileName)
+            let script = """
+                import sqlite3, sys
+                c = sqlite3.connect(sys.argv[1])
+                c.executescript(sys.argv[2])
+                c.commit()
+                """
+            let schema = """
+                PRAGMA application_id = \(SessionStore.applicationID);
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE session (id TEXT PRIMARY KEY NOT NULL, agentSessionId TEXT NOT NULL, cwd TEXT NOT NULL,
+                  additionalDirectories TEXT NOT NULL, title TEXT, deviceId TEXT, modes TEXT, models TEXT, configOptions TEXT,
+                  agentMeta TEXT, nextSeq INTEGER NOT NULL, readOnly INTEGER NOT NULL, createdAt REAL NOT NULL, updatedAt REAL NOT NULL);
+                CREATE TABLE sessionUpdate (sessionId TEXT NOT NULL, seq INTEGER NOT NULL, payload TEXT NOT NULL,
+                  PRIMARY KEY (sessionId, seq)) WITHOUT ROWID;
+                CREATE TABLE promptKey (sessionId TEXT NOT NULL, key TEXT NOT NULL, position INTEGER NOT NULL, outcome TEXT,
+                  PRIMARY KEY (sessionId, key)) WITHOUT ROWID;
+                INSERT INTO session VALUES ('old', 'old', '/work/old', '[]', 'Before', NULL, NULL, NULL, NULL, NULL, 8, 0, 1, 1);
+                """
+            let sqlite = Process()
+            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            sqlite.arguments = ["-c", script, file.path, schema]
+            try sqlite.run()
+            sqlite.waitUntilExit()
+            #expect(sqlite.terminationStatus == 0)
+            let store = try SessionStore(directory: directory)
+            #expect(store.recovery == nil)
+            let sessions = try store.load()
+            #expect(sessions.map(\.row.id) == ["old"])
+            #expect(sessions[0].row.title == "Before")
+            #expect(sessions[0].row.nextSeq == 8)
+            #expect(sessions[0].row.seqReserved == 0)
+        }
+    }
+
     @Test("a file that is not a database is moved aside, not wiped, and an empty store starts")
     func notADatabase() async throws {
         try await withDirectory { directory in

@@ -292,6 +292,67 @@ def test_a_prompt_retried_after_a_kill_9_gets_its_stored_answer_and_runs_once():
         desk.stop()
 
 
+def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost():
+    """Finding F7: the store writes every 100 ms, so a `kill -9` right after updates loses the newest of them; the
+    restored session used to number new updates from the last stored one, reusing `seq`s the phone had seen (the web
+    app skipped them as already shown). Now new updates number past everything handed out, and the resume says that
+    output may be missing."""
+    desk = Desk(loads=True)
+    serve = desk.start()
+
+    async def before():
+        ws = await connect(serve)
+        phone = Phone(ws)
+        await phone.initialize()
+        created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
+        session = created["result"]["sessionId"]
+        for n in range(3):
+            answer, _ = await phone.until(await phone.prompt(session, f"burst {n}"))
+            assert answer["result"]["stopReason"] == "end_turn"
+        # Right after the last answer's updates: the store's next write (within 100 ms) has not happened yet.
+        desk.kill9()
+        return session, max(seqs(phone.seen))
+
+    session, last_seq = run(before())
+    serve = desk.start()
+    try:
+        async def after():
+            async with await connect(serve) as ws:
+                phone = Phone(ws)
+                await phone.initialize()
+                resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": last_seq})
+                assert "result" in resumed, resumed
+                # Told, not skipped: the bridge cannot know whether its last updates reached the store.
+                lost = resumed["result"].get("lostUpdates")
+                assert lost is not None, resumed
+                assert lost["afterSeq"] <= last_seq < lost["throughSeq"], lost
+                assert resumed["result"]["lastSeq"] >= lost["throughSeq"]
+                assert all(seq > last_seq for seq in seqs(replayed))
+                answer, frames = await phone.until(await phone.prompt(session, "after the crash"))
+                assert answer["result"]["stopReason"] == "end_turn", answer
+                assert text(frames) == "heard: after the crash"
+                # Above every seq the phone saw: a phone that skips what it has shown shows all of this.
+                assert min(seqs(frames)) > last_seq, (seqs(frames), last_seq)
+                assert min(seqs(frames)) > lost["throughSeq"]
+                # A phone that saw everything up to the new numbers is told nothing.
+                again, _ = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": max(seqs(frames))})
+                assert "lostUpdates" not in again["result"], again
+        run(after())
+        # A clean stop after that: the next start has nothing to say about lost updates.
+        assert "may have lost its newest updates" in desk.stop()
+        serve = desk.start()
+
+        async def clean():
+            async with await connect(serve) as ws:
+                phone = Phone(ws)
+                await phone.initialize()
+                resumed, _ = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": 0})
+                assert "lostUpdates" not in resumed["result"], resumed
+        run(clean())
+    finally:
+        desk.stop()
+
+
 @pytest.mark.parametrize("content", [b"this is not a database\n" * 500, "foreign"])
 def test_an_unusable_session_database_is_reported_and_moved_aside_never_wiped(content):
     desk = Desk()

@@ -115,6 +115,14 @@ extension BridgeHub {
                                      limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
                 nextSeq = max(nextSeq, update.seq + 1)
             }
+            if row.seqReserved >= nextSeq {
+                // The bridge did not stop cleanly (a clean stop releases every reservation): the numbers up to the
+                // reservation may have reached phones without being stored. None is used again.
+                record.unstored = nextSeq...row.seqReserved
+                logger.notice("a session kept from a bridge that did not stop cleanly may have lost its newest updates", metadata: [
+                    "session": "\(row.id)", "stored_through": "\(nextSeq - 1)", "reserved_through": "\(row.seqReserved)"])
+                nextSeq = row.seqReserved + 1
+            }
             record.nextSeq = nextSeq
             for key in session.keys {
                 let outcome = key.outcome.flatMap(outcome(fromText:)) ?? .failure(BridgeErrors.interrupted(row.id))

@@ -146,6 +146,8 @@ actor BridgeHub {
     func shutdown() async {
         await finishPrompts()
         terminals.close()
+        // A clean stop: the store's last write (after everything queued) says no reserved `seq` is unaccounted for.
+        store?.enqueue(.releaseReservations)
         launchSink.finish()
         if let liveAgent { await liveAgent.agent.stop() }
     }

@@ -49,6 +49,12 @@ struct SessionRecord {
     var agentMeta: [String: JSONValue] = [:]
     /// The sequence number the next `session/update` gets (`_meta.seq`).
     var nextSeq: Int64 = 1
+    /// The highest `seq` the store has been asked to reserve (``BridgeHub/takeSeq(at:)``); 0 before the first.
+    var seqReserved: Int64 = 0
+    /// The `seq`s a bridge that did not stop cleanly may have sent before it stored them (lost with it): a phone that
+    /// resumes from before their end is told (`lostUpdates` in the answer to `_oa/session/resume`), never left to
+    /// skip what it has not seen (issue 25, finding F7).
+    var unstored: ClosedRange<Int64>? = nil
     /// The latest updates, oldest first, for `_oa/session/resume` (official spelling, `_meta.seq` set).
     var replay = ReplayBuffer()
     /// The stop reason of the last prompt that ended while the client that sent it was gone.
