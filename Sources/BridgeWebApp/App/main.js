@@ -430,6 +430,8 @@ async function attach(connection) {
       if (result && result.finishedWhileAway && result.finishedWhileAway !== "end_turn") {
         ui.transcript.system("The answer ended while this phone was away (" + result.finishedWhileAway + ").");
       }
+      // Issue 25 (F7): the desktop's bridge stopped before it stored its newest output; what this phone missed of it is gone.
+      if (result && result.lostUpdates) ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
       if (readOnlyReason(result)) showReadOnly(ui.transcript, current.id, startOver);
       showPickers();
       return;
