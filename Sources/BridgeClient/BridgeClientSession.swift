@@ -123,7 +123,17 @@ public final class BridgeClientSession: Sendable {
         } catch BridgeClientError.rpc(let error) where movesLeft > 0 && seen.last == before {
             // Refused before the bridge recorded it (its record, an update, would have come back first): the prompt
             // can follow its session without running twice.
-            guard let target = try await follow(sessionID, refusedWith: error, onReconnect: onReconnect) else { throw BridgeClientError.rpc(error) }
+            let followed: String?
+            do {
+                followed = try await follow(sessionID, refusedWith: error, onReconnect: onReconnect)
+            } catch BridgeClientError.connectionClosed(let reason) {
+                // The link ended while the session was being attached again (its `session/load` waited for an agent
+                // being restarted; issue 25, finding F8): reconnect, resume, and send the prompt once it is known not to
+                // have run, as for a link lost mid-prompt (bounded by the reconnect policy).
+                return try await recover(sessionID: sessionID, seen: seen, before: before, reason: reason, onUpdate: deliver,
+                                         onPermission: onPermission, onReconnect: onReconnect, resend: send)
+            }
+            guard let target = followed else { throw BridgeClientError.rpc(error) }
             return try await prompt(sessionID: target, text: text, key: target == sessionID ? key : BridgeClientSession.newIdempotencyKey(),
                                     movesLeft: movesLeft - 1, onUpdate: onUpdate, onPermission: onPermission, onReconnect: onReconnect)
         }
@@ -151,6 +161,8 @@ public final class BridgeClientSession: Sendable {
                 onReconnect(.reloaded(sessionID: sessionID))
                 trackers.withLock { $0[sessionID] = SequenceTracker() }  // a reloaded session may count again from 1
                 return sessionID
+            } catch BridgeClientError.rpc(let loadError) where BridgeClientSession.isBridgeStopping(loadError) {
+                throw BridgeClientError.connectionClosed(loadError.message)
             } catch BridgeClientError.rpc(let loadError) {
                 logger.info("session/load failed; opening a new session", metadata: ["code": "\(loadError.code)"])
             }
@@ -259,6 +271,12 @@ public final class BridgeClientSession: Sendable {
         throw BridgeClientError.gaveUp(attempts: attempt, lastReason: lastReason)
     }
 
+    /// Whether the bridge refused because it is shutting down (`data.reason` "bridge shutting down"): what was asked
+    /// goes again once it is back, as after a lost link.
+    static func isBridgeStopping(_ error: JSONRPCError) -> Bool {
+        error.data?["reason"] == .string("bridge shutting down")
+    }
+
     /// Whether the bridge's answer to `_oa/session/resume` means it does not have the session at all (`-32002`
     /// without `oldestSeq`, which would be a gap in a session it has) or dropped it while idle (`-32006`).
     static func isSessionGone(_ error: JSONRPCError) -> Bool {
@@ -277,6 +295,8 @@ public final class BridgeClientSession: Sendable {
             logger.notice("the bridge had forgotten the session; session/load attached to it again", metadata: ["session": "\(sessionID)"])
             onReconnect(.reloaded(sessionID: sessionID))
             return
+        } catch BridgeClientError.rpc(let loadError) where BridgeClientSession.isBridgeStopping(loadError) {
+            throw BridgeClientError.connectionClosed(loadError.message)
         } catch BridgeClientError.rpc(let loadError) {
             logger.info("session/load failed; opening a new session", metadata: ["code": "\(loadError.code)"])
         }
