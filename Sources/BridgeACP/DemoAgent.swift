@@ -24,6 +24,8 @@ public final class DemoAgent: ACPAgent {
     private let state = Mutex(State())
     private let chunkDelay: Duration
     private let logger: Logger
+    /// This instance's part of its session ids (8 random hex digits).
+    private let instance = String(UInt32.random(in: .min ... .max), radix: 16)
 
     private struct State {
         var nextSession = 1
@@ -111,7 +113,9 @@ public final class DemoAgent: ACPAgent {
         case ACPMethod.sessionNew:
             let id = state.withLock { state in
                 defer { state.nextSession += 1 }
-                let id = "demo-session-\(state.nextSession)"
+                // Unique across restarts (a random part): the bridge keeps sessions from before a restart, and a new
+                // session must never take a kept one's id (issue 25).
+                let id = "demo-session-\(state.nextSession)-\(instance)"
                 state.sessions.insert(id)
                 return id
             }
