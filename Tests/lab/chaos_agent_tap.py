@@ -4,6 +4,10 @@ agent, it starts the real agent (its arguments) and copies its stdio both ways u
 line with its direction and time to the JSON-lines file $OA_CHAOS_TAP (append; one file for every incarnation). It is
 the ground truth of what the agent received and sent.
 
+When the file $OA_CHAOS_NOLOAD names exists at its start, it takes it (removes it) and plays an agent that cannot load
+sessions: its answer to `initialize` loses `loadSession` and `sessionCapabilities.resume` (the chaos run's honest-gap
+path: the bridge then shows the kept conversation read-only). The tap's `start` line says so (`"noload": true`).
+
 It ends when the agent does (with its status; a `kill -9` of the agent ends it at once), and when the bridge closes
 its stdin it closes the agent's and waits for it; SIGTERM is passed on. Standard library only, so it runs under the
 lab hosts' system python3."""
@@ -47,8 +51,32 @@ def main() -> int:
         with lock:
             log.write(json.dumps(entry) + "\n")
 
+    noload = False
+    flag = os.environ.get("OA_CHAOS_NOLOAD")
+    if flag:
+        try:
+            os.unlink(flag)
+            noload = True
+        except OSError:
+            pass
+    initialize_ids: set = set()
     with lock:
-        log.write(json.dumps({"t": time.time(), "pid": agent.pid, "dir": "start", "argv": sys.argv[1:]}) + "\n")
+        log.write(json.dumps({"t": time.time(), "pid": agent.pid, "dir": "start", "argv": sys.argv[1:], "noload": noload}) + "\n")
+
+    def without_load(line: bytes) -> bytes:
+        """The agent's answer to `initialize` without the capabilities to load or resume a session."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line
+        if not isinstance(message, dict) or "method" in message or json.dumps(message.get("id")) not in initialize_ids:
+            return line
+        capabilities = (message.get("result") or {}).get("agentCapabilities")
+        if isinstance(capabilities, dict):
+            capabilities.pop("loadSession", None)
+            if isinstance(capabilities.get("sessionCapabilities"), dict):
+                capabilities["sessionCapabilities"].pop("resume", None)
+        return (json.dumps(message) + "\n").encode()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda s, _f: agent.send_signal(s))
 
@@ -57,6 +85,13 @@ def main() -> int:
         try:
             for line in iter(stdin.readline, b""):
                 record("in", line)
+                if noload:
+                    try:
+                        message = json.loads(line)
+                        if isinstance(message, dict) and message.get("method") == "initialize":
+                            initialize_ids.add(json.dumps(message.get("id")))
+                    except ValueError:
+                        pass
                 agent.stdin.write(line)
         except (BrokenPipeError, OSError):
             pass
@@ -69,6 +104,8 @@ def main() -> int:
     out = sys.stdout.buffer
     try:
         for line in iter(agent.stdout.readline, b""):
+            if noload:
+                line = without_load(line)
             record("out", line)
             out.write(line)
             out.flush()

@@ -61,11 +61,13 @@ VENV_PY = REPO / ".venv" / "bin" / "python"
 PORT = 9099
 PROMPT_TIMEOUT_S = 150.0  # a prompt with no outcome at its phone after this long is lost
 
-ACTIONS = ("agent_kill", "avahi_restart", "dbus_restart", "link_drop", "blackhole", "bridge_restart")
+ACTIONS = ("agent_kill", "avahi_restart", "dbus_restart", "link_drop", "blackhole", "bridge_restart", "agent_kill_noload")
 DEFAULT_ACTIONS = ("agent_kill", "avahi_restart", "dbus_restart", "link_drop", "blackhole")
 LINK_TARGETS = ("webphone", "cliphone", "sdkphone", "desk")  # link_drop; blackhole takes the phones among them
 # "Back" after the run, every phone attached and idle, against the figures after the warm-up round.
-SIGTERM_STOP_BOUND_S = 8.0
+# serve's stop after SIGTERM: 1 s of grace for prompts in flight, 1.5 s in all (issue 25.1: 2 s in every state);
+# the bound allows a loaded 2-core machine running a debug build half a second more.
+SIGTERM_STOP_BOUND_S = 2.5
 FD_SLACK = 8
 RSS_ANON_SLACK_KB = 16 * 1024
 
@@ -182,6 +184,19 @@ class ChaosRun:
         self.dir = lab.dir / f"chaos-{self.seed}"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.tap = self.dir / "agent-tap.jsonl"
+        # While this file exists, the agent's next start plays one that cannot load sessions (chaos_agent_tap.py).
+        self.noload_flag = self.dir / "agent-noload"
+        self.noload_kills: list[dict] = []
+        # A kill -9 of an agent whose next start cannot load sessions waits for its outcome (connect going on in a new
+        # session, the phones following) before the next action: nothing else may take the path away (a bridge
+        # restart would start a loading agent again).
+        self.noload_pending = threading.Event()
+        # Agents of a bridge killed by SIGKILL: an unsandboxed agent that is still starting reads its closed stdin only
+        # once started (seconds); each must be gone within 5 s (a finding otherwise), and is not counted as a second
+        # agent of the new bridge meanwhile.
+        self.old_agents: set[int] = set()
+        self.next_bridge_signal = 0
+        self.noload_epoch = 0
         self.state_dir = self.dir / "bridge-state"
         self.work_dir = self.dir / "work"
         self.agent_home = self.dir / "agent-home"
@@ -233,7 +248,7 @@ class ChaosRun:
                          "--home", str(self.agent_home)])
 
     def start_bridge(self) -> None:
-        env = {"OA_CHAOS_TAP": str(self.tap), "OTEL_SDK_DISABLED": "true", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
+        env = {"OA_CHAOS_TAP": str(self.tap), "OA_CHAOS_NOLOAD": str(self.noload_flag), "OTEL_SDK_DISABLED": "true", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
         self.bridge_epoch += 1
         self.serve = self.desk.spawn([self.bridge_bin, "serve", "--name", "Desk", "--auth", "none", "--port", str(PORT),
                                       "--allow-network", "198.18.0.0/15", "--state-dir", str(self.state_dir),
@@ -347,6 +362,8 @@ class ChaosRun:
         """The seeded random driver: a pause of 3-10 s, then an action, until `until` (monotonic). The first actions
         are every enabled kind once, in a seeded order; then any kind at random."""
         first = list(self.actions)
+        if "bridge_restart" in first and len(self.bridge_signals) > 1:
+            first.append("bridge_restart")  # once with each signal (they alternate)
         self.rng.shuffle(first)
         phones = [t for t in self.link_targets if t != "desk"]
         while not self.stop_chaos.is_set() and time.monotonic() < until:
@@ -361,6 +378,9 @@ class ChaosRun:
             wait = self.last_agent_kill + self.quiet_after_agent_kill_s - time.monotonic()
             if wait > 0 and (self.stop_chaos.wait(wait) or time.monotonic() >= until):
                 break
+            noload_deadline = time.monotonic() + 60
+            while self.noload_pending.is_set() and time.monotonic() < noload_deadline and not self.stop_chaos.is_set():
+                time.sleep(0.1)
             action = Action(kind, target, time.monotonic())
             self.current = action
             try:
@@ -374,7 +394,7 @@ class ChaosRun:
                 self.done_actions.append(action)
                 self.current = None
             self.log(f"[chaos] {action.kind} {action.target} {action.ended - action.started:.1f} s {action.detail}")
-            agents = self.agent_pids()
+            agents = [pid for pid in self.agent_pids() if pid not in self.old_agents]
             self.figures["agents_max"] = max(self.figures.get("agents_max", 0), len(agents))
 
     def do_agent_kill(self, target: str, outage: float, action: Action) -> None:
@@ -388,6 +408,19 @@ class ChaosRun:
         with self.lock:
             self.agent_epoch += 1
         action.detail = f"pids {pids}"
+
+    def do_agent_kill_noload(self, target: str, outage: float, action: Action) -> None:
+        """`kill -9` of the agent, whose next start cannot load sessions (an agent without `session/load`): the shared
+        session is shown read-only (the honest gap of issue 25 item 8), and connect goes on in a new session."""
+        self.noload_flag.write_text("")
+        self.noload_kills.append({"at": time.monotonic(), "session": self.session})
+        self.noload_pending.set()
+        self.do_agent_kill(target, outage, action)
+        with self.lock:
+            if "nothing to kill" in action.detail:
+                self.agent_epoch += 1  # the agent was being restarted: its next start is this one all the same
+            self.noload_epoch = self.agent_epoch
+        action.detail += " (its next start cannot load sessions)"
 
     def do_avahi_restart(self, target: str, outage: float, action: Action) -> None:
         self.desk.restart_avahi()
@@ -430,11 +463,18 @@ class ChaosRun:
     def do_bridge_restart(self, target: str, outage: float, action: Action) -> None:
         """SIGTERM (a restart, an upgrade) or SIGKILL (a crash) of serve, then serve again on the same state directory.
         The old agent must go with the old bridge."""
-        how = self.rng.choice(list(self.bridge_signals))
+        # The signals alternate from a seeded first one, so a short run has each.
+        if self.next_bridge_signal == 0:
+            self.next_bridge_signal = self.rng.randrange(len(self.bridge_signals)) + 1
+        how = self.bridge_signals[(self.next_bridge_signal - 1) % len(self.bridge_signals)]
+        self.next_bridge_signal += 1
         old = self.serve
         agents = self.agent_pids()
         signalled = time.monotonic()
         old.signal(signal.SIGTERM if how == "TERM" else signal.SIGKILL)
+        # An agent the bridge was starting at that moment is its too.
+        agents = sorted(set(agents) | set(self.agent_pids()))
+        self.old_agents |= set(agents)
         code = old.wait(15)
         took = time.monotonic() - signalled
         if how == "TERM":
@@ -513,7 +553,8 @@ class ChaosRun:
         turn = turns[turns_before] if len(turns) > turns_before else ""  # what followed the marker our line answered
         if len(re.findall(r"(?m)^> ", err)) > turns_before:
             m = re.search(r"\[stop\] (\S+)", turn)
-            replaced = re.search(r"Continuing in a new session (\S+);", turn)
+            replaced = re.search(r"Continuing in a new session (\S+);", turn) \
+                or re.search(r"the prompt went to a new session (\S+) in the same directory", turn)
             if m and m.group(1) == "end_turn":
                 p.outcome = "done"
             else:
@@ -583,6 +624,8 @@ class ChaosRun:
         with self.lock:
             epoch = self.agent_epoch
         self.rejoin_needed = False
+        if epoch >= self.noload_epoch:
+            self.noload_pending.clear()
         try:
             self.rejoin()
         except AssertionError as e:
@@ -738,6 +781,7 @@ class ChaosRun:
         for phone in ("sdk", "web"):
             problems += self.check_stream(phone)
         problems += self.check_connect_turns()
+        problems += self.check_noload()
         # 3. the final view of the shared session
         # Every answer the agent sent in the session, once, in the order it sent them (answers of prompts that ran
         # at once interleave; the web app then shows them in one bubble, so the screen is compared as one text).
@@ -797,6 +841,13 @@ class ChaosRun:
         problems = []
         log = self.events[phone]
         log.poll()
+        # Gaps the phone was told of after a crash of the bridge (its store may have lost the newest updates; the
+        # numbering goes on past everything handed out, issue 25 F7): the SDK phone's resume answer has `lostUpdates`,
+        # the web app writes a line (seen by polling the page, so matched by time, not by order).
+        told = [e["t"] for e in log.events if (e["ev"] == "resumed" and isinstance(e.get("answer"), dict)
+                                               and e["answer"].get("lostUpdates"))
+                or (e["ev"] == "system" and "may be missing" in (e.get("text") or ""))]
+        self.figures.setdefault("lost_updates_told", {})[phone] = len(told)
         session, last, where, fallback = None, None, "", False
         for e in log.events:
             ev = e["ev"]
@@ -815,12 +866,46 @@ class ChaosRun:
                 last, fallback = max(e["seq"], last or 0), False
             elif ev == "update" and e.get("session") == session and isinstance(e.get("seq"), int):
                 seq = e["seq"]
-                if last is not None and seq != last + 1:
+                if last is not None and seq > last + 1 and any(abs(t - e["t"]) < 15 for t in told):
+                    pass  # a jump the phone was told of (the bridge crashed): not hidden
+                elif last is not None and seq != last + 1:
                     what = "repeated" if seq <= last else "skipped"
                     problems.append(f"{phone}: session {session} update seq {seq} after {last} ({what}; attachment "
                                     f"began with '{where}')")
                 last = seq if last is None or seq > last else last
         return problems[:20]
+
+    def check_noload(self) -> list[str]:
+        """After each restart of an agent that cannot load sessions, the phones were honest about it: connect said it
+        went on in a new session, and the web app (when its link held and it was on that session) showed the kept
+        conversation read-only with its "agent restarted" line."""
+        problems = []
+        starts = [e for e in self.tap_entries() if e.get("dir") == "start" and e.get("noload")]
+        self.figures["noload_agent_starts"] = len(starts)
+        cli_err = self.phones["cli"].stderr()
+        web = self.events["web"]
+        web.poll()
+        self.figures["noload_taken"] = 0
+        for kill in self.noload_kills:
+            old = kill["session"]
+            if old is None:
+                continue
+            if f"session {old} cannot go on" in cli_err or f"session {old} is gone" in cli_err:
+                self.figures["noload_taken"] += 1
+            else:
+                problems.append(f"after a restart of an agent that cannot load sessions, connect did not say that session "
+                                f"{old} cannot go on")
+            wall = time.time() - (time.monotonic() - kill["at"])
+            shown = any(e["ev"] == "system" and "read-only" in (e.get("text") or "") and e["t"] >= wall
+                        for e in web.events)
+            with self.lock:
+                link_trouble = any(a.kind in ("link_drop", "blackhole", "bridge_restart") and a.target in ("webphone", "desk")
+                                   and a.ended >= kill["at"] - 1 for a in self.done_actions)
+            self.figures.setdefault("noload_read_only_shown_web", []).append(shown)
+            if not shown and not link_trouble:
+                problems.append(f"the web app did not show session {old} read-only after the agent restarted without "
+                                f"session/load (and its link held)")
+        return problems
 
     def check_connect_turns(self) -> list[str]:
         """Each of connect's answered turns printed its answer once, and its updates' seq went up by one."""
