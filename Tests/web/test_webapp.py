@@ -136,6 +136,8 @@ def test_a_reload_keeps_the_pairing_and_the_conversation(bridge, phone):
     send(phone, "remember me")
     phone.page.get_by_role("button", name="Allow once").click(timeout=10_000)
     phone.page.wait_for_selector('#transcript .tool[data-status="completed"]', timeout=10_000)
+    # The demo agent's last chunk comes after the tool's completion: read the transcript once it is there.
+    phone.page.get_by_text("(The time is", exact=False).wait_for(timeout=10_000)
     phone.page.get_by_role("button", name="Send").wait_for(timeout=10_000)
     before = phone.page.inner_text("#transcript")
     phone.page.reload()
