@@ -5,10 +5,8 @@ built-in offline models: `passthrough` answers a prompt with its own text, `slow
 prompt can be cancelled). No model API is called and no key is set; where `unshare -rn` works the agent runs in a
 network namespace of its own with no interface but loopback, so it cannot reach any network at all.
 
-fast-agent needs Python >= 3.12 and has many dependencies, so it is installed into a venv of its own under
-`.venv/thirdparty/` (ignored by git, made once and reused; pip's cache is not used), never into the test venv. The
-Python is `$OA_THIRDPARTY_PYTHON`, else `python3.13`/`python3.12` on PATH, else a pyenv 3.12+; without one the tests
-are skipped and say why.
+fast-agent needs Python >= 3.12 and is installed into a venv of its own (thirdparty_agent.py, which scripts/test
+runs while Swift builds); without a Python 3.12 the tests are skipped and say why.
 
 Covered: initialize (agentInfo, agentCapabilities with sessionCapabilities list/resume, authMethods, `_meta`) in
 both dialects; session/new with modes and the agent's slash commands (available_commands_update); a prompt whose
@@ -19,66 +17,33 @@ the agent's answer; session/cancel of a running prompt (stopReason cancelled).""
 from __future__ import annotations
 
 import asyncio
-import glob
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from loopback import BIN, REPO, Serve
+import thirdparty_agent
+from loopback import BIN, Serve
 
 websockets = pytest.importorskip("websockets")
-
-PACKAGE = "fast-agent-mcp"
-VERSION = "0.10.46"  # 0.10.47+ pins certifi>=2026.10.19, newer than the registry this project reaches serves
-VENV = REPO / ".venv" / "thirdparty" / f"{PACKAGE}-{VERSION}"
-INSTALL_SECONDS = 900
 
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 
-def python_312() -> str | None:
-    """A Python 3.12 or newer to make the agent's venv with."""
-    candidates = [os.environ.get("OA_THIRDPARTY_PYTHON"), shutil.which("python3.13"), shutil.which("python3.12")]
-    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python")), reverse=True)
-    candidates += sorted(glob.glob("/root/.pyenv/versions/3.1[2-9]*/bin/python"), reverse=True)
-    for candidate in filter(None, candidates):
-        try:
-            out = subprocess.run([candidate, "-c", "import sys, venv; print(sys.version_info >= (3, 12))"],
-                                 capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if out.returncode == 0 and out.stdout.strip() == "True":
-            return candidate
-    return None
-
-
 @pytest.fixture(scope="module")
 def agent_bin() -> Path:
-    """`fast-agent-acp` in its own venv, installed on first use (the time it took is printed)."""
-    executable = VENV / "bin" / "fast-agent-acp"
-    marker = VENV / "installed"
-    if marker.exists() and executable.exists():
-        return executable
-    python = python_312()
-    if python is None:
-        pytest.skip(f"{PACKAGE} needs Python >= 3.12 and none was found (set OA_THIRDPARTY_PYTHON); Debian 12 ships 3.11")
-    shutil.rmtree(VENV, ignore_errors=True)
-    started = time.monotonic()
-    subprocess.run([python, "-m", "venv", str(VENV)], check=True, timeout=120)
-    install = subprocess.run([str(VENV / "bin" / "pip"), "install", "--quiet", "--no-cache-dir",
-                              "--disable-pip-version-check", f"{PACKAGE}=={VERSION}"],
-                             capture_output=True, text=True, timeout=INSTALL_SECONDS)
-    assert install.returncode == 0, f"pip install {PACKAGE}=={VERSION} failed:\n{install.stderr[-3000:]}"
-    marker.write_text(f"{PACKAGE}=={VERSION} installed in {time.monotonic() - started:.0f} s with {python}\n")
-    print(f"\n{PACKAGE}=={VERSION}: venv and install took {time.monotonic() - started:.0f} s")
-    return executable
+    """`fast-agent-acp` in its own venv (thirdparty_agent.py), installed on first use."""
+    try:
+        return thirdparty_agent.install()
+    except thirdparty_agent.NoPython312 as e:
+        pytest.skip(str(e))
+    except thirdparty_agent.InstallFailed as e:
+        pytest.fail(str(e))
 
 
 def offline_prefix() -> list[str]:
@@ -174,7 +139,7 @@ def test_initialize_in_both_dialects_passes_what_the_agent_says(passthrough):
             return official, seed
     official, seed = asyncio.run(scenario())
     assert official["protocolVersion"] == 1
-    assert official["agentInfo"] == {"name": "fast-agent-acp", "version": VERSION}
+    assert official["agentInfo"] == {"name": "fast-agent-acp", "version": thirdparty_agent.VERSION}
     capabilities = official["agentCapabilities"]
     assert capabilities["loadSession"] is True
     assert {"list", "resume"} <= set(capabilities["sessionCapabilities"])
@@ -182,7 +147,7 @@ def test_initialize_in_both_dialects_passes_what_the_agent_says(passthrough):
     assert official["authMethods"][0]["id"] == "fast-agent-ai-secrets"
 
     assert seed["protocol_version"] == "0.2.2"
-    assert seed["agent_info"] == {"name": "fast-agent-acp", "version": VERSION}
+    assert seed["agent_info"] == {"name": "fast-agent-acp", "version": thirdparty_agent.VERSION}
     assert seed["agent_capabilities"]["load_session"] is True
     assert seed["agent_capabilities"]["_meta"] == {"co.huggingface": {"structuredOutput": True}}, "_meta never renamed"
     assert seed["auth_methods"][0]["id"] == "fast-agent-ai-secrets"
