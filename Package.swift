@@ -129,6 +129,7 @@ let package = Package(
             name: "BridgePairing",
             dependencies: [
                 "BridgePairingWire",
+                "BridgeTime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

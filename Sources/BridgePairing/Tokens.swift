@@ -1,3 +1,4 @@
+import BridgeTime
 import Crypto
 import Foundation
 import Synchronization
@@ -56,7 +57,9 @@ public struct TokenLifetimes: Sendable, Equatable {
     }
 }
 
-/// An injectable source of the current time, so tests can move time forward instead of sleeping.
+/// The wall time the token store, the rate limiter and the pairing session read: the ``BridgeClock/wallTime`` of
+/// the package's one clock (``init(_:)``), so a test that moves a clock by hand moves token expiry with the bridge's
+/// timers instead of sleeping.
 public struct TokenClock: Sendable {
     /// Returns the current time.
     public let now: @Sendable () -> Date
@@ -66,8 +69,13 @@ public struct TokenClock: Sendable {
         self.now = now
     }
 
-    /// The system wall clock.
-    public static let system = TokenClock { Date() }
+    /// The wall time of `clock` (the bridge's ``BridgeClock``).
+    public init(_ clock: any BridgeClock) {
+        self.now = { clock.wallTime }
+    }
+
+    /// The system wall clock (`ContinuousClock`'s wall time).
+    public static let system = TokenClock(ContinuousClock())
 }
 
 /// Token generation and hashing. Plain-text tokens exist only in memory and on the wire; the store keeps hashes.

@@ -1,4 +1,5 @@
 @testable import BridgeServer
+import Foundation
 import Synchronization
 import Testing
 @testable import BridgeTime
@@ -13,6 +14,7 @@ struct IdleSweepTests {
         private let begun = Mutex(0)
 
         var now: ContinuousClock.Instant { manual.now }
+        var wallTime: Date { manual.wallTime }
         var sleepsBegun: Int { begun.withLock { $0 } }
 
         func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {

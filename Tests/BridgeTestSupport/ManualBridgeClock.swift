@@ -1,4 +1,5 @@
 public import BridgeTime
+public import Foundation
 import Synchronization
 
 /// A clock the test moves by hand: ``now`` stands still until ``advance(by:)``, and a task sleeping on it wakes only
@@ -21,15 +22,21 @@ public final class ManualBridgeClock: BridgeClock {
 
     private let state: Mutex<State>
     private let start: ContinuousClock.Instant
+    private let wallStart: Date
 
-    /// A clock standing at `start`.
-    public init(start: ContinuousClock.Instant = .now) {
+    /// A clock standing at `start`, whose wall time stands at `wallStart` (the real time when it is made, unless
+    /// given).
+    public init(start: ContinuousClock.Instant = .now, wallStart: Date = Date()) {
         self.start = start
+        self.wallStart = wallStart
         state = Mutex(State(now: start))
     }
 
     /// Where the clock stands.
     public var now: ContinuousClock.Instant { state.withLock { $0.now } }
+
+    /// The wall time: `wallStart` moved by as much as the clock was.
+    public var wallTime: Date { wallStart.addingTimeInterval(elapsed) }
 
     /// Seconds the clock was moved since it was made (for a wall clock that follows it).
     public var elapsed: Double {

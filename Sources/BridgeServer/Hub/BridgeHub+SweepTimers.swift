@@ -25,7 +25,7 @@ extension BridgeHub {
                 next = min(next ?? due, due)
             }
         }
-        let now = Date()
+        let now = configuration.clock.wallTime
         let clockNow = configuration.clock.now
         for (id, device) in credentials where connections[id]?.outbound.isFinished == false {
             let remaining = device.accessTokenExpiresAt.timeIntervalSince(now)
@@ -41,7 +41,7 @@ extension BridgeHub {
 
     /// A connection of a paired device opened: its token expires at `expiresAt` (wall clock), when the sweep closes it.
     nonisolated func tokenExpiresAt(_ expiresAt: Date) {
-        stuckSweep.schedule(at: configuration.clock.now + BridgeHub.expiryDelay(expiresAt.timeIntervalSinceNow))
+        stuckSweep.schedule(at: configuration.clock.now + BridgeHub.expiryDelay(expiresAt.timeIntervalSince(configuration.clock.wallTime)))
     }
 
     /// Seconds from now as a duration on the bridge's clock, a millisecond late rather than early.
