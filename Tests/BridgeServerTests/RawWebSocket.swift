@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// A hand-made WebSocket client on a plain socket, for what a polite client library hides:
-/// it never answers pings, so it plays a dead peer.
+/// it answers pings only when told to (``sendPong(_:)``), so it plays a dead peer.
 final class RawWebSocket {
     struct Failure: Error { var message: String }
 
@@ -45,8 +45,17 @@ final class RawWebSocket {
 
     /// Sends a masked text frame.
     func sendText(_ text: String) throws {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+        try sendFrame(opcode: 0x1, payload: Array(text.utf8))
+    }
+
+    /// Sends a masked pong frame with `payload` (the answer to a ping carrying it).
+    func sendPong(_ payload: [UInt8]) throws {
+        try sendFrame(opcode: 0xA, payload: payload)
+    }
+
+    /// Sends one masked, final frame.
+    private func sendFrame(opcode: UInt8, payload: [UInt8]) throws {
+        var frame: [UInt8] = [0x80 | opcode]
         if payload.count < 126 {
             frame.append(0x80 | UInt8(payload.count))
         } else {
