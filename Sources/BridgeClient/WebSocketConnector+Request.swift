@@ -56,9 +56,13 @@ extension WebSocketConnector {
             }
             let response = try await withTaskCancellationHandler {
                 try await channel.executeThenClose { inbound, outbound async throws -> NIOHTTPClientResponseFull in
-                    try await outbound.write(.head(request))
-                    if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-                    try await outbound.write(.end(nil))
+                    // One write: a server may answer and close as soon as it has the request line (openssl s_server
+                    // -www does), and a part written after that failed with "I/O on closed channel" while the answer
+                    // was already there.
+                    var parts: [HTTPClientRequestPart] = [.head(request)]
+                    if !body.isEmpty { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+                    parts.append(.end(nil))
+                    try await outbound.write(contentsOf: parts)
                     for try await response in inbound { return response }
                     let error: any Error = WebSocketConnectorError.protocolViolation("the connection closed before an HTTP answer")
                     throw error
