@@ -129,6 +129,7 @@ let package = Package(
             name: "BridgePairing",
             dependencies: [
                 "BridgePairingWire",
+                "BridgeDPoP",
                 "BridgeTime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -434,7 +435,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgePairingTests",
-            dependencies: ["BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG"],
+            dependencies: [
+                "BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG", "BridgeDPoP",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Test helpers shared by the test targets (the hand-moved clock); not a product.

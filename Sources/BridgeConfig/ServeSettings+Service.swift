@@ -32,6 +32,7 @@ extension ServeSettings {
         configuration.protectedFiles = try protectedFiles()
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
         options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none
+        options.dpop = dpop.value
         options.discovery = try discovery.value.makeBackend(logger: logger, interface: interface.value)
         options.version = version
         return options

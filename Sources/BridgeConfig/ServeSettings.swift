@@ -1,4 +1,5 @@
 import BridgeHTTP
+import BridgePairing
 import BridgeServer
 import BridgeTerminal
 import BridgeWorkspace
@@ -62,6 +63,8 @@ public struct ServeFlags: Sendable {
     public var logFormat: BridgeLogging.Format?
     /// `--auth`.
     public var auth: AuthMode?
+    /// `--dpop`.
+    public var dpop: DPoPMode?
     /// `--require-approval` / `--no-require-approval`.
     public var requireApproval: Bool?
     /// `--allow-network` (repeatable); empty when not given.
@@ -124,6 +127,8 @@ public struct ServeSettings: Sendable {
     public var logFormat: Resolved<BridgeLogging.Format>
     /// Whether phones need a token.
     public var auth: Resolved<AuthMode>
+    /// Whether tokens are bound to the device's key (DPoP, RFC 9449).
+    public var dpop: Resolved<DPoPMode>
     /// Whether new pairings wait for approval on the desktop.
     public var requireApproval: Resolved<Bool>
     /// Networks accepted without a token under `--auth none`.
@@ -146,7 +151,7 @@ public struct ServeSettings: Sendable {
     /// Every key a config file may hold (the long option names).
     public static let knownKeys: Set<String> = [
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
-        "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "require-approval", "allow-network",
+        "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "dpop", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal", "terminal-confinement",
         "sandbox-agent", "sandbox-agent-write",
     ]
@@ -192,6 +197,7 @@ public struct ServeSettings: Sendable {
             logLevel: try resolver.pick("log-level", flags.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),
             logFormat: try resolver.pick("log-format", flags.logFormat, parse: BridgeLogging.Format.init(rawValue:), expected: "text or json", default: .text),
             auth: try resolver.pick("auth", flags.auth, parse: AuthMode.init(rawValue:), expected: "token or none", default: .token),
+            dpop: try resolver.pick("dpop", flags.dpop, parse: DPoPMode.init(rawValue:), expected: "required, optional or off", default: .optional),
             requireApproval: try resolver.pick("require-approval", flags.requireApproval, parse: SettingResolver.bool, expected: "true or false", default: false),
             allowNetwork: try resolver.pick("allow-network", flags.allowNetwork.isEmpty ? nil : flags.allowNetwork,
                                             parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
@@ -233,6 +239,7 @@ public struct ServeSettings: Sendable {
             row("log-level", logLevel) { $0.rawValue },
             row("log-format", logFormat) { $0.rawValue },
             row("auth", auth) { $0.rawValue },
+            row("dpop", dpop) { $0.rawValue },
             row("require-approval", requireApproval) { String($0) },
             row("allow-network", allowNetwork) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
             row("allow-plaintext", allowPlaintext) { String($0) },

@@ -29,11 +29,20 @@ public enum DPoPError: Error, Sendable, Equatable {
     case nonceRequired(String)
     /// This key has used more proofs in the replay window than the bridge keeps: slow down.
     case tooManyProofs
+    /// A token bound to a key was presented as `Authorization: Bearer`: present it as `Authorization: DPoP`.
+    case boundTokenAsBearer
+    /// The bridge requires DPoP (`--dpop required`) and this token family is not bound to a key (paired before DPoP).
+    case unboundToken
+    /// The bridge requires DPoP (`--dpop required`) and the pairing exchange or refresh carried no proof.
+    case proofRequired
 
     /// The RFC 9449 §7.1/§8 error code: `use_dpop_nonce` for a missing or stale nonce, `invalid_dpop_proof` otherwise.
     public var code: String {
-        if case .nonceRequired = self { return "use_dpop_nonce" }
-        return "invalid_dpop_proof"
+        switch self {
+        case .nonceRequired: return "use_dpop_nonce"
+        case .boundTokenAsBearer: return "invalid_token"
+        default: return "invalid_dpop_proof"
+        }
     }
 
     /// The nonce to send in `DPoP-Nonce` with the error, where there is one.
@@ -60,6 +69,12 @@ public enum DPoPError: Error, Sendable, Equatable {
         case .keyMismatch: return "the DPoP proof is signed by another key than the one this token is bound to"
         case .nonceRequired: return "the DPoP proof needs the bridge's current nonce: retry with the DPoP-Nonce header's value"
         case .tooManyProofs: return "too many DPoP proofs from this key in a short time: slow down"
+        case .boundTokenAsBearer:
+            return "this token is bound to a key: send it as 'Authorization: DPoP <token>' with a DPoP proof, not as Bearer"
+        case .unboundToken:
+            return "this bridge requires DPoP (--dpop required) and this device was paired before: pair it again ('oa-bridge pair' on the desktop) with an app that supports DPoP"
+        case .proofRequired:
+            return "this bridge requires DPoP (--dpop required): send a DPoP proof with this request; update the app if it cannot"
         }
     }
 }

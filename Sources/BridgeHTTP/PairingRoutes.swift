@@ -49,7 +49,13 @@ public enum PairingRoutes {
             router.post("/api/auth/exchange") { request, context -> Response in
                 let address = peer(context)
                 guard let body: ExchangeRequest = try await decode(request) else { return badRequest("{\"pairing_token\": \"oa_p_…\"}") }
-                let outcome = try await authenticator.exchange(body, address: address)
+                let outcome: ExchangeOutcome
+                do {
+                    outcome = try await authenticator.exchange(body, address: address, dpop: try DPoPPresentation.of(request, context: context))
+                } catch let error as PairingError {
+                    guard case .dpop = error else { throw error }
+                    return dpopGrantRefusal(error, route: "exchange", address: address, logger: logger)
+                }
                 // The code is spent (or claimed by a device awaiting approval): the next phone gets a new one at once,
                 // on the terminal and on /pair (issue 29 item 3).
                 await pairing.replaceIfUsed()
@@ -66,7 +72,13 @@ public enum PairingRoutes {
             router.post("/api/auth/refresh") { request, context -> Response in
                 let address = peer(context)
                 guard let body: RefreshRequest = try await decode(request) else { return badRequest("{\"refresh_token\": \"oa_r_…\"}") }
-                return json(.ok, try await authenticator.refresh(body, address: address).response(now: Date()))
+                do {
+                    let session = try await authenticator.refresh(body, address: address, dpop: try DPoPPresentation.of(request, context: context))
+                    return json(.ok, session.response(now: Date()))
+                } catch let error as PairingError {
+                    guard case .dpop = error else { throw error }
+                    return dpopGrantRefusal(error, route: "refresh", address: address, logger: logger)
+                }
             }
         }
 
@@ -214,8 +226,18 @@ public enum PairingRoutes {
     static func failure(_ error: PairingError) -> Response {
         var response = json(HTTPResponse.Status(code: error.httpStatus == 202 ? 403 : error.httpStatus), AuthErrorBody(error))
         if case .rateLimited(let seconds) = error { response.headers[.retryAfter] = "\(seconds)" }
-        if error.httpStatus == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        if case .dpop = error {
+            response.headers[.wwwAuthenticate] = DPoPAnswers.challenge(error)
+        } else if error.httpStatus == 401 {
+            response.headers[.wwwAuthenticate] = "Bearer"
+        }
         return response
+    }
+
+    /// The `400` for a proof an exchange or refresh refused (RFC 9449 §5), logged without the token or proof.
+    static func dpopGrantRefusal(_ error: PairingError, route: String, address: String, logger: Logger) -> Response {
+        logger.notice("DPoP proof refused", metadata: ["route": "\(route)", "peer": "\(address)", "reason": "\(error.description)"])
+        return DPoPAnswers.grantRefusal(error)
     }
 
     static func plainError(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
@@ -241,14 +263,22 @@ public struct BearerAuthMiddleware<Context: RemoteAddressRequestContext>: Router
         self.authenticator = authenticator
     }
 
-    /// Checks the token, then passes the request on.
+    /// Checks the token (and its DPoP proof), then passes the request on; a route behind it that asks the
+    /// authenticator again for the same token (``AccountRoutes``) gets this answer, not a second check of the proof
+    /// (whose `jti` is spent).
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let device: AuthenticatedDevice
         do {
-            _ = try await authenticator.authenticate(
-                authorization: request.headers[.authorization], address: PairingRoutes.peer(context))
+            device = try await authenticator.authenticate(
+                authorization: request.headers[.authorization], address: PairingRoutes.peer(context),
+                dpop: try DPoPPresentation.of(request, context: context))
         } catch {
             return PairingRoutes.failure(error)
         }
-        return try await next(request, context)
+        return try await Authenticator.$authenticatedRequest.withValue(
+            .init(authorization: request.headers[.authorization], device: device)
+        ) {
+            try await next(request, context)
+        }
     }
 }

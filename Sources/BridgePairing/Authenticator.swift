@@ -1,5 +1,7 @@
+import BridgeDPoP
 import BridgePairingWire
 import Foundation
+import Logging
 
 /// What the server calls on every protected request and WebSocket upgrade: rate limit, token extraction, validation.
 ///
@@ -13,49 +15,140 @@ public struct Authenticator: Sendable {
     public let store: TokenStore
     /// The per-address limiter of failed attempts.
     public let limiter: FailedAuthRateLimiter
+    /// How DPoP proofs are required and checked; nil: not at all (as ``DPoPMode/off``).
+    public let dpop: DPoPPolicy?
+    /// Where refused DPoP proofs are logged (never the token or proof).
+    let logger: Logger
 
-    /// An authenticator over `store` with `limiter` (default 10 failures per minute per address).
-    public init(store: TokenStore, limiter: FailedAuthRateLimiter = FailedAuthRateLimiter()) {
+    /// An authenticator over `store` with `limiter` (default 10 failures per minute per address) and `dpop`.
+    public init(
+        store: TokenStore, limiter: FailedAuthRateLimiter = FailedAuthRateLimiter(), dpop: DPoPPolicy? = nil,
+        logger: Logger = Logger(label: "oa-bridge.dpop")
+    ) {
         self.store = store
         self.limiter = limiter
+        self.dpop = dpop
+        self.logger = logger
     }
 
-    /// The token presented in `Authorization: Bearer <token>`, else in the `token` query parameter, else `nil`.
+    /// A request whose token (and proof) was already checked, e.g. by the `/api` group's middleware: a route behind it
+    /// that authenticates the same `Authorization` again gets `device` (the proof's `jti` is spent and must not be
+    /// checked twice).
+    public struct AuthenticatedRequest: Sendable {
+        /// The `Authorization` header that was checked.
+        public var authorization: String?
+        /// Its device.
+        public var device: AuthenticatedDevice
+
+        /// The check of `authorization`, which named `device`.
+        public init(authorization: String?, device: AuthenticatedDevice) {
+            self.authorization = authorization
+            self.device = device
+        }
+    }
+
+    /// The request being served whose token was already checked, if any.
+    @TaskLocal public static var authenticatedRequest: AuthenticatedRequest?
+
+    /// The policy when DPoP is on (`optional` or `required`), else nil.
+    public var activeDPoP: DPoPPolicy? {
+        guard let dpop, dpop.isActive else { return nil }
+        return dpop
+    }
+
+    /// The token presented in `Authorization: Bearer <token>` (or `DPoP <token>`), else in the `token` query
+    /// parameter, else `nil`.
     public static func presentedToken(authorization: String?, queryToken: String?) -> String? {
+        presented(authorization: authorization, queryToken: queryToken)?.token
+    }
+
+    /// The token and whether it came as `Authorization: Bearer`.
+    static func presented(authorization: String?, queryToken: String?) -> (token: String, asBearer: Bool)? {
         if let header = authorization?.trimmingCharacters(in: .whitespaces), !header.isEmpty {
             let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-            if parts.count == 2, parts[0].lowercased() == "bearer" {
-                return parts[1].trimmingCharacters(in: .whitespaces)
+            if parts.count == 2, ["bearer", "dpop"].contains(parts[0].lowercased()) {
+                return (parts[1].trimmingCharacters(in: .whitespaces), parts[0].lowercased() == "bearer")
             }
             return nil
         }
-        if let query = queryToken?.trimmingCharacters(in: .whitespaces), !query.isEmpty { return query }
+        if let query = queryToken?.trimmingCharacters(in: .whitespaces), !query.isEmpty { return (query, false) }
         return nil
     }
 
-    /// Authenticates a request from `address` carrying `authorization` (the header) or `queryToken` (`?token=`).
+    /// Authenticates a request from `address` carrying `authorization` (the header) or `queryToken` (`?token=`), and,
+    /// when DPoP is on, the proof in `presentation` (RFC 9449 §7): a bound token needs a valid proof by its key,
+    /// made for this request, with `ath` hashing the token, presented as `Authorization: DPoP`.
     /// - Throws: ``PairingError/rateLimited(retryAfterSeconds:)`` (429), 401 or 403 class errors (see
-    ///   ``PairingError/httpStatus``), or ``PairingError/storage(_:)``.
+    ///   ``PairingError/httpStatus``), ``PairingError/dpop(_:)`` (401), or ``PairingError/storage(_:)``.
     public func authenticate(
-        authorization: String?, queryToken: String? = nil, address: String, touch: Bool = true
+        authorization: String?, queryToken: String? = nil, address: String, touch: Bool = true,
+        dpop presentation: DPoPPresentation? = nil
     ) async throws(PairingError) -> AuthenticatedDevice {
-        let token = Self.presentedToken(authorization: authorization, queryToken: queryToken)
-        guard let token else {
+        if let done = Self.authenticatedRequest, let authorization, done.authorization == authorization { return done.device }
+        guard let (token, asBearer) = Self.presented(authorization: authorization, queryToken: queryToken) else {
             try limiter.check(address)
             throw authorization == nil ? .missingToken : .invalidToken(.access)
         }
         let device = try await counting(address, presenting: token) { () async throws(PairingError) -> AuthenticatedDevice in
-            try await store.validateAccess(token, address: address, touch: touch)
+            try await validate(token, asBearer: asBearer, address: address, touch: touch, dpop: presentation)
         }
         limiter.rememberGood(token: token, until: device.accessTokenExpiresAt)
         return device
     }
 
-    /// `POST /api/auth/exchange`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
-    public func exchange(_ request: ExchangeRequest, address: String) async throws(PairingError) -> ExchangeOutcome {
+    /// The token's device, with its DPoP proof checked (step 1 before the store is asked, the binding inside the
+    /// store's check, step 2 after), without rate limiting.
+    func validate(
+        _ token: String, asBearer: Bool, address: String?, touch: Bool, dpop presentation: DPoPPresentation?
+    ) async throws(PairingError) -> AuthenticatedDevice {
+        guard let policy = activeDPoP else { return try await store.validateAccess(token, address: address, touch: touch) }
+        do {
+            var verified: DPoPVerifiedProof?
+            if let proof = presentation?.proof, let presentation {
+                verified = try await policy.check(
+                    proof, for: DPoPRequest(method: presentation.method, uri: presentation.uri, accessToken: token))
+            }
+            let use = DPoPUse(mode: policy.mode, thumbprint: verified?.thumbprint, asBearer: asBearer)
+            let device = try await store.validateAccess(token, address: address, touch: touch, dpop: use)
+            if let verified, let bound = device.dpopThumbprint { try policy.accept(verified, boundTo: bound) }
+            return device
+        } catch {
+            if case .dpop = error { logRefusal(error, of: "token use", uri: presentation?.uri, address: address) }
+            throw error
+        }
+    }
+
+    /// Logs a refused proof: the reason and where it came from, never the token or the proof.
+    func logRefusal(_ error: PairingError, of what: String, uri: String?, address: String?) {
+        logger.notice("DPoP proof refused", metadata: [
+            "for": "\(what)", "uri": "\(uri ?? "-")", "peer": "\(address ?? "-")", "reason": "\(error.description)",
+        ])
+    }
+
+    /// Step 1 of the proof that comes with an exchange or refresh (no `ath`: no access token is presented), or nil
+    /// when there is none or DPoP is off; ``DPoPError/proofRequired`` when `--dpop required` and there is none.
+    private func proofForGrant(_ presentation: DPoPPresentation?) async throws(PairingError) -> DPoPVerifiedProof? {
+        guard let policy = activeDPoP else { return nil }
+        guard let proof = presentation?.proof, let presentation else {
+            if policy.mode == .required { throw .dpop(.proofRequired) }
+            return nil
+        }
+        let verified = try await policy.check(proof, for: DPoPRequest(method: presentation.method, uri: presentation.uri))
+        // The jti is spent before the store changes anything: a replayed proof must not pair or rotate.
+        try policy.accept(verified, boundTo: nil)
+        return verified
+    }
+
+    /// `POST /api/auth/exchange`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:dpop:)``;
+    /// with a DPoP proof (`presentation`) the new token family is bound to its key.
+    public func exchange(
+        _ request: ExchangeRequest, address: String, dpop presentation: DPoPPresentation? = nil
+    ) async throws(PairingError) -> ExchangeOutcome {
+        let verified = try await proofForGrant(presentation)
         let outcome = try await counting(address, presenting: request.pairingToken) { () async throws(PairingError) -> ExchangeOutcome in
             try await store.exchange(
-                pairingToken: request.pairingToken, deviceName: request.deviceName, address: address, deviceID: request.deviceID)
+                pairingToken: request.pairingToken, deviceName: request.deviceName, address: address, deviceID: request.deviceID,
+                dpopThumbprint: verified?.thumbprint)
         }
         switch outcome {
         case .paired(let session):
@@ -68,10 +161,15 @@ public struct Authenticator: Sendable {
         return outcome
     }
 
-    /// `POST /api/auth/refresh`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:)``.
-    public func refresh(_ request: RefreshRequest, address: String) async throws(PairingError) -> DeviceSession {
+    /// `POST /api/auth/refresh`, rate limited per address like ``authenticate(authorization:queryToken:address:touch:dpop:)``;
+    /// a bound family's refresh needs a proof by its key (`presentation`).
+    public func refresh(
+        _ request: RefreshRequest, address: String, dpop presentation: DPoPPresentation? = nil
+    ) async throws(PairingError) -> DeviceSession {
+        let verified = try await proofForGrant(presentation)
+        let mode = activeDPoP?.mode ?? .off
         let session = try await counting(address, presenting: request.refreshToken) { () async throws(PairingError) -> DeviceSession in
-            try await store.refresh(request.refreshToken, address: address)
+            try await store.refresh(request.refreshToken, address: address, dpopMode: mode, dpopThumbprint: verified?.thumbprint)
         }
         remember(session)
         return session
@@ -133,9 +231,11 @@ extension Authenticator {
     ///   - origin: the `Origin` header, if any; `host`: the `Host` header.
     ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting); when `nil`,
     ///     the token is still checked but failures are not rate limited.
+    ///   - dpop: the request's method and target URI and its DPoP proof (the `DPoP` header, or `?dpop=` from a
+    ///     browser), checked as ``authenticate(authorization:queryToken:address:touch:dpop:)`` does.
     public func checkUpgrade(
         path: String, authorization: String?, origin: String?, host: String?, remoteAddress: String?,
-        allowedOrigins: Set<String> = []
+        allowedOrigins: Set<String> = [], dpop presentation: DPoPPresentation? = nil
     ) async -> AccessDecision {
         guard NetworkPolicy.isOriginAllowed(origin: origin, host: host, allowedOrigins: allowedOrigins) else {
             return .deny(
@@ -150,14 +250,14 @@ extension Authenticator {
             guard let remoteAddress else {
                 // Without a peer address there is no fair bucket to count in (one shared bucket would let anyone lock
                 // everyone out), so the token is checked without rate limiting. Pass the address to get limiting.
-                guard let token = Self.presentedToken(authorization: authorization, queryToken: queryToken) else {
+                guard let (token, asBearer) = Self.presented(authorization: authorization, queryToken: queryToken) else {
                     throw authorization == nil ? PairingError.missingToken : PairingError.invalidToken(.access)
                 }
-                return .allow(try await store.validateAccess(token))
+                return .allow(try await validate(token, asBearer: asBearer, address: nil, touch: true, dpop: presentation))
             }
             return .allow(try await authenticate(
                 authorization: authorization, queryToken: queryToken,
-                address: NetworkPolicy.host(fromRemoteAddress: remoteAddress)))
+                address: NetworkPolicy.host(fromRemoteAddress: remoteAddress), dpop: presentation))
         } catch let error as PairingError {
             return AccessDecision(denying: error)
         } catch {

@@ -17,6 +17,9 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     public var approved: Bool
     /// When the device was revoked, if it was.
     public var revokedAt: Date?
+    /// Whether the device's tokens are bound to its DPoP key (a refresh token it still holds is); nil when unknown
+    /// (the record was read without that question, e.g. by ``TokenStore/device(id:)``).
+    public var dpopBound: Bool?
 
     /// Whether the device is waiting for approval on the desktop.
     public var isPending: Bool { !approved && revokedAt == nil }
@@ -26,7 +29,7 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     /// A device record with all fields given.
     public init(
         id: String, name: String, createdAt: Date, lastSeenAt: Date?, lastAddress: String?,
-        approved: Bool, revokedAt: Date?
+        approved: Bool, revokedAt: Date?, dpopBound: Bool? = nil
     ) {
         self.id = id
         self.name = name
@@ -35,6 +38,7 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
         self.lastAddress = lastAddress
         self.approved = approved
         self.revokedAt = revokedAt
+        self.dpopBound = dpopBound
     }
 }
 
@@ -68,12 +72,15 @@ public struct DeviceSession: Sendable, Equatable {
     public let accessToken: IssuedToken
     /// Long-lived token to obtain the next pair (single use: every refresh rotates it).
     public let refreshToken: IssuedToken
+    /// The RFC 7638 thumbprint of the DPoP key both tokens are bound to; nil when they are Bearer tokens.
+    public let dpopThumbprint: String?
 
-    /// A session with both tokens.
-    public init(deviceID: String, accessToken: IssuedToken, refreshToken: IssuedToken) {
+    /// A session with both tokens, bound to the DPoP key `dpopThumbprint` names when it is given.
+    public init(deviceID: String, accessToken: IssuedToken, refreshToken: IssuedToken, dpopThumbprint: String? = nil) {
         self.deviceID = deviceID
         self.accessToken = accessToken
         self.refreshToken = refreshToken
+        self.dpopThumbprint = dpopThumbprint
     }
 
     /// The JSON body of a successful `POST /api/auth/exchange` or `/api/auth/refresh`, with `expires_in` counted from `now`.
@@ -83,7 +90,7 @@ public struct DeviceSession: Sendable, Equatable {
             accessTokenExpiresAt: accessToken.expiresAt,
             refreshToken: refreshToken.token,
             refreshTokenExpiresAt: refreshToken.expiresAt,
-            tokenType: "Bearer",
+            tokenType: dpopThumbprint == nil ? "Bearer" : "DPoP",
             expiresIn: max(0, Int(accessToken.expiresAt.timeIntervalSince(now).rounded())),
             deviceID: deviceID
         )
@@ -109,6 +116,8 @@ public struct AuthenticatedDevice: Sendable, Equatable {
     /// The token family the access token belongs to (the tokens descended from one pairing); a WebSocket opened
     /// with it is closed (code 4003) when the family is revoked. `nil` only for tokens stored without a family.
     public let familyID: String?
+    /// The thumbprint of the DPoP key the token family is bound to; nil when unbound (or with `--dpop off`).
+    public var dpopThumbprint: String? = nil
 }
 
 /// A revocation that must close WebSockets (code 4003): reported by ``TokenStore/revocationEvents(pollingEvery:)``

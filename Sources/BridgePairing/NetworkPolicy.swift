@@ -36,12 +36,17 @@ public enum NetworkPolicy {
 
     /// The value of the first `token` query parameter in a request target such as `/?token=oa_s_…&x=1`, percent-decoded.
     public static func queryToken(fromPath path: String) -> String? {
+        queryParameter("token", fromPath: path)
+    }
+
+    /// The value of the first `name` query parameter in a request target such as `/?token=…&dpop=…`, percent-decoded.
+    public static func queryParameter(_ name: String, fromPath path: String) -> String? {
         guard let question = path.firstIndex(of: "?") else { return nil }
         var query = path[path.index(after: question)...]
         if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0] == "token" else { continue }
+            guard parts.count == 2, parts[0] == name else { continue }
             let value = String(parts[1]).replacingOccurrences(of: "+", with: " ")
             return value.removingPercentEncoding ?? value
         }

@@ -1,3 +1,4 @@
+import BridgeDPoP
 import Foundation
 
 /// Everything that can go wrong while pairing or authenticating.
@@ -29,11 +30,13 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
     case rateLimited(retryAfterSeconds: Int)
     /// The state directory or database could not be created, opened or written (500).
     case storage(String)
+    /// A DPoP proof was missing or refused (RFC 9449): 401 on a token's use, 400 on the exchange and refresh.
+    case dpop(DPoPError)
 
     /// The HTTP status code this error should produce.
     public var httpStatus: Int {
         switch self {
-        case .missingToken, .invalidToken: 401
+        case .missingToken, .invalidToken, .dpop: 401
         case .expiredToken, .revokedToken, .pairingTokenAlreadyUsed, .refreshTokenReused, .deviceRevoked: 403
         case .approvalPending: 202
         case .unknownDevice: 404
@@ -58,6 +61,7 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
         case .ambiguousDevice: "ambiguous_device"
         case .rateLimited: "rate_limited"
         case .storage: "storage_error"
+        case .dpop(let error): error.code
         }
     }
 
@@ -88,6 +92,8 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Too many failed sign-in attempts from this address. Try again in \(seconds) s."
         case .storage(let detail):
             return "The pairing database failed: \(Redaction.redactTokens(in: detail)). Check that the state directory is writable by this user, or pass --state-dir."
+        case .dpop(let error):
+            return error.message.prefix(1).uppercased() + error.message.dropFirst() + "."
         }
     }
 

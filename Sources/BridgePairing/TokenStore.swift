@@ -130,8 +130,11 @@ public final class TokenStore: Sendable {
     /// - Throws: ``PairingError/missingToken``, ``PairingError/invalidToken(_:)``, ``PairingError/expiredToken(_:)``,
     ///   ``PairingError/revokedToken(_:)``, ``PairingError/pairingTokenAlreadyUsed``,
     ///   ``PairingError/deviceRevoked(deviceID:)``, ``PairingError/storage(_:)``.
+    ///   - dpopThumbprint: the RFC 7638 thumbprint of the key whose DPoP proof came with the exchange: the new token
+    ///     family is bound to it (kept across refreshes); nil for an unbound family.
     public func exchange(
-        pairingToken: String, deviceName: String? = nil, address: String? = nil, deviceID claimedDeviceID: String? = nil
+        pairingToken: String, deviceName: String? = nil, address: String? = nil, deviceID claimedDeviceID: String? = nil,
+        dpopThumbprint: String? = nil
     ) async throws(PairingError) -> ExchangeOutcome {
         let hash = try Self.checkedHash(pairingToken, kind: .pairing)
         let now = clock.now()
@@ -177,12 +180,15 @@ public final class TokenStore: Sendable {
                 sql: "UPDATE token SET used_at = ?, device_id = ? WHERE hash = ?",
                 arguments: [now.timeIntervalSince1970, deviceID, hash])
             let session = try Self.issueSession(
-                db, deviceID: deviceID, familyID: UUID().uuidString.lowercased(), now: now, lifetimes: lifetimes)
+                db, deviceID: deviceID, familyID: UUID().uuidString.lowercased(), now: now, lifetimes: lifetimes,
+                dpopThumbprint: dpopThumbprint)
             return .success(.paired(session))
         }
         switch result {
         case .success(.paired(let session)):
-            logger.info("device paired", metadata: ["device": "\(session.deviceID)", "address": "\(address ?? "-")"])
+            logger.info("device paired", metadata: [
+                "device": "\(session.deviceID)", "address": "\(address ?? "-")", "dpop": "\(session.dpopThumbprint == nil ? "unbound" : "bound")",
+            ])
         case .success(.pending(let deviceID)):
             logger.notice("device waits for approval", metadata: ["device": "\(deviceID)", "address": "\(address ?? "-")"])
         case .failure(let error):
@@ -198,8 +204,11 @@ public final class TokenStore: Sendable {
     /// - Throws: 401 class: ``PairingError/missingToken``, ``PairingError/invalidToken(_:)``;
     ///   403 class: ``PairingError/expiredToken(_:)``, ``PairingError/revokedToken(_:)``,
     ///   ``PairingError/deviceRevoked(deviceID:)``; or ``PairingError/storage(_:)``.
+    ///
+    /// With `dpop` (a ``DPoPUse``), the token family's binding is checked against the proof's key before anything is
+    /// recorded: ``PairingError/dpop(_:)`` when it does not hold (RFC 9449 §7).
     public func validateAccess(
-        _ accessToken: String, address: String? = nil, touch: Bool = true
+        _ accessToken: String, address: String? = nil, touch: Bool = true, dpop: DPoPUse? = nil
     ) async throws(PairingError) -> AuthenticatedDevice {
         let hash = try Self.checkedHash(accessToken, kind: .access)
         let now = clock.now()
@@ -212,9 +221,14 @@ public final class TokenStore: Sendable {
             if row.revokedAt != nil { return .failure(.revokedToken(.access)) }
             if row.expiresAt <= now { return .failure(.expiredToken(.access)) }
             if !device.approved { return .failure(.approvalPending(deviceID: deviceID)) }
+            if let dpop, let refusal = DPoPBinding.checkUse(
+                mode: dpop.mode, bound: row.dpopThumbprint, presented: dpop.thumbprint, asBearer: dpop.asBearer) {
+                return .failure(.dpop(refusal))
+            }
             if touch { try Self.touch(db, deviceID: deviceID, now: now, address: address) }
             return .success(AuthenticatedDevice(
-                deviceID: deviceID, deviceName: device.name, accessTokenExpiresAt: row.expiresAt, familyID: row.familyID))
+                deviceID: deviceID, deviceName: device.name, accessTokenExpiresAt: row.expiresAt, familyID: row.familyID,
+                dpopThumbprint: dpop?.mode == .off ? nil : row.dpopThumbprint))
         }
         // A check that records nothing (e.g. the periodic re-check of an open WebSocket) only needs a read.
         return try await (touch ? transaction(check) : read(check)).get()
@@ -225,7 +239,13 @@ public final class TokenStore: Sendable {
     ///
     /// Presenting a refresh token that was already rotated is treated as theft: every token of its family is revoked
     /// and ``PairingError/refreshTokenReused`` is thrown.
-    public func refresh(_ refreshToken: String, address: String? = nil) async throws(PairingError) -> DeviceSession {
+    ///
+    /// In DPoP `mode` (not off), a bound family's refresh needs a proof by its key (`dpopThumbprint`, the proof's key),
+    /// checked before anything changes, so a copied refresh token without the key rotates nothing; the new tokens stay
+    /// bound to the same key. With ``DPoPMode/required`` an unbound family is refused.
+    public func refresh(
+        _ refreshToken: String, address: String? = nil, dpopMode: DPoPMode = .off, dpopThumbprint: String? = nil
+    ) async throws(PairingError) -> DeviceSession {
         let hash = try Self.checkedHash(refreshToken, kind: .refresh)
         let now = clock.now()
         let lifetimes = configuration.lifetimes
@@ -236,6 +256,9 @@ public final class TokenStore: Sendable {
                   let device = try Self.fetchDevice(db, id: deviceID)
             else { return .failure(.invalidToken(.refresh)) }
             if device.isRevoked { return .failure(.deviceRevoked(deviceID: deviceID)) }
+            if let refusal = DPoPBinding.checkRefresh(mode: dpopMode, bound: row.dpopThumbprint, presented: dpopThumbprint) {
+                return .failure(.dpop(refusal))
+            }
             if row.usedAt != nil {
                 try db.execute(
                     sql: "UPDATE token SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
@@ -252,7 +275,8 @@ public final class TokenStore: Sendable {
                 sql: "UPDATE token SET revoked_at = ? WHERE family_id = ? AND kind = 'access' AND revoked_at IS NULL",
                 arguments: [now.timeIntervalSince1970, familyID])
             try Self.touch(db, deviceID: deviceID, now: now, address: address)
-            return .success(try Self.issueSession(db, deviceID: deviceID, familyID: familyID, now: now, lifetimes: lifetimes))
+            return .success(try Self.issueSession(
+                db, deviceID: deviceID, familyID: familyID, now: now, lifetimes: lifetimes, dpopThumbprint: row.dpopThumbprint))
         }
         if case .failure(.refreshTokenReused) = result {
             logger.warning(
@@ -268,9 +292,14 @@ public final class TokenStore: Sendable {
     /// All devices, oldest first; revoked devices only when `includeRevoked`.
     public func listDevices(includeRevoked: Bool = true) async throws(PairingError) -> [DeviceRecord] {
         try await read { db in
+            // A device is bound when a refresh token it still holds is bound to a key.
+            let bound = """
+                EXISTS (SELECT 1 FROM token WHERE token.device_id = device.id AND kind = 'refresh' \
+                AND dpop_jkt IS NOT NULL AND revoked_at IS NULL AND used_at IS NULL) AS dpop_bound
+                """
             let sql = includeRevoked
-                ? "SELECT * FROM device ORDER BY created_at, id"
-                : "SELECT * FROM device WHERE revoked_at IS NULL ORDER BY created_at, id"
+                ? "SELECT *, \(bound) FROM device ORDER BY created_at, id"
+                : "SELECT *, \(bound) FROM device WHERE revoked_at IS NULL ORDER BY created_at, id"
             return try Row.fetchAll(db, sql: sql).map(Self.device(from:))
         }
     }
@@ -479,6 +508,7 @@ public final class TokenStore: Sendable {
         var hash: Data
         var deviceID: String?
         var familyID: String?
+        var dpopThumbprint: String?
         var expiresAt: Date
         var usedAt: Date?
         var revokedAt: Date?
@@ -516,6 +546,11 @@ public final class TokenStore: Sendable {
                 CREATE INDEX device_revoked ON device(revoked_at);
                 CREATE INDEX token_refresh_revoked ON token(revoked_at) WHERE kind = 'refresh';
                 """)
+        }
+        // Issue 30: the DPoP key (RFC 7638 thumbprint) a token family is bound to, on each of its tokens; families
+        // issued before stay unbound (NULL).
+        migrator.registerMigration("v3: dpop binding") { db in
+            try db.execute(sql: "ALTER TABLE token ADD COLUMN dpop_jkt TEXT")
         }
         return migrator
     }
@@ -569,6 +604,7 @@ public final class TokenStore: Sendable {
             hash: storedHash,
             deviceID: row["device_id"],
             familyID: row["family_id"],
+            dpopThumbprint: row["dpop_jkt"],
             expiresAt: date(row["expires_at"]) ?? .distantPast,
             usedAt: date(row["used_at"]),
             revokedAt: date(row["revoked_at"]))
@@ -586,7 +622,8 @@ public final class TokenStore: Sendable {
             lastSeenAt: date(row["last_seen_at"]),
             lastAddress: row["last_address"],
             approved: row["approved"],
-            revokedAt: date(row["revoked_at"]))
+            revokedAt: date(row["revoked_at"]),
+            dpopBound: row.hasColumn("dpop_bound") ? row["dpop_bound"] : nil)
     }
 
     private static func date(_ seconds: Double?) -> Date? {
@@ -625,26 +662,32 @@ public final class TokenStore: Sendable {
     }
 
     private static func insertToken(
-        _ db: Database, hash: Data, kind: TokenKind, deviceID: String?, familyID: String?, now: Date, expires: Date
+        _ db: Database, hash: Data, kind: TokenKind, deviceID: String?, familyID: String?, now: Date, expires: Date,
+        dpopThumbprint: String? = nil
     ) throws {
         try db.execute(
             sql: """
-                INSERT INTO token (hash, kind, device_id, family_id, created_at, expires_at, used_at, revoked_at)
-                VALUES (?, ?, ?, ?, ?, ?, NULL, NULL)
+                INSERT INTO token (hash, kind, device_id, family_id, created_at, expires_at, used_at, revoked_at, dpop_jkt)
+                VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, ?)
                 """,
-            arguments: [hash, kind.rawValue, deviceID, familyID, now.timeIntervalSince1970, expires.timeIntervalSince1970])
+            arguments: [
+                hash, kind.rawValue, deviceID, familyID, now.timeIntervalSince1970, expires.timeIntervalSince1970, dpopThumbprint,
+            ])
     }
 
     private static func issueSession(
-        _ db: Database, deviceID: String, familyID: String, now: Date, lifetimes: TokenLifetimes
+        _ db: Database, deviceID: String, familyID: String, now: Date, lifetimes: TokenLifetimes, dpopThumbprint: String?
     ) throws -> DeviceSession {
         func issue(_ kind: TokenKind) throws -> IssuedToken {
             let token = TokenSecret.generate(kind)
             let expires = now.addingTimeInterval(lifetimes.lifetime(of: kind))
-            try insertToken(db, hash: TokenSecret.hash(token), kind: kind, deviceID: deviceID, familyID: familyID, now: now, expires: expires)
+            try insertToken(
+                db, hash: TokenSecret.hash(token), kind: kind, deviceID: deviceID, familyID: familyID, now: now, expires: expires,
+                dpopThumbprint: dpopThumbprint)
             return IssuedToken(token: token, kind: kind, expiresAt: expires)
         }
-        return DeviceSession(deviceID: deviceID, accessToken: try issue(.access), refreshToken: try issue(.refresh))
+        return DeviceSession(
+            deviceID: deviceID, accessToken: try issue(.access), refreshToken: try issue(.refresh), dpopThumbprint: dpopThumbprint)
     }
 
     /// Trims, removes control characters and any token-looking text, and caps the name at 64 characters.

@@ -5,7 +5,12 @@ import Foundation
 /// process: proofs made beforehand by a device key (not timed), then both of the bridge's steps (`check`: parse,
 /// ES256 signature, claims, nonce, ath; `accept`: binding and replay cache) per proof, best of 3 rounds. Also the
 /// device's side, making one proof, for the record.
+///
+/// With `--url ws://127.0.0.1:PORT/`: WebSocket connects per second with and without DPoP against that bridge
+/// (``runDPoPConnects(_:url:)``).
 func runDPoP(_ args: Args) async throws {
+    let target = args.string("url", "")
+    if !target.isEmpty { return try await runDPoPConnects(args, url: target) }
     let count = min(max(args.int("count", 2_000), 1), 50_000)
     let device = DPoPSigner()
     let url = "https://desk.local:9099/"

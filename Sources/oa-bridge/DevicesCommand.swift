@@ -106,12 +106,15 @@ enum DeviceTable {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd HH:mm'Z'"
-        let header = ["ID", "NAME", "STATE", "PAIRED", "LAST SEEN", "LAST ADDRESS"]
+        // DPOP: whether the device's tokens are bound to its key (issue 30); "unbound" devices were paired before DPoP
+        // (or by a client without it) and stop working under `serve --dpop required` until they pair again.
+        let header = ["ID", "NAME", "STATE", "DPOP", "PAIRED", "LAST SEEN", "LAST ADDRESS"]
         let rows = devices.map { device in
             [
                 String(device.id.prefix(8)),
                 TerminalSafe.line(device.name),
                 device.isRevoked ? "revoked" : device.isPending ? "pending" : "active",
+                device.isRevoked || device.isPending ? "-" : device.dpopBound == true ? "bound" : "unbound",
                 formatter.string(from: device.createdAt),
                 device.lastSeenAt.map(formatter.string) ?? "-",
                 device.lastAddress ?? "-",

@@ -81,6 +81,7 @@ struct DoctorCommand: AsyncParsableCommand {
         var checks = found
         if decided == .desk {
             checks += [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir)), DoctorCheck.terminalConfinement()]
+            checks.append(await DoctorCheck.dpopBinding(stateDirectory: StateDirectory.resolve(override: stateDir)))
         }
         if json {
             let encoder = JSONEncoder()

@@ -297,7 +297,7 @@ struct PairingRoutesTests {
         let authorize = authenticator.upgradeAuthorizer()
         let revoked = await authorize(BridgeUpgradeRequest(
             path: "/?token=\(access)", headers: [:], remoteAddress: "127.0.0.1", host: "127.0.0.1:9099"))
-        guard case .deny(let status, let message) = revoked else {
+        guard case .deny(let status, let message, _) = revoked else {
             Issue.record("expected a denial")
             return
         }

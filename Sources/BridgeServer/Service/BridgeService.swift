@@ -30,6 +30,8 @@ public struct BridgeService: Service {
         public var stateDirectory: URL
         /// Whether phones need a token.
         public var auth: Auth = .token(requireApproval: false)
+        /// `--dpop`: whether tokens are bound to the device's key (RFC 9449); with token auth only.
+        public var dpop: DPoPMode = .optional
         /// The mDNS backend that advertises the bridge; `nil` to not advertise (phones connect by address).
         public var discovery: (any DiscoveryBackend)? = nil
         /// The version named in the "serving" log line.
@@ -91,7 +93,8 @@ public struct BridgeService: Service {
         if case .token(let requireApproval) = options.auth {
             let tokens = try TokenStore(
                 directory: options.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), logger: logger)
-            let authenticator = Authenticator(store: tokens)
+            let authenticator = Authenticator(store: tokens, dpop: DPoPPolicy(mode: options.dpop), logger: logger)
+            logger.notice("DPoP (RFC 9449 device-bound tokens)", metadata: ["dpop": "\(options.dpop.rawValue)"])
             configuration.authenticator = authenticator
             configuration.authorizeUpgrade = authenticator.upgradeAuthorizer()
             store = tokens

@@ -27,6 +27,8 @@ struct BridgeHTTPRouter {
         router.add(middleware: PlaintextPolicyMiddleware(policy: PlaintextPolicy(for: configuration), logger: logger))
         // Then: a state-changing request from a web page of another site or host name is refused (issue 27 item 1).
         router.add(middleware: BrowserOriginMiddleware(policy: BrowserOriginPolicy(for: configuration), logger: logger))
+        // DPoP-Nonce on every /api answer (refusals too) while DPoP is on (issue 30).
+        if let policy = configuration.authenticator?.activeDPoP { router.add(middleware: DPoPNonceMiddleware(policy: policy)) }
         router.add(middleware: PairingErrorMiddleware(logger: logger))
         let openAPI = router.group("api")
         let protectedAPI = router.group("api")

@@ -1,3 +1,4 @@
+import BridgeHTTP
 import BridgePairing
 import Hummingbird
 
@@ -15,13 +16,22 @@ public struct BridgeUpgradeRequest: Sendable {
     public var remoteAddress: String?
     /// The request's `Host` (its authority, "desk.local:9099"), if it sent one.
     public var host: String?
+    /// The HTTP method (`GET` for an upgrade; `POST`, `GET` or `DELETE` at `/acp` over HTTP): a DPoP proof's `htm`.
+    public var method: String
+    /// Whether the connection is TLS: a DPoP proof's `htu` then names `https`, else `http`.
+    public var isTLS: Bool
 
     /// Creates a request description.
-    public init(path: String, headers: HTTPFields, remoteAddress: String?, host: String? = nil) {
+    public init(
+        path: String, headers: HTTPFields, remoteAddress: String?, host: String? = nil, method: String = "GET",
+        isTLS: Bool = false
+    ) {
         self.path = path
         self.headers = headers
         self.remoteAddress = remoteAddress
         self.host = host
+        self.method = method
+        self.isTLS = isTLS
     }
 }
 
@@ -32,6 +42,20 @@ public enum BridgeUpgradeDecision: Sendable, Equatable {
     /// Accept the WebSocket of this paired device: the connection is closed with 4001 when its access token
     /// expires, and with 4003 as soon as the device is revoked.
     case authenticated(AuthenticatedDevice)
-    /// Refuse it with an HTTP status (401, 403, 429...) and a message for the client.
-    case deny(status: Int, message: String)
+    /// Refuse it with an HTTP status (401, 403, 429...), a message for the client (`"<code>: <text>"`), and header
+    /// fields for the answer (`WWW-Authenticate`, `DPoP-Nonce`).
+    case deny(status: Int, message: String, headers: HTTPFields)
+
+    /// A refusal without extra header fields.
+    public static func deny(status: Int, message: String) -> BridgeUpgradeDecision {
+        .deny(status: status, message: message, headers: [:])
+    }
+}
+
+extension JSONErrorResponse {
+    /// The answer to a refused upgrade: ``init(denial:_:)`` with the decision's header fields.
+    init(denial status: Int, _ message: String, headers: HTTPFields) {
+        self.init(denial: status, message)
+        for field in headers { self.headers[field.name] = field.value }
+    }
 }

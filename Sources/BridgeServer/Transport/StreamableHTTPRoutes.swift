@@ -229,16 +229,17 @@ struct StreamableHTTPRoutes {
         if let gate = access.gate, !gate.admits(remote) { return .failure(gate.refusal(for: remote)) }
         guard let authorize = access.authorize else { return .success(nil) }
         let upgrade = BridgeUpgradeRequest(
-            path: request.uri.description, headers: request.headers, remoteAddress: remote, host: request.head.authority)
+            path: request.uri.description, headers: request.headers, remoteAddress: remote, host: request.head.authority,
+            method: request.method.rawValue, isTLS: context.isTLS)
         switch await authorize(upgrade) {
         case .allow:
             return .success(nil)
         case .authenticated(let device):
             return .success(device)
-        case .deny(let status, let message):
+        case .deny(let status, let message, let headers):
             BridgeMetrics.authFailures.increment()
             logger.notice("/acp request refused", metadata: ["status": "\(status)", "reason": "\(message)", "remote": "\(remote ?? "?")"])
-            return .failure(JSONErrorResponse(denial: status, message))
+            return .failure(JSONErrorResponse(denial: status, message, headers: headers))
         }
     }
 

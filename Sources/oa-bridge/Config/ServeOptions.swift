@@ -1,5 +1,6 @@
 import ArgumentParser
 import BridgeConfig
+import BridgePairing
 import BridgeServer
 import BridgeTerminal
 import BridgeWorkspace
@@ -75,6 +76,9 @@ struct ServeOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Hold each new pairing until it is approved on the desktop ('oa-bridge devices approve ID'). Default: off.")
     var requireApproval: Bool?
 
+    @Option(help: "Device-bound tokens (DPoP, RFC 9449): required (every device proves its key; devices paired before must pair again), optional (new pairings are bound, older devices keep working until they pair again) or off. Default: optional.")
+    var dpop: DPoPMode?
+
     @Option(help: "With --auth none: also accept clients from this network (CIDR, e.g. 192.168.1.0/24). Repeatable; comma-separated in the environment and config.")
     var allowNetwork: [String] = []
 
@@ -116,6 +120,7 @@ struct ServeOptions: ParsableArguments {
         flags.logLevel = logLevel
         flags.logFormat = logFormat
         flags.auth = auth
+        flags.dpop = dpop
         flags.requireApproval = requireApproval
         flags.allowNetwork = allowNetwork
         flags.allowPlaintext = allowPlaintext
@@ -128,6 +133,7 @@ struct ServeOptions: ParsableArguments {
 }
 
 extension AuthMode: ExpressibleByArgument {}
+extension DPoPMode: ExpressibleByArgument {}
 extension TerminalConfinement: ExpressibleByArgument {}
 extension DiscoveryChoice: ExpressibleByArgument {}
 extension BridgeLogging.Format: ExpressibleByArgument {}
