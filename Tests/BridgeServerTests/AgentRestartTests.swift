@@ -11,9 +11,10 @@ import Testing
 /// open for as long as the test needs, with no timing in the test.
 @Suite("Agent restart", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
 struct AgentRestartTests {
-    /// Sessions are `<pid>-<n>`, so a test tells which process answered. A prompt `deaf` is answered, then the agent
-    /// closes its stdin (`mute`: its stdout too) and sleeps until it is stopped. With `muteAfterInitialize` every
-    /// process closes its stdin and stdout right after answering `initialize` and exits half a second later.
+    /// Sessions are `<pid>-<n>`, so a test tells which process answered. A prompt `deaf` makes the agent close its
+    /// stdin, then it is answered (`mute`: then stdout is closed too) and the agent sleeps until it is stopped. With
+    /// `muteAfterInitialize` every process closes its stdin and stdout right after answering `initialize` and exits
+    /// half a second later.
     static let script = """
     import json, os, sys, time
     ALWAYS = sys.argv[1] == "muteAfterInitialize"
@@ -35,9 +36,13 @@ struct AgentRestartTests {
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "%d-%d" % (os.getpid(), count)}})
         elif method == "session/prompt":
             text = params["prompt"][0]["text"]
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
+            # Stdin is closed before the answer goes out: a client that has the answer and sends more finds the agent
+            # deaf already (closed after it, the next request could reach the pipe first and be lost unread, with no
+            # error for the bridge: the test waited 30 s and failed under load).
             if text in ("deaf", "mute"):
                 os.close(0)
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
+            if text in ("deaf", "mute"):
                 if text == "mute":
                     sys.stdout.flush()
                     os.close(1)

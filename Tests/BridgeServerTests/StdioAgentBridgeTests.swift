@@ -112,18 +112,19 @@ struct StdioAgentBridgeTests {
         for line in sys.stdin:
             msg = json.loads(line)
             if msg.get("method") == "initialize":
-                time.sleep(4.0)
+                time.sleep(6.0)
                 print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}}), flush=True)
         """
-        // The agent takes 4 s, well past the 1.5 s deadline; 1.5 s leaves a loaded 2-core machine room to read the
-        // client's initialize (at 300 ms a CI run closed the client before its initialize was seen).
+        // The agent takes 6 s, three times the 2 s deadline; 2 s leaves a loaded 2-core machine room to read the
+        // client's initialize (at 300 ms a CI run closed the client before its initialize was seen). The answer is
+        // awaited for 30 s: Python's start plus the 6 s took longer than the default 10 s in full runs beside builds.
         try await TestBridge.with(configure: {
             $0.agentCommand = ["python3", "-u", "-c", script]
-            $0.initializeTimeout = .milliseconds(1_500)
+            $0.initializeTimeout = .seconds(2)
         }) { port, _ in
             try await TestClient.with(port: port) { client in
                 client.send(HandshakeTests.seedInitialize)
-                let answer = try await client.next()
+                let answer = try await client.next(timeout: .seconds(30))
                 #expect(answer["result"]?["protocol_version"] == "0.2.2")
                 // No agentInfo from this agent: the bridge names it after its command.
                 #expect(answer["result"]?["agent_info"]?["name"] == "python3")

@@ -2,6 +2,7 @@ import BridgeServer
 import Foundation
 import Logging
 import Synchronization
+import Testing
 
 /// Runs a real bridge on 127.0.0.1, port 0, for the duration of `body`.
 enum TestBridge {
@@ -28,12 +29,55 @@ enum TestBridge {
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let server = BridgeServer(configuration: configuration, logger: logger) { port in portSink.yield(port) }
         let frozen = configuration
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw TestClientError.closed }
-            defer { group.cancelAll() }
-            return try await body(port, frozen)
+        // The bridge runs in a task of its own that the test waits for, bounded: a bridge that does not stop within
+        // `stopLimit` of the test's end fails the test (naming it) instead of hanging the whole run.
+        let running = Task {
+            defer { portSink.finish() }
+            try await server.run()
         }
+        let result: Result<T, any Error>
+        var iterator = ports.makeAsyncIterator()
+        if let port = await iterator.next() {
+            do {
+                result = .success(try await body(port, frozen))
+            } catch {
+                result = .failure(error)
+            }
+        } else {
+            result = .failure(TestClientError.closed)
+        }
+        running.cancel()
+        guard await finishes(running, within: stopLimit) else {
+            Issue.record("the bridge did not stop within \(stopLimit) of the test's end (left running)")
+            throw TestBridgeError.didNotStop
+        }
+        return try result.get()
     }
+
+    /// How long a bridge may take to stop once its test is done (its shutdown is cut short by the cancellation).
+    static let stopLimit: Duration = .seconds(30)
+
+    /// Whether `task` ends within `limit` (its error, if any, is not looked at: the test is over).
+    private static func finishes(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
+        let (ends, endSink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let waiter = Task {
+            _ = await task.result
+            endSink.yield(true)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            endSink.yield(false)
+        }
+        var iterator = ends.makeAsyncIterator()
+        let ended = await iterator.next() ?? false
+        waiter.cancel()
+        timer.cancel()
+        return ended
+    }
+}
+
+/// A test bridge's own failure.
+enum TestBridgeError: Error {
+    /// The bridge was still running ``TestBridge/stopLimit`` after its test ended.
+    case didNotStop
 }
