@@ -9,7 +9,8 @@ and sends `Authorization: Bearer`.
 Covered: initialize, session/new, a prompt with a permission (allowed, then rejected), a cancelled prompt, the session
 loaded from a second connection (which sees the first one's prompts and answers), resumed from a third; a WebSocket
 client and a Streamable HTTP client on one session, each seeing the other's prompts and answers; SSE resumption by
-`Last-Event-ID`; DELETE; the status of each bad request (missing or unknown connection, another device's connection,
+`Last-Event-ID` (per stream on the connection's stream, by the bridge's `seq` on a session's, from another connection
+too); DELETE; the status of each bad request (missing or unknown connection, another device's connection,
 wrong content type, a batch, a session of another connection, a session-scoped POST without `Acp-Session-Id`, an
 `Accept` without `text/event-stream`); an SSE client that never reads is cut off and its connection closed."""
 
@@ -349,6 +350,96 @@ def test_a_stream_resumes_after_its_last_event_id(bridge):
             client.post(bridge.url, json={"jsonrpc": "2.0", "id": 7, "method": "_oa/ping", "params": {}}, headers=headers)
             assert [data["id"] for _, data in read_events(stream, 1)] == [7]
         client.delete(bridge.url, headers=headers)
+
+
+def read_labelled(lines, until, timeout: float = 20) -> list[tuple[str, dict]]:
+    """Reads SSE events (id as sent, data) from `lines` (a streaming httpx response's `iter_lines()`, read on by
+    later calls) until `until(data)` holds for one."""
+    events, current_id, data = [], None, []
+    deadline = time.monotonic() + timeout
+    for line in lines:
+        if line.startswith("id:"):
+            current_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif line == "" and data:
+            message = json.loads("\n".join(data))
+            events.append((current_id, message))
+            data, current_id = [], None
+            if until(message):
+                return events
+        assert time.monotonic() < deadline, f"not there within {timeout} s: {events}"
+    raise AssertionError(f"the stream ended: {events}")
+
+
+def seq_of(message: dict) -> int | None:
+    return message["params"]["_meta"]["seq"] if message.get("method") == "session/update" else None
+
+
+def test_a_session_stream_is_numbered_by_seq_and_resumes_from_a_phones_last_seq(bridge):
+    """TEAM.md's wire format for issue 28: on a session's stream an update's event id is its `seq`, and a GET with
+    `Last-Event-ID: N` gets exactly the updates with seq > N, also on a new connection (a phone coming from its
+    WebSocket with the last seq it saw) and when the stream no longer holds N."""
+    token = bridge.pair("seq-resume")
+    auth = {"Authorization": f"Bearer {token}"}
+    sse = {"Accept": "text/event-stream"}
+    prompt = lambda rid, session, text: {"jsonrpc": "2.0", "id": rid, "method": "session/prompt",
+                                         "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}
+    with httpx.Client(timeout=15) as client:
+        first = {**auth, "Acp-Connection-Id": initialize(client, bridge.url, token)}
+        assert client.post(bridge.url, headers=first, json={"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+            "cwd": str(bridge.workspace), "mcpServers": []}}).status_code == 202
+        with client.stream("GET", bridge.url, headers={**first, **sse}) as stream:
+            opened = read_labelled(stream.iter_lines(), lambda m: m.get("id") == 1)
+        session = opened[-1][1]["result"]["sessionId"]
+        scoped = {**first, "Acp-Session-Id": session}
+        with client.stream("GET", bridge.url, headers={**scoped, **sse}) as stream:
+            for rid, text in ((2, "one"), (3, "two")):
+                assert client.post(bridge.url, headers=scoped, json=prompt(rid, session, text)).status_code == 202
+            events = read_labelled(stream.iter_lines(), lambda m: m.get("id") == 3)
+        updates = [(label, seq_of(m)) for label, m in events if seq_of(m) is not None]
+        assert updates and all(label == str(seq) for label, seq in updates), events
+        seqs = [seq for _, seq in updates]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        # Any other message is `S.k`: the k-th after the update S.
+        answers = [(label, m["id"]) for label, m in events if "id" in m]
+        assert answers and all(label.count(".") == 1 for label, _ in answers), answers
+
+        # A phone that saw the updates up to seq N on its WebSocket comes over with a new connection.
+        last_seen = seqs[1]
+        phone = {**auth, "Acp-Connection-Id": initialize(client, bridge.url, token)}
+        assert client.post(bridge.url, headers=phone, json={"jsonrpc": "2.0", "id": 10, "method": "session/resume", "params": {
+            "sessionId": session, "cwd": str(bridge.workspace)}}).status_code == 202
+        with client.stream("GET", bridge.url, headers={**phone, **sse}) as stream:
+            resumed = read_labelled(stream.iter_lines(), lambda m: m.get("id") == 10)
+        assert "result" in resumed[-1][1], resumed
+        with client.stream("GET", bridge.url, headers={**phone, **sse, "Acp-Session-Id": session,
+                                                       "Last-Event-ID": str(last_seen)}) as stream:
+            lines = stream.iter_lines()
+            missed = read_labelled(lines, lambda m: seq_of(m) == seqs[-1])
+            # Then live: the first connection's next prompt.
+            assert client.post(bridge.url, headers=scoped, json=prompt(4, session, "three")).status_code == 202
+            live = read_labelled(lines, lambda m: m.get("method") == "session/update"
+                                 and "three" in json.dumps(m["params"]["update"]) and "heard" in json.dumps(m["params"]["update"]))
+        got = [(label, seq_of(m)) for label, m in missed + live]
+        assert all(seq is not None for _, seq in got), f"only updates, exactly those after {last_seen}: {got}"
+        assert [seq for _, seq in got] == list(range(last_seen + 1, last_seen + 1 + len(got))), got
+        assert [seq for _, seq in got][:len(seqs) - 2] == seqs[2:], (got, seqs)
+        assert all(label == str(seq) for label, seq in got), got
+
+        # The first connection's stream asked from seq 0, which it never held: every update of the session, in order.
+        with client.stream("GET", bridge.url, headers={**scoped, **sse, "Last-Event-ID": "0"}) as stream:
+            replayed = read_labelled(stream.iter_lines(), lambda m: seq_of(m) == got[-1][1])
+        replayed_seqs = [seq_of(m) for _, m in replayed if seq_of(m) is not None]
+        assert replayed_seqs == list(range(1, got[-1][1] + 1)), replayed_seqs
+
+        # Ids that are neither: 400.
+        bad = client.get(bridge.url, headers={**scoped, **sse, "Last-Event-ID": "seven"})
+        assert bad.status_code == 400 and bad.json()["error"] == "invalid_last_event_id", bad.text
+        bad = client.get(bridge.url, headers={**first, **sse, "Last-Event-ID": "3.1"})
+        assert bad.status_code == 400 and bad.json()["error"] == "invalid_last_event_id", bad.text
+        for headers in (first, phone):
+            client.delete(bridge.url, headers=headers)
 
 
 FLOOD = Path(REPO) / "bench" / "flood_agent.py"

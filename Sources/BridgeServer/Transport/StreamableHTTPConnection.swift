@@ -1,7 +1,5 @@
 import BridgeRPC
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 import Logging
 import NIOCore
 import Synchronization
@@ -40,8 +38,9 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     /// What opening a stream found.
     enum OpenResult {
-        /// Read with this token; `resumed` says whether `Last-Event-ID` was still held.
-        case opened(token: UInt64, resumed: Bool)
+        /// Read with this token; `resumed` says what became of `Last-Event-ID`; with `replayAfter` the bridge
+        /// replays the session's updates after that `seq` into the stream (``replay(_:after:)``) before anything else.
+        case opened(token: UInt64, resumed: StreamableHTTPStreamLog.Attached, replayAfter: Int64?)
         /// The session is not one this connection opened, loaded or resumed.
         case unknownSession
         /// The connection ended.
@@ -132,26 +131,89 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
     // MARK: Readers
 
     /// Attaches a reader to a stream (a newer reader replaces an older one, which ends); with `lastEventID` it resumes
-    /// after that event when the stream still holds it.
-    func open(_ key: StreamKey, lastEventID: Int?) -> OpenResult {
-        let (result, previous) = state.withLock { state -> (OpenResult, CheckedContinuation<Void, Never>?) in
-            if state.ended { return (.ended, nil) }
+    /// after that event when the stream still holds it. On a session's stream that no longer holds it (or never did:
+    /// a phone coming from a WebSocket with its last `seq`), the reader gets the session's updates after that `seq`
+    /// from the bridge's replay buffer: the caller starts it with ``replay(_:after:)``.
+    func open(_ key: StreamKey, lastEventID: String?) -> OpenResult {
+        let (result, previous, dropped) = state.withLock { state -> (OpenResult, CheckedContinuation<Void, Never>?, [StreamableHTTPWriteCompletion]) in
+            if state.ended { return (.ended, nil, []) }
+            var sessionScoped = false
             if case .session(let session) = key {
-                guard state.attached.contains(session) else { return (.unknownSession, nil) }
+                guard state.attached.contains(session) else { return (.unknownSession, nil, []) }
                 state.routed.insert(session)
+                sessionScoped = true
             }
             let token = state.nextReader
             state.nextReader += 1
-            var log = state.streams[key] ?? StreamableHTTPStreamLog()
+            var log = state.streams[key] ?? StreamableHTTPStreamLog(sessionScoped: sessionScoped)
             if log.reader == nil { state.readers += 1 }
             let previous = log.wake
             log.wake = nil
-            let resumed = log.attach(token, lastEventID: lastEventID)
+            let attached = log.attach(token, lastEventID: lastEventID)
+            var replayAfter: Int64?
+            var dropped: [StreamableHTTPWriteCompletion] = []
+            if attached == .notHeld, sessionScoped, !log.replaying, let lastEventID,
+               let seq = StreamableHTTPConnection.seq(ofEventID: lastEventID) {
+                replayAfter = seq
+                dropped = log.beginReplay()
+            }
             state.streams[key] = log
-            return (.opened(token: token, resumed: resumed), previous)
+            return (.opened(token: token, resumed: attached, replayAfter: replayAfter), previous, dropped)
         }
         previous?.resume()
+        for completion in dropped { completion.done() }
         return result
+    }
+
+    /// Asks the hub for `session`'s updates after `seq` (`_oa/session/resume` of the connection's own, as a phone
+    /// coming back does), which go into the session's stream; what else arrives meanwhile waits and follows in order
+    /// (``StreamableHTTPStreamLog/endReplay(after:)``). A gap (the bridge no longer holds `seq + 1`) is told on the
+    /// stream as a comment, and the stream goes on live.
+    func replay(_ session: String, after seq: Int64) async {
+        let requestID = JSONRPCID.string("oa-sse-replay-\(UUID().uuidString.lowercased())")
+        let promise = eventLoop.makePromise(of: ByteBuffer?.self)
+        let ended = state.withLock { state -> Bool in
+            if state.ended { return true }
+            state.waiters[requestID] = promise
+            return false
+        }
+        if ended {
+            promise.succeed(nil)
+        } else {
+            let request = JSONRPCMessage.request(JSONRPCRequest(
+                id: requestID, method: "_oa/session/resume", params: ["sessionId": .string(session), "lastSeq": .int(seq)]))
+            await hub.receive(request.jsonText, from: hubID)
+        }
+        let answer = (try? await promise.futureResult.get()) ?? nil
+        var note: String?
+        if let answer, case .single(.message(.response(let response))) = JSONRPCFrame(parsing: String(buffer: answer)),
+           let error = response.error {
+            note = "no replay after \(seq): \(error.message) (\(error.code))"
+            logger.notice("an SSE stream's Last-Event-ID could not be replayed", metadata: [
+                "acp_connection": "\(id)", "session": "\(session)", "after": "\(seq)", "code": "\(error.code)"])
+        }
+        let key = StreamKey.session(session)
+        let (skipped, wake) = state.withLock { state -> ([StreamableHTTPWriteCompletion], CheckedContinuation<Void, Never>?) in
+            guard var log = state.streams[key] else { return ([], nil) }
+            let skipped = log.endReplay(after: seq)
+            if let note { log.appendComment(note) }
+            let wake = log.wake
+            log.wake = nil
+            state.streams[key] = log
+            return (skipped, wake)
+        }
+        for completion in skipped { completion.done() }
+        wake?.resume()
+    }
+
+    /// The `seq` a session stream's event id names: `"41"` or `"41.2"` → 41; `nil` when it is not one.
+    static func seq(ofEventID id: String) -> Int64? {
+        let parts = id.trimmingCharacters(in: .whitespaces).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let first = parts.first, first.allSatisfy(\.isASCII), let seq = Int64(first), seq >= 0 else { return nil }
+        if parts.count == 2 {
+            guard parts[1].allSatisfy(\.isASCII), let follower = Int(parts[1]), follower >= 1 else { return nil }
+        }
+        return seq
     }
 
     /// The reader `token` of `key` is gone.
@@ -218,7 +280,7 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     /// The reader wrote `events` of `key`.
     func wrote(_ events: [StreamableHTTPStreamLog.Event], on key: StreamKey) {
-        let completions = state.withLock { state in events.compactMap { state.streams[key]?.wrote($0) } }
+        let completions = state.withLock { state in state.streams[key]?.wrote(events) ?? [] }
         for completion in completions { completion.done() }
     }
 
@@ -257,9 +319,8 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
                     answers.append((promise, frame))
                     done += 1
                 case .stream(let key):
-                    var log = state.streams[key] ?? StreamableHTTPStreamLog()
-                    let number = log.nextNumber
-                    _ = log.append(StreamableHTTPConnection.event(frame, number: number), completion: completion)
+                    var log = state.streams[key] ?? StreamableHTTPStreamLog(sessionScoped: key != .connection)
+                    log.append(frame, seq: log.sessionScoped ? StreamableHTTPConnection.updateSeq(of: frame) : nil, completion: completion)
                     if let wake = log.wake {
                         log.wake = nil
                         wakes.append(wake)
@@ -375,34 +436,27 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         value?["sessionId"]?.stringValue ?? value?["session_id"]?.stringValue
     }
 
-    /// One SSE event: `id: <number>` and the message as `data:` (a line per line of the message; the bridge's JSON has
-    /// none, but an agent's could if it were ever passed on raw).
-    static func event(_ message: ByteBuffer, number: Int) -> ByteBuffer {
-        var out = ByteBuffer()
-        out.reserveCapacity(message.readableBytes + 32)
-        out.writeString("id: \(number)\ndata: ")
-        let hasNewline = message.withUnsafeReadableBytes { raw in
-            raw.baseAddress.map { memchr($0, 0x0A, raw.count) != nil } ?? false
+    /// How the hub writes a `session/update`'s envelope.
+    static let updatePrefix = Array(#"{"jsonrpc":"2.0","method":"session/update","params":"#.utf8)
+    /// How it writes one made of the agent's bytes with `_meta.seq` spliced in first (``SplicedUpdate``).
+    static let splicedUpdatePrefix = Array(#"{"jsonrpc":"2.0","method":"session/update","params":{"_meta":{"seq":"#.utf8)
+
+    /// The `_meta.seq` of a `session/update` frame (read from the bytes when it comes first, else parsed); `nil` for
+    /// any other message.
+    static func updateSeq(of frame: ByteBuffer) -> Int64? {
+        let bytes = frame.readableBytesView
+        guard bytes.starts(with: updatePrefix) else { return nil }
+        if bytes.starts(with: splicedUpdatePrefix) {
+            var seq: Int64 = 0
+            var digits = 0
+            for byte in bytes.dropFirst(splicedUpdatePrefix.count) {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 18 else { break }
+                seq = seq * 10 + Int64(byte - UInt8(ascii: "0"))
+                digits += 1
+            }
+            if digits > 0 { return seq }
         }
-        if !hasNewline {
-            // The common case (the bridge's JSON is one line): the message as it is.
-            out.writeImmutableBuffer(message)
-            out.writeString("\n\n")
-            return out
-        }
-        let view = message.readableBytesView
-        var start = view.startIndex
-        while true {
-            let end = view[start...].firstIndex(of: UInt8(ascii: "\n")) ?? view.endIndex
-            var line = view[start..<end]
-            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-            out.writeBytes(line)
-            out.writeString("\n")
-            if end == view.endIndex { break }
-            start = end + 1
-            out.writeString("data: ")
-        }
-        out.writeString("\n")
-        return out
+        guard case .single(.message(.notification(let notification))) = JSONRPCFrame(parsing: String(buffer: frame)) else { return nil }
+        return notification.params?["_meta"]?["seq"]?.intValue
     }
 }

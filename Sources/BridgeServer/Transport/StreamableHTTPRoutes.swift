@@ -161,17 +161,27 @@ struct StreamableHTTPRoutes {
         case .failure(let refusal): return refusal.response
         }
         let key: StreamableHTTPConnection.StreamKey = request.headers[Self.sessionHeader].map { .session($0) } ?? .connection
-        let lastEventID = request.headers[Self.lastEventIDHeader].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let lastEventID = request.headers[Self.lastEventIDHeader]?.trimmingCharacters(in: .whitespaces)
+        if let lastEventID, !Self.isEventID(lastEventID, of: key) {
+            return Self.refusal(.badRequest, "invalid_last_event_id", key == .connection
+                ? "Last-Event-ID of the connection's stream is an event number this stream gave"
+                : "Last-Event-ID of a session's stream is a seq (\"41\") or an event id this stream gave (\"41.2\")").response
+        }
         let token: UInt64
-        let resumed: Bool
+        let resumed: StreamableHTTPStreamLog.Attached
+        let replayAfter: Int64?
         switch connection.open(key, lastEventID: lastEventID) {
-        case .opened(let opened, let wasHeld):
+        case .opened(let opened, let attached, let after):
             token = opened
-            resumed = wasHeld
+            resumed = attached
+            replayAfter = after
         case .unknownSession:
             return Self.refusal(.notFound, "unknown_session", "this connection has not opened, loaded or resumed that session").response
         case .ended:
             return Self.refusal(.notFound, "unknown_connection", "no such connection (it ended); initialize again").response
+        }
+        if case .session(let session) = key, let replayAfter {
+            await connection.replay(session, after: replayAfter)
         }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream"
@@ -181,7 +191,13 @@ struct StreamableHTTPRoutes {
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { connection.close(key, reader: token) }
             // `retry`: an EventSource reconnects after 2 s; the comment makes proxies and clients see the stream start.
-            try await writer.write(ByteBuffer(string: resumed ? "retry: 2000\n: open\n\n" : "retry: 2000\n: open; Last-Event-ID is no longer held, resuming after the last event written\n\n"))
+            let opening: String
+            switch (resumed, replayAfter) {
+            case (.notHeld, let after?): opening = "open; replaying the session's updates after seq \(after)"
+            case (.notHeld, nil): opening = "open; Last-Event-ID is no longer held, resuming after the last event written"
+            default: opening = "open"
+            }
+            try await writer.write(ByteBuffer(string: "retry: 2000\n: \(opening)\n\n"))
             loop: while true {
                 switch await connection.next(key, reader: token, keepalive: Self.keepalive) {
                 case .events(let events):
@@ -200,6 +216,15 @@ struct StreamableHTTPRoutes {
             }
             try await writer.finish(nil)
         })
+    }
+
+    /// Whether `id` can be a `Last-Event-ID` of the stream `key`: a number on the connection's stream, a `seq` or
+    /// `seq.k` on a session's.
+    static func isEventID(_ id: String, of key: StreamableHTTPConnection.StreamKey) -> Bool {
+        switch key {
+        case .connection: return id.allSatisfy(\.isASCII) && Int(id).map { $0 >= 0 } == true
+        case .session: return StreamableHTTPConnection.seq(ofEventID: id) != nil
+        }
     }
 
     // MARK: DELETE

@@ -1,18 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 
 /// One SSE stream of a Streamable HTTP connection (the connection-scoped one, or one per session): the events routed
-/// to it, numbered from 1, and where its current reader is.
+/// to it, in order, and where its current reader is.
 ///
 /// Events not yet written to any reader wait here (the hub's ``OutboundQueue`` counts them as unwritten, so a client
 /// that never reads its streams is cut off like a WebSocket that stops reading). Written events are kept for a while
 /// (``retainedEvents``, ``retainedBytes``) so a reader that reconnects with `Last-Event-ID` gets exactly what it
 /// missed.
+///
+/// Event ids (``Event/label``): on the connection's stream a number per stream from 1 (the RFD's per-stream cursor);
+/// on a session's stream the bridge's `seq` of a `session/update` (`"41"`), and for any other message `"S.k"`, the
+/// `k`-th message after the update `S` (`"0.k"` before the first update), so a client's `Last-Event-ID` names a place
+/// in the session's history that outlives the stream (``StreamableHTTPEventID``).
 struct StreamableHTTPStreamLog {
-    /// An event: its number (the SSE `id`), its SSE bytes, and what to tell the hub's queue once it is first written.
+    /// An event: its place in the log, its SSE id, its SSE bytes, and what to tell the hub's queue once it is first
+    /// written.
     struct Event {
+        /// Its place in this log (from 1), which orders readers' cursors.
         let number: Int
+        /// Its SSE `id`, or `nil` for a comment.
+        let label: String?
+        /// The `seq` of a `session/update` on a session's stream.
+        let seq: Int64?
         let bytes: ByteBuffer
         let completion: StreamableHTTPWriteCompletion?
+    }
+
+    /// What attaching a reader found.
+    enum Attached: Equatable {
+        /// No `Last-Event-ID`: the reader gets what no reader wrote yet.
+        case fresh
+        /// The stream still holds the event `Last-Event-ID` names: the reader gets everything after it.
+        case held
+        /// The stream no longer holds it (or never did): the reader gets what no reader wrote yet.
+        case notHeld
     }
 
     /// Written events kept for a reconnecting reader: at most this many...
@@ -20,6 +44,8 @@ struct StreamableHTTPStreamLog {
     /// ...and at most this many bytes.
     static let retainedBytes = 4 << 20
 
+    /// Whether ids are the session's `seq` (a session's stream) rather than numbers (the connection's).
+    let sessionScoped: Bool
     /// The events, oldest first: the written ones kept for resumption, then the unwritten ones.
     private(set) var events: [Event] = []
     /// The number the next event gets.
@@ -34,32 +60,109 @@ struct StreamableHTTPStreamLog {
     private(set) var reader: UInt64?
     /// The last event number the current reader was given.
     private var cursor = 0
+    /// The latest `seq` labelled on this stream, and how many other messages followed it.
+    private var labelSeq: Int64 = 0
+    private var labelFollowers = 0
+    /// While the bridge replays a session's updates after a `Last-Event-ID` the stream no longer held: what arrived
+    /// meanwhile, put in order when the replay ends (``endReplay(after:)``).
+    private var arrivedDuringReplay: [(bytes: ByteBuffer, seq: Int64?, completion: StreamableHTTPWriteCompletion?)]?
     /// Wakes the current reader when there is something for it (or it was replaced, or the connection ended).
     var wake: CheckedContinuation<Void, Never>?
 
-    /// Adds an event; returns its number.
-    mutating func append(_ bytes: ByteBuffer, completion: StreamableHTTPWriteCompletion?) -> Int {
-        let number = nextNumber
-        nextNumber += 1
-        events.append(Event(number: number, bytes: bytes, completion: completion))
-        return number
+    /// A stream of a session (`sessionScoped`) or the connection's.
+    init(sessionScoped: Bool = false) {
+        self.sessionScoped = sessionScoped
     }
 
-    /// Attaches a new reader (the previous one ends); it resumes after `lastEventID` when that is still held, else
-    /// gets everything not yet written. Returns whether the resumption point was still held (`true` without one).
-    mutating func attach(_ token: UInt64, lastEventID: Int?) -> Bool {
+    /// Adds a message (`seq`: a `session/update`'s, on a session's stream); it waits while a replay is under way.
+    mutating func append(_ message: ByteBuffer, seq: Int64?, completion: StreamableHTTPWriteCompletion?) {
+        if arrivedDuringReplay != nil {
+            arrivedDuringReplay?.append((message, seq, completion))
+            return
+        }
+        let label: String
+        if sessionScoped {
+            if let seq {
+                labelSeq = seq
+                labelFollowers = 0
+                label = String(seq)
+            } else {
+                labelFollowers += 1
+                label = "\(labelSeq).\(labelFollowers)"
+            }
+        } else {
+            label = String(nextNumber)
+        }
+        events.append(Event(number: nextNumber, label: label, seq: seq,
+                            bytes: StreamableHTTPStreamLog.event(message, id: label), completion: completion))
+        nextNumber += 1
+    }
+
+    /// Adds an SSE comment (no id: a client's `Last-Event-ID` stays what it was).
+    mutating func appendComment(_ text: String) {
+        let line = text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
+        events.append(Event(number: nextNumber, label: nil, seq: nil, bytes: ByteBuffer(string: ": \(line)\n\n"), completion: nil))
+        nextNumber += 1
+    }
+
+    /// Attaches a new reader (the previous one ends); it resumes after the event `lastEventID` names when the stream
+    /// still holds it, else gets everything not yet written.
+    mutating func attach(_ token: UInt64, lastEventID: String?) -> Attached {
         reader = token
-        guard let lastEventID else {
-            cursor = written
-            return true
-        }
-        let oldest = events.first?.number ?? nextNumber
-        if lastEventID >= oldest - 1 && lastEventID < nextNumber {
-            cursor = lastEventID
-            return true
-        }
         cursor = written
-        return false
+        guard let lastEventID else { return .fresh }
+        if let index = events.lastIndex(where: { $0.label == lastEventID }) {
+            cursor = events[index].number
+            return .held
+        }
+        if !sessionScoped, let number = Int(lastEventID), number >= (events.first?.number ?? nextNumber) - 1, number < nextNumber {
+            // The event just before the oldest kept one (or, with nothing kept, the latest).
+            cursor = number
+            return .held
+        }
+        return .notHeld
+    }
+
+    /// The reader resumes after `seq` from the bridge's replay (the stream no longer held the place): unwritten
+    /// updates are dropped (the replay sends them again, in order) and their completions returned; other unwritten
+    /// messages stay. Everything that arrives until ``endReplay(after:)`` waits.
+    mutating func beginReplay() -> [StreamableHTTPWriteCompletion] {
+        var dropped: [StreamableHTTPWriteCompletion] = []
+        events.removeAll { event in
+            guard event.number > written, event.seq != nil else { return false }
+            if let completion = event.completion { dropped.append(completion) }
+            return true
+        }
+        arrivedDuringReplay = []
+        return dropped
+    }
+
+    /// Whether a replay is under way.
+    var replaying: Bool { arrivedDuringReplay != nil }
+
+    /// The replay ended: what arrived meanwhile joins the stream, the updates first in `seq` order (each once, only
+    /// those after `seq`), then the other messages as they came. Returns the completions of updates that were left
+    /// out (they were there twice, or the reader had them).
+    mutating func endReplay(after seq: Int64) -> [StreamableHTTPWriteCompletion] {
+        guard let arrived = arrivedDuringReplay else { return [] }
+        arrivedDuringReplay = nil
+        var skipped: [StreamableHTTPWriteCompletion] = []
+        var updates: [Int64: (ByteBuffer, StreamableHTTPWriteCompletion?)] = [:]
+        for item in arrived {
+            guard let itemSeq = item.seq else { continue }
+            if itemSeq <= seq || updates[itemSeq] != nil {
+                if let completion = item.completion { skipped.append(completion) }
+            } else {
+                updates[itemSeq] = (item.bytes, item.completion)
+            }
+        }
+        for itemSeq in updates.keys.sorted() {
+            if let (bytes, completion) = updates[itemSeq] { append(bytes, seq: itemSeq, completion: completion) }
+        }
+        for item in arrived where item.seq == nil {
+            append(item.bytes, seq: nil, completion: item.completion)
+        }
+        return skipped
     }
 
     /// Detaches `token` if it is still the reader.
@@ -81,26 +184,66 @@ struct StreamableHTTPStreamLog {
         reader == token && (events.last?.number ?? 0) > cursor
     }
 
-    /// The reader wrote `event`: returns its completion if this is its first write, and drops what is past the
-    /// retention bounds.
-    mutating func wrote(_ event: Event) -> StreamableHTTPWriteCompletion? {
-        guard event.number > written else { return nil }
-        written = event.number
-        writtenBytes += event.bytes.readableBytes
-        writtenCount += 1
-        while let first = events.first, first.number <= written,
-              writtenBytes > StreamableHTTPStreamLog.retainedBytes || writtenCount > StreamableHTTPStreamLog.retainedEvents {
-            writtenBytes -= first.bytes.readableBytes
-            writtenCount -= 1
-            events.removeFirst()
+    /// The reader wrote `events` (in order): returns the completions of those written for the first time, and drops
+    /// what is past the retention bounds.
+    mutating func wrote(_ batch: [Event]) -> [StreamableHTTPWriteCompletion] {
+        var completions: [StreamableHTTPWriteCompletion] = []
+        for event in batch where event.number > written {
+            written = event.number
+            writtenBytes += event.bytes.readableBytes
+            writtenCount += 1
+            if let completion = event.completion { completions.append(completion) }
         }
-        return event.completion
+        var drop = 0
+        while drop < events.count, events[drop].number <= written,
+              writtenBytes > StreamableHTTPStreamLog.retainedBytes || writtenCount > StreamableHTTPStreamLog.retainedEvents {
+            writtenBytes -= events[drop].bytes.readableBytes
+            writtenCount -= 1
+            drop += 1
+        }
+        if drop > 0 { events.removeFirst(drop) }
+        return completions
     }
 
     /// Completions of the events never written (the connection is ending: the hub's queue is told they are done).
     mutating func drainUnwritten() -> [StreamableHTTPWriteCompletion] {
-        let pending = events.filter { $0.number > written }.compactMap(\.completion)
+        var pending = events.filter { $0.number > written }.compactMap(\.completion)
         events.removeAll { $0.number > written }
+        pending += (arrivedDuringReplay ?? []).compactMap(\.completion)
+        arrivedDuringReplay = nil
         return pending
+    }
+
+    /// One SSE event: `id: <id>` and the message as `data:` (a line per line of the message; the bridge's JSON has
+    /// none, but an agent's could if it were ever passed on raw).
+    static func event(_ message: ByteBuffer, id: String) -> ByteBuffer {
+        var out = ByteBuffer()
+        out.reserveCapacity(message.readableBytes + id.utf8.count + 14)
+        out.writeStaticString("id: ")
+        out.writeString(id)
+        out.writeStaticString("\ndata: ")
+        let hasNewline = message.withUnsafeReadableBytes { raw in
+            raw.baseAddress.map { memchr($0, 0x0A, raw.count) != nil } ?? false
+        }
+        if !hasNewline {
+            // The common case (the bridge's JSON is one line): the message as it is.
+            out.writeImmutableBuffer(message)
+            out.writeStaticString("\n\n")
+            return out
+        }
+        let view = message.readableBytesView
+        var start = view.startIndex
+        while true {
+            let end = view[start...].firstIndex(of: UInt8(ascii: "\n")) ?? view.endIndex
+            var line = view[start..<end]
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            out.writeBytes(line)
+            out.writeStaticString("\n")
+            if end == view.endIndex { break }
+            start = end + 1
+            out.writeStaticString("data: ")
+        }
+        out.writeStaticString("\n")
+        return out
     }
 }
