@@ -4,8 +4,10 @@ import Foundation
 import Logging
 
 /// A stdio ACP agent that is a bridge's agent: what `oa-bridge connect --stdio` runs for an editor (Zed, JetBrains,
-/// Toad) that starts it as its agent. Every message goes both ways as it came, the editor's `initialize` included (the
-/// editor sees the bridge's answer), over the bridge's ACP endpoint (`/acp`, official ACP v1 dialect).
+/// Toad) that starts it as its agent. Every message goes both ways as it came, byte for byte (key order, numbers such as
+/// `1.50`, spacing), the editor's `initialize` included (the editor sees the bridge's answer), over the bridge's ACP
+/// endpoint (`/acp`, official ACP v1 dialect); the one change is a prompt's `_meta.oa.idempotencyKey`, added as one
+/// member when the editor sent none.
 ///
 /// A dropped link is mended without the editor noticing: the relay reconnects with backoff (the endpoint that won
 /// first, then the others; a fresh token each time), sends the editor's `initialize` again, attaches again to every
@@ -48,10 +50,13 @@ public actor ACPRelay {
     }
 
     private var phase = Phase.awaitingInitialize
-    private var link: BridgeRPCClient?
+    private var link: ACPRelayLink?
     private var endpoint: BridgeEndpoint?
     private var generation = 0
-    private var initializeParams: JSONValue = [:]
+    /// The editor's `initialize` as it came, and its id: sent again, unchanged, on every new link.
+    private var initializeText = ""
+    private var initializeRequestID: JSONRPCID = .null
+    /// Set while the editor waits for the answer to its `initialize`.
     private var initializeID: JSONRPCID?
     private var initialized = false
     private var connector: Task<Void, Never>?
@@ -67,7 +72,7 @@ public actor ACPRelay {
     private var agentRequests: [JSONRPCID: String] = [:]
     /// The editor's answers to the agent's requests on the present link, sent again when the bridge asks again after
     /// a reconnect (the first went down with the link).
-    private var answers: [JSONRPCID: JSONRPCMessage] = [:]
+    private var answers: [JSONRPCID: String] = [:]
     private var answerOrder: [JSONRPCID] = []
     /// Sessions being attached again: the bridge asks their waiting requests again, which the editor already has.
     private var resuming: Set<String> = []
@@ -137,18 +142,19 @@ public actor ACPRelay {
         case .single(.invalid(let id, let error)):
             answerLocally(error, to: id)
         case .single(.message(let message)):
-            receive(message)
+            receive(message, text: text)
         }
     }
 
-    private func receive(_ message: JSONRPCMessage) {
+    private func receive(_ message: JSONRPCMessage, text: String) {
         switch message {
         case .request(let request) where request.method == "initialize" && !initialized:
             guard initializeID == nil else {
                 return answerLocally(.invalidRequest("initialize is already under way"), to: request.id)
             }
             initializeID = request.id
-            initializeParams = request.params ?? [:]
+            initializeRequestID = request.id
+            initializeText = text
             phase = .connecting
             startConnecting(first: true)
         case .request(let request):
@@ -156,26 +162,29 @@ public actor ACPRelay {
                 return answerLocally(.invalidRequest("\(request.method) before initialize: send initialize first"), to: request.id)
             }
             var relayed = request
-            if request.method == "session/prompt" { relayed.params = ACPRelay.withIdempotencyKey(request.params) }
+            var relayedText = text
+            if request.method == "session/prompt" {
+                (relayed.params, relayedText) = ACPRelay.withIdempotencyKey(request.params, text: text, request: request)
+            }
             order += 1
-            pending[request.id] = RelayedRequest(request: relayed, order: order)
+            pending[request.id] = RelayedRequest(request: relayed, text: relayedText, order: order)
             submit(.request(request.id))
         case .response(let response):
             // The editor's answer to a request of the agent.
             agentRequests.removeValue(forKey: response.id)
-            remember(answer: message, to: response.id)
-            submit(.message(message))
+            remember(answer: text, to: response.id)
+            submit(.raw(text))
         case .notification(let notification):
             guard initialized else { return }
             if notification.method == "session/cancel", let sessionID = notification.params?["sessionId"]?.stringValue {
                 cancelQueuedPrompts(of: sessionID)
             }
-            submit(.message(message))
+            submit(.raw(text))
         }
     }
 
     /// Keeps the editor's answer to an agent request, for the bridge asking again after a reconnect; the latest 256.
-    private func remember(answer: JSONRPCMessage, to id: JSONRPCID) {
+    private func remember(answer: String, to id: JSONRPCID) {
         if answers.updateValue(answer, forKey: id) == nil { answerOrder.append(id) }
         while answerOrder.count > 256 {
             answers.removeValue(forKey: answerOrder.removeFirst())
@@ -193,6 +202,20 @@ public actor ACPRelay {
         meta["oa"] = .object(oa)
         members["_meta"] = .object(meta)
         return .object(members)
+    }
+
+    /// A prompt's params and text with `_meta.oa.idempotencyKey` (``withIdempotencyKey(_:)``), the key added to the
+    /// editor's bytes as one member (``ACPRelaySplice``); encoded again only when the bytes cannot take it so.
+    static func withIdempotencyKey(_ params: JSONValue?, text: String, request: JSONRPCRequest) -> (JSONValue?, String) {
+        let keyed = withIdempotencyKey(params)
+        guard keyed != params, let key = keyed?["_meta"]?["oa"]?["idempotencyKey"]?.stringValue else { return (params, text) }
+        let value = JSONValue.string(key).jsonText
+        if let spliced = ACPRelaySplice.inserting("idempotencyKey", value: value, at: ["params", "_meta", "oa"], in: text) {
+            return (keyed, spliced)
+        }
+        var encoded = request
+        encoded.params = keyed
+        return (keyed, JSONRPCMessage.request(encoded).jsonText)
     }
 
     /// A `session/cancel` for a session whose prompts still wait in the outbox: they are answered `cancelled` and never
@@ -235,9 +258,7 @@ public actor ACPRelay {
             if request.request.method == "session/load", let sessionID = request.sessionID {
                 lastSeq[sessionID] = 0  // the editor asks for the history: every update of it passes
             }
-            link.send(raw: JSONRPCMessage.request(request.request).jsonText)
-        case .message(let message):
-            link.send(raw: message.jsonText)
+            link.send(raw: request.text)
         case .raw(let text):
             link.send(raw: text)
         }
@@ -292,26 +313,31 @@ public actor ACPRelay {
     }
 
     private struct Opened: Sendable {
-        var client: BridgeRPCClient
+        var client: ACPRelayLink
         var endpoint: BridgeEndpoint
-        var answer: Result<JSONValue, JSONRPCError>
+        /// The bridge's answer to the editor's `initialize`, as it came.
+        var answer: ACPRelayFrame
+
+        /// Whether the answer is a result (not an error).
+        var accepted: Bool {
+            if case .response(let response)? = answer.message { return response.error == nil }
+            return false
+        }
     }
 
     /// Races the candidates; the first that opens and answers `initialize` (with the editor's params) wins.
     private func open() async throws -> Opened {
         guard !candidates.isEmpty else { throw BridgeClientError.noCandidates(noCandidates) }
-        let (options, token, logger, params) = (self.options, self.token, self.logger, self.initializeParams)
+        let (options, token, logger, text, id) = (self.options, self.token, self.logger, self.initializeText, self.initializeRequestID)
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
         let raced = try await race.race(BridgeConnection.distinct(candidates, pin: options.pin), attempt: { endpoint in
-            let client = try await BridgeRPCClient.connect(
+            let client = try await ACPRelayLink.connect(
                 to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
                 pingInterval: options.pingInterval, logger: logger)
             do {
-                let answer = try await client.request("initialize", params: params, timeout: options.initializeTimeout)
-                return Opened(client: client, endpoint: endpoint, answer: .success(answer))
-            } catch BridgeClientError.rpc(let error) {
-                // The bridge's answer, an error: the editor gets it as it is.
-                return Opened(client: client, endpoint: endpoint, answer: .failure(error))
+                // The editor's own initialize, as it came; the answer (a result or an error) reaches it as it comes.
+                let answer = try await client.request(raw: text, id: id, timeout: options.initializeTimeout)
+                return Opened(client: client, endpoint: endpoint, answer: answer)
             } catch {
                 client.close()
                 throw error
@@ -329,17 +355,17 @@ public actor ACPRelay {
         endpoint = opened.endpoint
         let client = opened.client
         reader = Task { [weak self] in
-            for await message in client.incoming {
-                await self?.fromBridge(message, generation: generation)
+            for await frame in client.incoming {
+                await self?.fromBridge(frame, generation: generation)
             }
             await self?.linkLost(generation: generation, reason: client.closedReason ?? "closed")
         }
         onEvent(.connected(endpoint: opened.endpoint, pin: client.certificatePin, first: first))
         if first {
-            guard let id = initializeID else { return }
+            guard initializeID != nil else { return }
             initializeID = nil
-            write(.response(JSONRPCResponse(id: id, outcome: opened.answer)))
-            guard case .success = opened.answer else {
+            output(opened.answer.text)
+            guard opened.accepted else {
                 // The bridge refused the editor's initialize: the editor may try another.
                 close()
                 phase = .awaitingInitialize
@@ -347,8 +373,12 @@ public actor ACPRelay {
             }
             initialized = true
         } else {
-            if case .failure(let error) = opened.answer {
-                logger.warning("the bridge refused initialize after a reconnect", metadata: ["code": "\(error.code)"])
+            if !opened.accepted {
+                let code = opened.answer.message.flatMap { message -> Int? in
+                    if case .response(let response) = message { return response.error.map { Int($0.code) } }
+                    return nil
+                }
+                logger.warning("the bridge refused initialize after a reconnect", metadata: ["code": "\(code.map(String.init) ?? "?")"])
                 client.close()
                 return
             }
@@ -392,8 +422,12 @@ public actor ACPRelay {
 
     // MARK: - From the bridge
 
-    private func fromBridge(_ message: JSONRPCMessage, generation: Int) {
+    private func fromBridge(_ frame: ACPRelayFrame, generation: Int) {
         guard generation == self.generation else { return }
+        guard let message = frame.message else {
+            // A batch, or what is not one JSON-RPC message: passed on as it came.
+            return output(frame.text)
+        }
         switch message {
         case .response(let response):
             if case .string(let id) = response.id, let continuation = own.removeValue(forKey: id) {
@@ -405,7 +439,7 @@ public actor ACPRelay {
                 return
             }
             noteAnswer(request.request, response)
-            write(message)
+            output(frame.text)
         case .notification(let notification):
             let sessionID = notification.params?["sessionId"]?.stringValue
             if notification.method == "session/update", let sessionID {
@@ -431,19 +465,19 @@ public actor ACPRelay {
                 }
                 return
             }
-            write(message)
+            output(frame.text)
         case .request(let request):
             let sessionID = request.params?["sessionId"]?.stringValue ?? ""
             if resuming.contains(sessionID) {
                 // Asked again by the resume: the editor has it, or answered it on the link that dropped.
                 if agentRequests[request.id] != nil { return }
                 if let answer = answers[request.id] {
-                    link?.send(raw: answer.jsonText)
+                    link?.send(raw: answer)
                     return
                 }
             }
             agentRequests[request.id] = sessionID
-            write(message)
+            output(frame.text)
         }
     }
 
@@ -496,7 +530,7 @@ public actor ACPRelay {
 
     /// Attaches every session the editor opened to the new link; settles the prompts sent on the old one. Returns
     /// `false` when this link dropped meanwhile (the next one starts over).
-    private func reattach(on client: BridgeRPCClient, generation: Int) async -> Bool {
+    private func reattach(on client: ACPRelayLink, generation: Int) async -> Bool {
         var resumed = 0
         var reloaded = 0
         for (sessionID, session) in sessions.sorted(by: { $0.key < $1.key }) {
@@ -578,7 +612,7 @@ public actor ACPRelay {
 
     /// A request of the relay's own on `client`, answered in order with what the bridge sends; `nil` when the link
     /// dropped first.
-    private func ownRequest(_ method: String, _ params: JSONValue, on client: BridgeRPCClient) async -> Result<JSONValue, JSONRPCError>? {
+    private func ownRequest(_ method: String, _ params: JSONValue, on client: ACPRelayLink) async -> Result<JSONValue, JSONRPCError>? {
         ownCounter += 1
         let id = "oa-connect-relay-\(ownCounter)"
         return await withCheckedContinuation { continuation in

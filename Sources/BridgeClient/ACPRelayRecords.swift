@@ -4,6 +4,8 @@ import BridgeRPC
 struct RelayedRequest: Sendable {
     /// The request as it goes to the bridge (a prompt with its idempotency key).
     var request: JSONRPCRequest
+    /// Its text as it goes to the bridge: the editor's bytes (a prompt's with the key added as one member).
+    var text: String
     /// The order in which the editor sent it (requests are resent in that order).
     var order: Int
     /// The link generation it was sent on, `nil` while it waits in the outbox.
@@ -33,8 +35,6 @@ struct RelayedSession: Sendable {
 enum RelayOutgoing: Sendable {
     /// A request, by id (its text is in the pending table).
     case request(JSONRPCID)
-    /// A notification or an answer, as it goes out.
-    case message(JSONRPCMessage)
-    /// A batch or other frame passed on as it is.
+    /// A notification, an answer, a batch: the editor's text, passed on as it came.
     case raw(String)
 }
