@@ -167,6 +167,11 @@ def test_a_copied_access_token_is_useless_without_the_key(bridge: Bridge) -> Non
     assert status == 401 and body["error"] == "invalid_token", body
 
     assert bridge.status(access, device)[0] == 200
+    # A route that checks the token itself behind the /api group's check (GET /api/me) takes the one proof.
+    me = bridge.base_url + "/api/me"
+    status, body, _ = http("GET", me, headers={"Authorization": f"DPoP {access}",
+                                               "DPoP": device.proof("GET", me, token=access, nonce=bridge.nonce())})
+    assert status == 200 and body["device_id"] == tokens["device_id"], body
     refused(bridge.status(access, None), 401, "invalid_dpop_proof")
     refused(bridge.status(access, device, scheme="Bearer"), 401, "invalid_token")
     refused(bridge.status(access, thief), 401, "invalid_dpop_proof")
