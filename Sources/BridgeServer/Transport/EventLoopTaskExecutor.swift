@@ -13,7 +13,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let executor = asUnownedTaskExecutor()
-        eventLoop.execute { job.runSynchronously(on: executor) }
+        // The closure holds the executor until the job has run: the runtime refers to a task executor without owning
+        // it, and a job enqueued here can run after the connection that preferred it ended (a default actor's
+        // processing, the hub's, is enqueued on the executor of the task that woke it). An executor freed by then was
+        // used after it was gone: jobs were lost and full test runs hung with every thread idle.
+        eventLoop.execute { [self] in job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
