@@ -157,7 +157,7 @@ let package = Package(
                 .embedInCode("App/markdown.js"), .embedInCode("App/manifest.webmanifest"), .embedInCode("App/icon.svg"),
                 .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
                 .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"), .embedInCode("App/outbox.js"),
-                .embedInCode("App/transport.js"), .embedInCode("App/restored.js"),
+                .embedInCode("App/transport.js"), .embedInCode("App/restored.js"), .embedInCode("App/dpop.js"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -276,6 +276,8 @@ let package = Package(
                 "BridgeRPC",
                 "BridgeDiscovery",
                 "BridgePairingWire",
+                "BridgeDPoP",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -514,7 +516,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeClientTests",
-            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS"],
+            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS", "BridgeDPoP"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

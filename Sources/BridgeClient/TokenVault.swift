@@ -1,3 +1,4 @@
+import BridgeDPoP
 import BridgePairingWire
 import BridgeTLS
 import Foundation
@@ -10,6 +11,10 @@ import Logging
 /// Over `https://` the exchange and every refresh are held to the bridge's certificate pin: the one from the QR
 /// code, or (trust on first use, when the QR code had none) the one the bridge presented at pairing. The pin is kept
 /// with the tokens, so a later desktop with another key is refused.
+///
+/// Pairing makes this client's DPoP key (RFC 9449, ``DPoPClientKey``) in `dpop/` beside the credentials file and sends
+/// a proof with the exchange: a bridge that binds the family (`token_type` `DPoP`) gets a proof with every refresh, and
+/// the access token is registered with its ``DPoPClientBinding`` so that every connection sends it with one.
 public actor TokenVault {
     /// What is kept on disk.
     public struct Credentials: Sendable, Codable, Equatable {
@@ -19,12 +24,28 @@ public actor TokenVault {
         public var tokens: TokenResponse
         /// The bridge's certificate pin (`sha256/…`) for `https://` and `wss://`; `nil` for a plaintext-only bridge.
         public var pin: String?
+        /// The DPoP key file the tokens are bound to, relative to the credentials file's directory
+        /// (`dpop/pin-….key`); `nil` for unbound tokens.
+        public var dpopKey: String?
+
+        /// Credentials as kept on disk.
+        public init(bridge: String, tokens: TokenResponse, pin: String?, dpopKey: String? = nil) {
+            self.bridge = bridge
+            self.tokens = tokens
+            self.pin = pin
+            self.dpopKey = dpopKey
+        }
+
+        /// Whether the bridge bound the tokens to this client's key (`token_type` `DPoP`).
+        public var isBound: Bool { dpopKey != nil && tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame }
     }
 
     private let file: URL?
     private let connector: WebSocketConnector
     private var credentials: Credentials?
     private var refreshing: Task<Credentials, any Error>?
+    /// The loaded DPoP key of bound credentials.
+    private var binding: DPoPClientBinding?
     /// Refresh when the access token has less than this left.
     private let refreshMargin: TimeInterval
     private let now: @Sendable () -> Date
@@ -58,13 +79,25 @@ public actor TokenVault {
     public func pair(bridge: String, pairingToken: String, deviceName: String, pin: String? = nil) async throws -> Credentials {
         let expected = try pin.map { try CertificatePin(parsing: $0) }
         let body = try PairingJSON.encoder.encode(ExchangeRequest(pairingToken: pairingToken, deviceName: deviceName))
-        let answer = try await post(bridge + "/api/auth/exchange", body: body, pin: expected)
+        // A new key for each pairing, where it can be kept (a vault in memory only keeps it in memory).
+        let keyName = file.map { "dpop/" + DPoPClientKey.fileName(pinDigest: expected?.digest, fallback: $0.deletingPathExtension().lastPathComponent) }
+        let signer = try keyName.map { name throws(DPoPClientKeyError) in try DPoPClientKey.create(at: keyFile(name)) } ?? DPoPSigner()
+        let newBinding = DPoPClientBinding(signer: signer)
+        let answer = try await newBinding.request(
+            "POST", url: bridge + "/api/auth/exchange", using: connector, pin: expected,
+            headers: ["Content-Type": "application/json"], body: Array(body))
         let data = Data(answer.body)
         switch answer.status {
         case 200:
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
             let kept = expected ?? answer.certificatePin
-            return try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description))
+            let bound = tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
+            if let previous = credentials?.tokens.accessToken { DPoPClientBinding.unregister(accessToken: previous) }
+            binding = bound ? newBinding : nil
+            if !bound, let keyName { try? FileManager.default.removeItem(at: keyFile(keyName)) }
+            let paired = try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description, dpopKey: bound ? (keyName ?? "") : nil))
+            if bound { DPoPClientBinding.register(newBinding, accessToken: tokens.accessToken) }
+            return paired
         case 202:
             throw BridgeClientError.unauthorized("the desktop has to approve this device first ('oa-bridge devices approve' on the desktop), then pair again")
         default:
@@ -73,14 +106,43 @@ public actor TokenVault {
     }
 
     /// A valid access token, refreshed first if it is about to expire.
+    /// A token bound to this client's key is registered with its ``DPoPClientBinding`` first, so that connections
+    /// send it with a proof.
+    /// - Throws: ``DPoPClientKeyError`` when the tokens are bound and the key is gone or unusable.
     public func accessToken() async throws -> String {
         guard let credentials else {
             throw BridgeClientError.unauthorized("this client is not paired")
         }
         if credentials.tokens.accessTokenExpiresAt.timeIntervalSince(now()) > refreshMargin {
+            if let binding = try loadedBinding() {
+                DPoPClientBinding.register(binding, accessToken: credentials.tokens.accessToken)
+            }
             return credentials.tokens.accessToken
         }
         return try await refresh().tokens.accessToken
+    }
+
+    /// The binding of bound credentials (its key read from disk the first time); `nil` for unbound ones.
+    /// - Throws: ``DPoPClientKeyError``.
+    public func loadedBinding() throws(DPoPClientKeyError) -> DPoPClientBinding? {
+        guard let credentials, credentials.isBound, let name = credentials.dpopKey else { return nil }
+        if let binding { return binding }
+        let signer: DPoPSigner
+        if name.isEmpty {
+            // Bound in a vault without a file: the key lived in memory only.
+            throw .missing(path: "(memory)")
+        } else {
+            signer = try DPoPClientKey.load(from: keyFile(name))
+        }
+        let loaded = DPoPClientBinding(signer: signer)
+        binding = loaded
+        return loaded
+    }
+
+    /// Where the key file `name` (relative, as ``Credentials/dpopKey`` keeps it) is.
+    private func keyFile(_ name: String) -> URL {
+        let directory = file?.deletingLastPathComponent() ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        return directory.appendingPathComponent(name)
     }
 
     /// Rotates the tokens now. Callers that arrive while a refresh runs wait for the same one.
@@ -91,11 +153,28 @@ public actor TokenVault {
         let task = Task { () throws -> Credentials in
             let body = try PairingJSON.encoder.encode(RefreshRequest(refreshToken: credentials.tokens.refreshToken))
             let pin = try credentials.pin.map { try CertificatePin(parsing: $0) }
-            let answer = try await self.post(credentials.bridge + "/api/auth/refresh", body: body, pin: pin)
+            // A bound family is refreshed with a proof of its key (no ath: no access token is presented).
+            let binding = try self.loadedBinding()
+            let url = credentials.bridge + "/api/auth/refresh"
+            let answer: WebSocketConnector.Answer
+            if let binding {
+                answer = try await binding.request("POST", url: url, using: self.connector, pin: pin,
+                                                   headers: ["Content-Type": "application/json"], body: Array(body))
+            } else {
+                answer = try await self.post(url, body: body, pin: pin)
+            }
             let data = Data(answer.body)
             guard answer.status == 200 else { throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status)) }
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
-            return try self.store(Credentials(bridge: credentials.bridge, tokens: tokens, pin: credentials.pin))
+            let bound = binding != nil && tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
+            let kept = try self.store(Credentials(bridge: credentials.bridge, tokens: tokens, pin: credentials.pin,
+                                                  dpopKey: bound ? credentials.dpopKey : nil))
+            if let binding, bound {
+                DPoPClientBinding.register(binding, accessToken: tokens.accessToken, replacing: credentials.tokens.accessToken)
+            } else {
+                DPoPClientBinding.unregister(accessToken: credentials.tokens.accessToken)
+            }
+            return kept
         }
         refreshing = task
         defer { refreshing = nil }
@@ -104,7 +183,12 @@ public actor TokenVault {
 
     /// Forgets the credentials and deletes the file.
     public func forget() {
+        if let credentials {
+            DPoPClientBinding.unregister(accessToken: credentials.tokens.accessToken)
+            if let name = credentials.dpopKey, !name.isEmpty { try? FileManager.default.removeItem(at: keyFile(name)) }
+        }
         credentials = nil
+        binding = nil
         if let file { try? FileManager.default.removeItem(at: file) }
     }
 

@@ -12,6 +12,8 @@ extension WebSocketConnector {
         public var body: [UInt8]
         /// For `https://`: the pin of the certificate the bridge presented.
         public var certificatePin: CertificatePin?
+        /// The answer's header fields, names in lower case (repeated fields joined with `, `).
+        public var headers: [String: String] = [:]
     }
 
     /// The largest answer body ``request(_:url:pin:headers:body:)`` accepts.
@@ -25,7 +27,25 @@ extension WebSocketConnector {
     ///   - url: `http://` or `https://`, the host as in ``Target``.
     ///   - pin: for `https://`, the pin to hold the bridge to; `nil` trusts the certificate (the answer says its pin).
     /// - Throws: ``WebSocketConnectorError`` when no answer came (refused, timed out, another key than `pin`…).
+    ///
+    /// `Authorization: Bearer <token>` with a token bound to this client's DPoP key (``DPoPClientBinding``) is sent as
+    /// `Authorization: DPoP <token>` with a proof instead.
     public func request(
+        _ method: String, url: String, pin: CertificatePin? = nil, headers: [String: String] = [:], body: [UInt8] = []
+    ) async throws -> Answer {
+        if let bearer = headers["Authorization"], bearer.hasPrefix("Bearer ") {
+            let token = String(bearer.dropFirst("Bearer ".count))
+            if let binding = DPoPClientBinding.binding(for: token) {
+                var rest = headers
+                rest["Authorization"] = nil
+                return try await binding.request(method, url: url, accessToken: token, using: self, pin: pin, headers: rest, body: body)
+            }
+        }
+        return try await requestOnce(method, url: url, pin: pin, headers: headers, body: body)
+    }
+
+    /// One request as it is given (see ``request(_:url:pin:headers:body:)``).
+    func requestOnce(
         _ method: String, url: String, pin: CertificatePin? = nil, headers: [String: String] = [:], body: [UInt8] = []
     ) async throws -> Answer {
         let target = try Target(url: url)
@@ -70,9 +90,14 @@ extension WebSocketConnector {
             } onCancel: {
                 channel.channel.close(promise: nil)
             }
+            var fields: [String: String] = [:]
+            for (name, value) in response.head.headers {
+                let key = name.lowercased()
+                fields[key] = fields[key].map { $0 + ", " + value } ?? value
+            }
             return Answer(
                 status: Int(response.head.status.code), body: response.body.map { Array($0.readableBytesView) } ?? [],
-                certificatePin: attempt.seenPin)
+                certificatePin: attempt.seenPin, headers: fields)
         } catch {
             throw attempt.classify(error)
         }

@@ -52,11 +52,33 @@ public struct WebSocketConnector: Sendable {
     ///   - pin: for `wss://`, the pin stored at pairing (`sha256/…`): a certificate with another key is refused with
     ///     ``WebSocketConnectorError/pinMismatch(expected:seen:)``. `nil` is trust on first use: any certificate is
     ///     accepted and its pin is ``Connection/certificatePin``, to show and to store.
-    ///   - token: sent as `Authorization: Bearer` (never logged).
+    ///   - token: sent as `Authorization: Bearer` (never logged); a token bound to this client's DPoP key
+    ///     (``DPoPClientBinding``) as `Authorization: DPoP` with a proof, sent once more with the bridge's nonce when
+    ///     it asks for one (`use_dpop_nonce`).
     ///   - headers: more request header fields.
     ///   - body: what to do with the connection.
     public func connect<Result: Sendable>(
         to target: Target, pin: CertificatePin? = nil, token: String? = nil, headers: [String: String] = [:],
+        _ body: (Connection) async throws -> Result
+    ) async throws -> Result {
+        guard let token, let binding = DPoPClientBinding.binding(for: token) else {
+            return try await connectOnce(to: target, pin: pin, token: token, headers: headers, binding: nil, body)
+        }
+        let uri = DPoPClientBinding.uri(of: target)
+        var bound = headers
+        bound["Authorization"] = "DPoP \(token)"
+        bound["DPoP"] = try await binding.proof(method: "GET", url: uri, accessToken: token)
+        do {
+            return try await connectOnce(to: target, pin: pin, token: nil, headers: bound, binding: binding, body)
+        } catch WebSocketConnectorError.upgradeRefused(_, "use_dpop_nonce"?, _) {
+            bound["DPoP"] = try await binding.proof(method: "GET", url: uri, accessToken: token)
+            return try await connectOnce(to: target, pin: pin, token: nil, headers: bound, binding: binding, body)
+        }
+    }
+
+    /// One attempt of ``connect(to:pin:token:headers:_:)``; a refusal's `DPoP-Nonce` is kept in `binding`.
+    private func connectOnce<Result: Sendable>(
+        to target: Target, pin: CertificatePin?, token: String?, headers: [String: String], binding: DPoPClientBinding?,
         _ body: (Connection) async throws -> Result
     ) async throws -> Result {
         var logger = self.logger
@@ -98,6 +120,7 @@ public struct WebSocketConnector: Sendable {
             case .refused(let refusal):
                 let answer = try await refusal.get()
                 pending.channel.close(promise: nil)
+                binding?.noteNonce(answer.dpopNonce)
                 logger.debug("websocket upgrade refused", metadata: ["status": "\(answer.status)"])
                 throw WebSocketConnector.error(for: answer)
             }

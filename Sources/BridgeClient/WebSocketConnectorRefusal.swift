@@ -9,6 +9,8 @@ extension WebSocketConnector {
         var status: Int
         /// The body (at most ``RefusalCollector/maximumBody`` bytes of it).
         var body: [UInt8]
+        /// The bridge's `DPoP-Nonce` header, if it sent one (RFC 9449 §8).
+        var dpopNonce: String? = nil
 
         /// The bridge's `{"error":…,"message":…}`, when the body is that JSON.
         var bridgeError: (error: String?, message: String?) {
@@ -27,6 +29,7 @@ extension WebSocketConnector {
 
         private let promise: EventLoopPromise<Refusal>
         private var status: Int?
+        private var dpopNonce: String?
         private var body: [UInt8] = []
         private var completed = false
 
@@ -38,6 +41,7 @@ extension WebSocketConnector {
             switch unwrapInboundIn(data) {
             case .head(let head):
                 status = Int(head.status.code)
+                dpopNonce = head.headers.first(name: "DPoP-Nonce")
             case .body(let buffer):
                 let room = RefusalCollector.maximumBody - body.count
                 if room > 0 { body += buffer.readableBytesView.prefix(room) }
@@ -64,7 +68,7 @@ extension WebSocketConnector {
             guard !completed else { return }
             completed = true
             if let status {
-                promise.succeed(Refusal(status: status, body: body))
+                promise.succeed(Refusal(status: status, body: body, dpopNonce: dpopNonce))
             } else {
                 promise.fail(WebSocketConnectorError.protocolViolation("the upgrade was answered without a status line"))
             }

@@ -26,6 +26,7 @@ public enum WebAppAssets {
             ("outbox.js", "text/javascript; charset=utf-8", PackageResources.outbox_js),
             ("restored.js", "text/javascript; charset=utf-8", PackageResources.restored_js),
             ("transport.js", "text/javascript; charset=utf-8", PackageResources.transport_js),
+            ("dpop.js", "text/javascript; charset=utf-8", PackageResources.dpop_js),
             ("manifest.webmanifest", "application/manifest+json", PackageResources.manifest_webmanifest),
             ("icon.svg", "image/svg+xml", PackageResources.icon_svg),
             ("icon192.png", "image/png", PackageResources.icon192_png),

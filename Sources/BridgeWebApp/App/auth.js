@@ -1,6 +1,10 @@
 // Pairing and tokens. The tokens live in localStorage of this origin; the pairing payload arrives in the URL
 // fragment, which the browser never sends to the server. Refreshes are serialised across tabs with the Web Locks
 // API, so a rotated refresh token is never presented twice (that would revoke the whole token family).
+// With DPoP (issue 30, dpop.js) the tokens are bound to a key this page cannot read out: the exchange sends a proof,
+// and a bound family (token_type "DPoP") sends one with every refresh and every use of its access token.
+
+import * as dpop from "./dpop.js";
 
 const KEY = "oa-bridge.auth";
 /** Refresh this long before the access token expires. */
@@ -13,9 +17,10 @@ export class AuthError extends Error {
     this.status = status;
     this.code = code;
   }
-  /** Whether this device must pair again (revoked, expired refresh token, reused refresh token, unknown token). */
+  /** Whether this device must pair again (revoked, expired refresh token, reused refresh token, unknown token, or
+   * a bridge that wants a key this device's tokens are not bound to: invalid_dpop_proof). */
   get unpaired() {
-    return this.status === 401 || this.status === 403;
+    return this.status === 401 || this.status === 403 || this.code === "invalid_dpop_proof";
   }
 }
 
@@ -40,6 +45,7 @@ export function forget() {
     if (key && key.startsWith("oa-bridge.")) keys.push(key);
   }
   for (const key of keys) localStorage.removeItem(key);
+  dpop.forgetKey();
 }
 
 /** Decodes the pairing payload from a URL fragment (`#<base64url JSON>`, or the short link's `#1<digits>`); null when
@@ -121,12 +127,13 @@ export async function deviceName() {
   return (browser + " on " + (model || "an unknown device") + (system ? " (" + system + ")" : "")).slice(0, 64);
 }
 
-async function post(path, body, token) {
-  const headers = { "Content-Type": "application/json" };
-  if (token) headers.Authorization = "Bearer " + token;
-  const response = await fetch(path, {
-    method: "POST", headers, body: JSON.stringify(body), cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
-  });
+/** POSTs JSON; with `proof`, a DPoP proof of this page's key goes with it (the key is made if there is none). */
+async function post(path, body, proof) {
+  const init = {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), cache: "no-store",
+    credentials: "omit", referrerPolicy: "no-referrer",
+  };
+  const response = proof ? await dpop.fetchWithProof(path, init) : await fetch(path, init);
   let json = null;
   try {
     json = await response.json();
@@ -146,6 +153,8 @@ function tokensFrom(json) {
     refresh: json.refresh_token,
     refreshExp: Date.parse(json.refresh_token_expires_at) || now + 30 * 86400_000,
     deviceId: json.device_id,
+    // "DPoP": bound to this page's key, every use carries a proof; "Bearer": unbound (DPoP off, or no WebCrypto here).
+    type: json.token_type === "DPoP" ? "DPoP" : "Bearer",
   };
 }
 
@@ -153,7 +162,17 @@ function tokensFrom(json) {
 export async function exchange(pairingToken, name, deviceId) {
   const body = { pairing_token: pairingToken, device_name: name };
   if (deviceId) body.device_id = deviceId;
-  const { status, json } = await post("/api/auth/exchange", body);
+  // Bound to this origin's key when the page can hold one (a key that cannot be made leaves the pairing unbound).
+  let bind = dpop.available();
+  if (bind) {
+    try {
+      await dpop.ensureKey();
+    } catch (error) {
+      console.warn("oa-bridge: no DPoP key (" + String(error && error.message).slice(0, 100) + "); pairing unbound");
+      bind = false;
+    }
+  }
+  const { status, json } = await post("/api/auth/exchange", body, bind);
   if (status === 200) return { tokens: tokensFrom(json), bridge: json.bridge && typeof json.bridge === "object" ? json.bridge : null };
   if (status === 202) return { pending: json.device_id };
   throw new AuthError(status, json.error, json.message);
@@ -175,7 +194,7 @@ export async function fresh(stale) {
     }
     const tokens = state.tokens;
     if (!isDue(tokens, stale)) return tokens;
-    const { status, json } = await post("/api/auth/refresh", { refresh_token: tokens.refresh });
+    const { status, json } = await post("/api/auth/refresh", { refresh_token: tokens.refresh }, tokens.type === "DPoP");
     if (status === 200) {
       const next = tokensFrom(json);
       const latest = load() || state;
@@ -214,4 +233,42 @@ function storageChange(ms) {
     const timer = setTimeout(done, ms);
     window.addEventListener("storage", onStorage);
   });
+}
+
+/** fetch() of an `/api` route with the access token of `tokens`: `Authorization: DPoP` and a proof for a bound family,
+ * `Authorization: Bearer` otherwise. */
+export function apiFetch(path, init, tokens) {
+  if (tokens.type === "DPoP") return dpop.fetchWithProof(path, init, tokens.access);
+  return fetch(path, { ...init, headers: { ...((init && init.headers) || {}), Authorization: "Bearer " + tokens.access } });
+}
+
+/** The stored tokens if `access` is their access token and they are bound, else null. */
+function boundTokens(access) {
+  const state = load();
+  const tokens = state && state.tokens;
+  return tokens && tokens.access === access && tokens.type === "DPoP" ? tokens : null;
+}
+
+/** For the WebSocket upgrade, which a browser cannot give headers: the proof for `url` (htm GET, ath of `access`)
+ * that goes in `&dpop=`, with a nonce asked first when the kept one is old; null for an unbound token. */
+export async function upgradeProof(url, access) {
+  if (!boundTokens(access)) return null;
+  await dpop.freshNonce();
+  return dpop.proof("GET", url, access);
+}
+
+/** For the Streamable HTTP fallback: a fetch() that sends `access` as DPoP with a proof per request (and retries once
+ * with the bridge's nonce); null for an unbound token (then the transport sends it as Bearer). */
+export function httpFetcher(access) {
+  if (!boundTokens(access)) return null;
+  return (url, init) => {
+    const headers = { ...((init && init.headers) || {}) };
+    delete headers.Authorization;
+    return dpop.fetchWithProof(url, { ...init, headers }, access);
+  };
+}
+
+/** A WebSocket that did not open: the bridge may have restarted, and its nonces with it. */
+export function nonceStale() {
+  dpop.nonceStale();
 }

@@ -112,7 +112,13 @@ const UNPAIRED_REASONS = {
   user: "You unpaired this phone: the desktop no longer lets it in, and nothing from the desktop is kept here any more.",
   local: "This phone forgot its pairing and every conversation. The desktop could not be reached to revoke it: it may still list this phone (remove it there with oa-bridge devices revoke).",
   needsPairing: "This desktop lets in paired phones only, and this phone is not paired with it.",
+  rebind: "This desktop now lets in only phones whose sign-in is bound to a key kept on the phone (DPoP), and this phone's is not (paired before, or its key is gone). Scan the QR code on the desktop to pair it again.",
 };
+
+/** Why the bridge no longer takes this phone's tokens, as an UNPAIRED_REASONS key. */
+function unpairedReason(error) {
+  return error && error.code === "invalid_dpop_proof" ? "rebind" : "revoked";
+}
 
 /** Forgets every stored secret and conversation, stops the connection and shows the unpaired screen. */
 function unpaired(reason = "revoked") {
@@ -272,7 +278,7 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId, previous = null)
       if (previous && previous.tokens) {
         // The pairing this one replaces is of no use any more: the desktop revokes it (best effort), and its
         // conversations are forgotten with it.
-        fetch("/api/logout", { method: "POST", headers: { Authorization: "Bearer " + previous.tokens.access }, cache: "no-store", credentials: "omit" }).catch(() => {});
+        auth.apiFetch("/api/logout", { method: "POST", cache: "no-store", credentials: "omit" }, previous.tokens).catch(() => {});
         auth.forget();
         current = null;
       }
@@ -313,7 +319,7 @@ async function refreshNow() {
   try {
     await auth.fresh();
   } catch (error) {
-    if (error instanceof auth.AuthError && error.unpaired) return unpaired();
+    if (error instanceof auth.AuthError && error.unpaired) return unpaired(unpairedReason(error));
     // The network or the bridge is away: try again in a while; the connection's own attempts refresh too.
     refreshTimer = setTimeout(refreshNow, 15_000);
     return;
@@ -338,7 +344,7 @@ async function diagnose() {
   if (!state || !state.tokens) return;
   let response;
   try {
-    response = await fetch("/api/me", { headers: { Authorization: "Bearer " + state.tokens.access }, cache: "no-store" });
+    response = await auth.apiFetch("/api/me", { cache: "no-store" }, state.tokens);
   } catch {
     return; // the network: the connection retries
   }
@@ -346,7 +352,7 @@ async function diagnose() {
   try {
     await auth.fresh(state.tokens.access);
   } catch (error) {
-    if (error instanceof auth.AuthError && error.unpaired) unpaired();
+    if (error instanceof auth.AuthError && error.unpaired) unpaired(unpairedReason(error));
   }
 }
 
@@ -372,6 +378,8 @@ function startChat() {
   outbox.restore();
   conn = new Connection(state.wsPath || "/", {
     token: accessToken,
+    upgradeProof: auth.upgradeProof,
+    fetcher: auth.httpFetcher,
     opened: onOpened,
     request: onRequest,
     notification: onNotification,
@@ -383,7 +391,7 @@ function startChat() {
       }
       if (reason instanceof auth.AuthError) {
         if (reason.unpaired) {
-          unpaired();
+          unpaired(unpairedReason(reason));
           return "stop";
         }
         return undefined;
@@ -392,7 +400,10 @@ function startChat() {
         refused = (auth.load() || {}).tokens?.access || null;
         return "now";
       }
-      if (!wasOpen) diagnose();
+      if (!wasOpen) {
+        auth.nonceStale();
+        diagnose();
+      }
       return undefined;
     },
   });
@@ -891,7 +902,7 @@ async function unpairNow() {
   if (!reached) {
     try {
       const tokens = await auth.fresh();
-      const response = await fetch("/api/logout", { method: "POST", headers: { Authorization: "Bearer " + tokens.access }, cache: "no-store", credentials: "omit" });
+      const response = await auth.apiFetch("/api/logout", { method: "POST", cache: "no-store", credentials: "omit" }, tokens);
       reached = response.ok || response.status === 401 || response.status === 403;
     } catch (error) {
       reached = error instanceof auth.AuthError && error.unpaired; // already revoked

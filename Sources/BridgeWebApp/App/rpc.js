@@ -24,6 +24,8 @@ export class Connection {
   /**
    * @param {object} hooks
    *   token(): the access token to connect with (may refresh first), or null without auth;
+   *   upgradeProof(url, token): the DPoP proof for the upgrade (sent as &dpop=), or null for an unbound token;
+   *   fetcher(token): the fetch() the Streamable HTTP fallback sends `token` with (DPoP), or null for Bearer;
    *   opened(conn): after the socket opens (send initialize and resume there); throw to drop the connection;
    *   request(msg), notification(msg): what the bridge sends;
    *   state(name, detail): "connecting" | "connected" | "reconnecting" | "offline" | "stopped";
@@ -84,10 +86,22 @@ export class Connection {
     if (this.stopped || this.socket) return;
     let socket;
     if (this.transport === "http") {
-      socket = new HTTPStreamSocket("/acp", token);
+      socket = new HTTPStreamSocket("/acp", token, token && this.hooks.fetcher ? this.hooks.fetcher(token) : null);
     } else {
       const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-      const query = token ? "?token=" + encodeURIComponent(token) : "";
+      let query = token ? "?token=" + encodeURIComponent(token) : "";
+      if (token && this.hooks.upgradeProof) {
+        // A bound token's proof (DPoP): htm GET, htu the page's scheme (https:/http:), host and the path.
+        let proof = null;
+        try {
+          proof = await this.hooks.upgradeProof(location.protocol + "//" + location.host + this.path, token);
+        } catch (error) {
+          if (this.hooks.closed(0, error, false) !== "stop") this.retry();
+          return;
+        }
+        if (this.stopped || this.socket) return;
+        if (proof) query += "&dpop=" + encodeURIComponent(proof);
+      }
       socket = new WebSocket(scheme + "//" + location.host + this.path + query);
     }
     this.socket = socket;

@@ -30,10 +30,13 @@ export class HTTPStreamSocket {
   /**
    * @param {string} url the endpoint, e.g. "/acp"
    * @param {string|null} token the access token (sent as Authorization: Bearer), or null without auth
+   * @param {function|null} fetcher what sends the requests instead of fetch() (a DPoP-bound token's, which replaces
+   *   the Authorization header and adds a proof to each request), or null
    */
-  constructor(url, token) {
+  constructor(url, token, fetcher = null) {
     this.url = url;
     this.token = token;
+    this.fetch = fetcher || ((resource, init) => fetch(resource, init));
     this.readyState = CONNECTING;
     this.connectionId = null;
     this.onopen = null;
@@ -77,7 +80,7 @@ export class HTTPStreamSocket {
     if (session) extra["Acp-Session-Id"] = session;
     let response;
     try {
-      response = await fetch(this.url, {
+      response = await this.fetch(this.url, {
         method: "POST", headers: this.headers(extra), body: text, cache: "no-store", credentials: "omit",
         signal: this.aborter.signal,
       });
@@ -144,7 +147,7 @@ export class HTTPStreamSocket {
       if (stream.lastEventId !== null) extra["Last-Event-ID"] = stream.lastEventId;
       let response;
       try {
-        response = await fetch(this.url, {
+        response = await this.fetch(this.url, {
           method: "GET", headers: this.headers(extra), cache: "no-store", credentials: "omit", signal: this.aborter.signal,
         });
       } catch {
@@ -217,7 +220,7 @@ export class HTTPStreamSocket {
     const id = this.connectionId;
     if (id) {
       // Tells the bridge at once (keepalive: the request outlives a page being closed).
-      fetch(this.url, { method: "DELETE", headers: this.headers({}), keepalive: true, credentials: "omit" }).catch(() => {});
+      this.fetch(this.url, { method: "DELETE", headers: this.headers({}), keepalive: true, credentials: "omit" }).catch(() => {});
     }
     this.shut(code, reason);
   }
