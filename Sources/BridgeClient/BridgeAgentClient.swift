@@ -93,8 +93,9 @@ public final class BridgeAgentClient: Sendable {
 
     /// Attaches to an existing session with `session/load` (the bridge forwards it to an agent that supports it; the
     /// agent replays the history). Throws the bridge's error when the session cannot be loaded.
-    public func loadSession(_ sessionID: String, cwd: String) async throws {
-        _ = try await connection.request(
+    @discardableResult
+    public func loadSession(_ sessionID: String, cwd: String) async throws -> JSONValue {
+        try await connection.request(
             "session/load", params: ["sessionId": .string(sessionID), "cwd": .string(cwd), "mcpServers": []])
     }
 
@@ -125,17 +126,22 @@ public final class BridgeAgentClient: Sendable {
 
     /// After a reconnect: reattaches to `sessionID` with `_oa/session/resume`, replaying the updates
     /// after the last one `seen` (each is delivered once), and follows the prompt that was running
-    /// until it ends. Returns its stop reason, or `nil` when no prompt was running or finished.
+    /// until it ends. Returns its stop reason, or `nil` when no prompt was running or finished. `onLost` hears the
+    /// `seq` range the bridge says it may have lost (`lostUpdates`: it was killed before it stored them).
     public func resume(
         sessionID: String,
         seen: SequenceTracker,
         onUpdate: @escaping @Sendable (Update) async -> Void,
-        onPermission: @escaping PermissionHandler
+        onPermission: @escaping PermissionHandler,
+        onLost: @escaping @Sendable (_ afterSeq: Int, _ throughSeq: Int) -> Void = { _, _ in }
     ) async throws -> String? {
         let connection = self.connection
         let outcome = try await turn(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
             let answer = try await connection.request(
                 "_oa/session/resume", params: ["sessionId": .string(sessionID), "lastSeq": .int(Int64(seen.last))])
+            if let lost = answer["lostUpdates"], let after = lost["afterSeq"]?.intValue, let through = lost["throughSeq"]?.intValue {
+                onLost(Int(after), Int(through))
+            }
             if let finished = answer["finishedWhileAway"]?.stringValue { return finished }
             if answer["promptRunning"]?.boolValue == true { return nil }  // wait for _oa/prompt_finished
             return "none"

@@ -157,9 +157,11 @@ public final class BridgeClientSession: Sendable {
         }
         if BridgeClientSession.isSessionGone(error) {
             do {
-                try await client.loadSession(sessionID, cwd: cwd)
+                let loaded = try await client.loadSession(sessionID, cwd: cwd)
                 onReconnect(.reloaded(sessionID: sessionID))
-                trackers.withLock { $0[sessionID] = SequenceTracker() }  // a reloaded session may count again from 1
+                if !BridgeClientSession.keptNumbering(loaded, seen: tracker(for: sessionID).last) {
+                    trackers.withLock { $0[sessionID] = SequenceTracker() }  // the agent loaded it: counted from 1 again
+                }
                 return sessionID
             } catch BridgeClientError.rpc(let loadError) where BridgeClientSession.isBridgeStopping(loadError) {
                 throw BridgeClientError.connectionClosed(loadError.message)
@@ -223,7 +225,7 @@ public final class BridgeClientSession: Sendable {
         sessionID: String, seen: SequenceTracker, before: Int, reason: String,
         onUpdate: @escaping @Sendable (BridgeAgentClient.Update) async -> Void,
         onPermission: @escaping BridgeAgentClient.PermissionHandler,
-        onReconnect: @Sendable (BridgeReconnectEvent) -> Void,
+        onReconnect: @escaping @Sendable (BridgeReconnectEvent) -> Void,
         resend: @Sendable (BridgeAgentClient) async throws -> String
     ) async throws -> String? {
         var lastReason = TerminalText.escapedLine(reason)
@@ -248,7 +250,9 @@ public final class BridgeClientSession: Sendable {
             stale.connection.close()
             onReconnect(.resuming(afterUpdate: seen.last))
             do {
-                if let stopReason = try await fresh.resume(sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission) {
+                if let stopReason = try await fresh.resume(
+                    sessionID: sessionID, seen: seen, onUpdate: onUpdate, onPermission: onPermission,
+                    onLost: { after, through in onReconnect(.lostUpdates(afterSeq: after, throughSeq: through)) }) {
                     return stopReason
                 }
                 // Neither running nor finished: the prompt never reached the bridge (typed while the link was dead, or
@@ -269,6 +273,14 @@ public final class BridgeClientSession: Sendable {
         }
         logger.notice("gave up reconnecting", metadata: ["attempts": "\(attempt)", "reason": "\(lastReason)"])
         throw BridgeClientError.gaveUp(attempts: attempt, lastReason: lastReason)
+    }
+
+    /// Whether a `session/load` answer comes from a bridge that kept the session's numbering (it restored the session
+    /// it keeps: `_meta.lastSeq` at or past what this client saw), so its replay of what was shown is not shown again
+    /// (the chaos run saw `connect` print a session's whole history again after an agent restart).
+    static func keptNumbering(_ loaded: JSONValue, seen: Int) -> Bool {
+        guard let last = loaded["_meta"]?["lastSeq"]?.intValue else { return false }
+        return Int(last) >= seen
     }
 
     /// Whether the bridge refused because it is shutting down (`data.reason` "bridge shutting down"): what was asked

@@ -15,4 +15,7 @@ public enum BridgeReconnectEvent: Sendable, Equatable {
     /// The session is read-only (the bridge restarted and its agent cannot load it) or gone and not loadable (the agent
     /// restarted): the prompt was sent to a new session `new` in the same directory instead; `reason` is the bridge's.
     case replaced(old: String, new: String, reason: String)
+    /// The bridge was killed before it stored its newest updates (issue 25, F7): those numbered after `afterSeq` up
+    /// to `throughSeq` that this client had not seen are lost; the turn goes on after them.
+    case lostUpdates(afterSeq: Int, throughSeq: Int)
 }

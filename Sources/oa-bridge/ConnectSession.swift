@@ -85,6 +85,8 @@ final class ConnectSession: Sendable {
                 transcript.note(recorded
                     ? "[the bridge restarted while the prompt ran; asking it how the prompt ended (its idempotency key: it is not run twice)]"
                     : "[the prompt had not reached the bridge; sending it now (once: it keeps its idempotency key)]")
+            case .lostUpdates:
+                transcript.note("[some of the answer may be missing: the bridge stopped unexpectedly before it saved its newest output]")
             case .replaced(let old, let new, let reason):
                 transcript.note("[session \(TerminalText.escapedLine(old)) cannot go on (\(reason)); "
                     + "the prompt went to a new session \(TerminalText.escapedLine(new)) in the same directory]")
