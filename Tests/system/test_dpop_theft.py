@@ -25,6 +25,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import time
@@ -282,3 +283,17 @@ def test_an_unbound_device_works_under_optional_and_is_refused_under_required() 
         assert "unbound" in doctor.stdout, doctor.stdout
     finally:
         second.stop()
+
+
+def test_the_setting_comes_from_flag_environment_or_file_and_bad_values_are_named(tmp_path: Path) -> None:
+    environment = {**os.environ, "OA_BRIDGE_DPOP": "required", "OA_BRIDGE_CONFIG": str(tmp_path / "none.yaml")}
+    shown = subprocess.run([BIN, "config", "show"], capture_output=True, text=True, timeout=30, env=environment)
+    assert any(line.split()[:3] == ["dpop", "required", "OA_BRIDGE_DPOP"] for line in shown.stdout.splitlines()), shown.stdout
+    (tmp_path / "config.yaml").write_text("dpop: off\n")
+    environment = {**environment, "OA_BRIDGE_CONFIG": str(tmp_path / "config.yaml")}
+    del environment["OA_BRIDGE_DPOP"]
+    shown = subprocess.run([BIN, "config", "show"], capture_output=True, text=True, timeout=30, env=environment)
+    assert any(line.split()[:2] == ["dpop", "off"] for line in shown.stdout.splitlines()), shown.stdout
+    bad = subprocess.run([BIN, "serve", "--dpop", "sometimes", "--state-dir", str(tmp_path / "state")],
+                         capture_output=True, text=True, timeout=30, env=environment)
+    assert bad.returncode != 0 and "required" in bad.stderr and "optional" in bad.stderr, bad.stderr
