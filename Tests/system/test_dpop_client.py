@@ -170,3 +170,65 @@ def test_tokens_copied_out_of_the_credentials_file_are_refused_without_the_key(b
     lost = bridge.connect("--prompt", "without the key")
     assert lost.returncode != 0
     assert "pair again" in lost.stderr.lower() and "does not exist" in lost.stderr, lost.stderr[-2000:]
+
+
+def test_connect_stdio_relays_over_a_bound_token(bridge):
+    """`connect --stdio` (an editor's agent) reaches the bridge with the bound token: its upgrade carries a proof (a
+    Bearer token would be refused, invalid_token)."""
+    paired = bridge.connect("--pair", json.dumps(bridge.payload()), "--prompt", "paired")
+    assert paired.returncode == 0, paired.stderr
+    assert credentials(bridge)[1]["tokens"]["token_type"] == "DPoP"
+    writing = threading.Lock()
+    relay = subprocess.Popen([BIN, "connect", "--stdio", "--browse-time", "0", "--state-dir", str(bridge.client_state)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "HOME": str(bridge.base)})
+    answers: dict[int, dict] = {}
+    texts: list[str] = []
+
+    def read() -> None:
+        for line in relay.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if "id" in message and ("result" in message or "error" in message):
+                answers[message["id"]] = message
+            if message.get("method") == "session/request_permission":  # the demo agent asks first: allow
+                options = message["params"]["options"]
+                chosen = next(o for o in options if o["kind"].startswith("allow"))
+                with writing:
+                    relay.stdin.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+                        "outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}}) + "\n")
+                    relay.stdin.flush()
+            update = (message.get("params") or {}).get("update") or {}
+            if update.get("sessionUpdate") == "agent_message_chunk":
+                texts.append((update.get("content") or {}).get("text", ""))
+
+    threading.Thread(target=read, daemon=True).start()
+
+    def call(rid: int, method: str, params: dict, timeout: float = 20) -> dict:
+        with writing:
+            relay.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n")
+            relay.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while rid not in answers and time.monotonic() < deadline and relay.poll() is None:
+            time.sleep(0.05)
+        assert rid in answers, relay.stderr.read() if relay.poll() is not None else f"no answer to {method}"
+        assert "result" in answers[rid], answers[rid]
+        return answers[rid]["result"]
+
+    try:
+        call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        session = call(2, "session/new", {"cwd": str(bridge.base), "mcpServers": []})["sessionId"]
+        result = call(3, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "over stdio"}]})
+        assert result.get("stopReason") == "end_turn", result
+        assert "over stdio" in "".join(texts), texts
+    finally:
+        relay.stdin.close()
+        try:
+            relay.wait(15)
+        except subprocess.TimeoutExpired:
+            relay.kill()
+            relay.wait(10)
+    log = (bridge.base / "serve.log").read_text(errors="replace")
+    assert "invalid_token" not in log, "a bound token went out as Bearer"
