@@ -50,6 +50,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/adam-fowler/compress-nio.git", from: "1.5.0"),
     ],
     targets: [
         // MARK: C libraries from the system
@@ -234,6 +235,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        /// permessage-deflate (RFC 7692) for WebSocket peers: the negotiation, a bounded inflater, a compressor with
+        /// small windows, and a client pipeline handler (zlib through compress-nio).
+        .target(
+            name: "BridgeWebSocketDeflate",
+            dependencies: [
+                .product(name: "CompressNIO", package: "compress-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         /// The bridge itself: the hub between phones and the agent, the WebSocket transport, the service assembly.
         .target(
             name: "BridgeServer",
@@ -250,6 +262,7 @@ let package = Package(
                 "BridgeTailscale",
                 "BridgeHTTP",
                 "BridgeSessionStore",
+                "BridgeWebSocketDeflate",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -285,6 +298,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "BridgeTLS",
+                "BridgeWebSocketDeflate",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import BridgeTLS
+import BridgeWebSocketDeflate
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -173,12 +174,13 @@ public struct WebSocketConnector: Sendable {
     }
 
     /// The upgrade request: `Host` (an IPv6 zone as `%25`, RFC 6874), `Origin` as browsers and earlier clients
-    /// send it, `Authorization` when there is a token.
+    /// send it, `Authorization` when there is a token, and the permessage-deflate offer (RFC 7692).
     static func requestHead(target: Target, token: String?, headers extra: [String: String]) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: target.authority)
         headers.add(name: "Origin", value: target.origin)
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        headers.add(name: PerMessageDeflateNegotiation.headerName, value: PerMessageDeflateNegotiation.clientOffer)
         for (name, value) in extra.sorted(by: { $0.key < $1.key }) { headers.replaceOrAdd(name: name, value: value) }
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: target.path, headers: headers)
     }

@@ -1,4 +1,5 @@
 import BridgeTLS
+import BridgeWebSocketDeflate
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -57,9 +58,14 @@ extension WebSocketConnector {
         /// Adds TLS (for `wss://`), the HTTP client with the WebSocket upgrader, and the deadline to `channel`.
         func configure(channel: any Channel, tls: NIOSSLContext?, request: HTTPRequestHead, maxFrameSize: Int) throws -> Pending {
             try addTLS(to: channel, context: tls)
-            let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeResult>(maxFrameSize: maxFrameSize, enableAutomaticErrorHandling: true) { channel, _ in
+            let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeResult>(maxFrameSize: maxFrameSize, enableAutomaticErrorHandling: true) { channel, response in
                 channel.eventLoop.makeCompletedFuture {
-                    .upgraded(try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel))
+                    // permessage-deflate when the bridge took the offer (an answer the offer did not allow fails the
+                    // upgrade, RFC 7692 §5).
+                    if let deflate = try PerMessageDeflateNegotiation.clientAccept(response: response.headers[PerMessageDeflateNegotiation.headerName]) {
+                        try channel.pipeline.syncOperations.addHandler(PerMessageDeflateClientHandler(parameters: deflate, maxMessageSize: maxFrameSize))
+                    }
+                    return .upgraded(try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel))
                 }
             }
             let upgrade = NIOTypedHTTPClientUpgradeConfiguration<UpgradeResult>(

@@ -29,6 +29,7 @@ extension ServeSettings {
         configuration.terminal.confinement = terminalConfinement.value
         configuration.sandboxAgent = sandboxAgent.value
         configuration.sandboxAgentWritable = sandboxAgentWrite.value
+        configuration.compression = !noCompression.value
         configuration.protectedFiles = try protectedFiles()
         var options = BridgeService.Options(configuration: configuration, stateDirectory: StateDirectory.resolve(override: stateDir.value))
         options.auth = auth.value == .token ? .token(requireApproval: requireApproval.value) : .none

@@ -79,6 +79,8 @@ public struct ServeFlags: Sendable {
     public var sandboxAgent: Bool?
     /// `--sandbox-agent-write` (repeatable); empty when not given.
     public var sandboxAgentWrite: [String] = []
+    /// `--no-compression`: decline permessage-deflate.
+    public var noCompression: Bool?
 
     /// Nothing given on the command line.
     public init() {}
@@ -143,6 +145,8 @@ public struct ServeSettings: Sendable {
     public var sandboxAgent: Resolved<Bool>
     /// Directories a sandboxed agent may also write (its own state: logins, history).
     public var sandboxAgentWrite: Resolved<[String]>
+    /// Whether WebSocket upgrades decline permessage-deflate (key `no-compression`).
+    public var noCompression: Resolved<Bool>
     /// The config file consulted.
     public var configPath: String
     /// Whether that file exists.
@@ -153,7 +157,7 @@ public struct ServeSettings: Sendable {
         "name", "host", "port", "agent", "agent-env", "agent-cwd", "working-directory", "fs-scope", "discovery", "state-dir",
         "max-frame-size", "max-connections", "max-pending-per-address", "max-idle-sessions", "max-idle-replay-bytes", "idle-session-timeout", "log-level", "log-format", "auth", "dpop", "require-approval", "allow-network",
         "allow-plaintext", "interface", "terminal", "terminal-confinement",
-        "sandbox-agent", "sandbox-agent-write",
+        "sandbox-agent", "sandbox-agent-write", "no-compression",
     ]
 
     /// The environment variable for a key: `max-frame-size` → `OA_BRIDGE_MAX_FRAME_SIZE`.
@@ -209,6 +213,7 @@ public struct ServeSettings: Sendable {
             sandboxAgentWrite: try resolver.pick("sandbox-agent-write", flags.sandboxAgentWrite.isEmpty ? nil : flags.sandboxAgentWrite,
                                                  parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
                                                  expected: "directories, comma-separated", default: []),
+            noCompression: try resolver.pick("no-compression", flags.noCompression, parse: SettingResolver.bool, expected: "true or false", default: false),
             configPath: file.path,
             configExists: file.exists)
     }
@@ -247,6 +252,7 @@ public struct ServeSettings: Sendable {
             row("terminal-confinement", terminalConfinement) { $0.rawValue },
             row("sandbox-agent", sandboxAgent) { String($0) },
             row("sandbox-agent-write", sandboxAgentWrite) { $0.isEmpty ? "(none)" : $0.joined(separator: ",") },
+            row("no-compression", noCompression) { String($0) },
         ]
     }
 }

@@ -41,6 +41,8 @@ public struct BridgeServerConfiguration: Sendable {
     public var maxFrameSize: Int = BridgeServerConfiguration.defaultMaxFrameSize
     /// The default ``maxFrameSize``: 16 MiB.
     public static let defaultMaxFrameSize = 16 << 20
+    /// Whether WebSocket upgrades may negotiate permessage-deflate (RFC 7692; `--no-compression` turns it off).
+    public var compression: Bool = true
     /// How long a new connection may take to complete `initialize` before it is closed.
     public var initializeTimeout: Duration = .seconds(10)
     /// How long the bridge waits for the agent to answer its own `initialize`.

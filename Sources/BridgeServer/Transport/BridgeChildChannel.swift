@@ -1,5 +1,6 @@
 import BridgePairing
 import BridgeTLS
+import BridgeWebSocketDeflate
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -152,7 +153,8 @@ extension HTTPServerBuilder {
                 base: BridgeChildChannel(
                     inner: BridgeUpgradeChannel(
                         responder: responder, webSocketResponder: webSocketResponder, http1: http1,
-                        maxMessageSize: maxMessageSize, connect: connect),
+                        maxMessageSize: maxMessageSize,
+                        deflate: configuration.compression ? PerMessageDeflateSettings() : nil, connect: connect),
                     http2: http2, admission: admission, refusals: refusals, requestHeadTimeout: requestHeadTimeout),
                 tls: tls, timeout: TimeAmount(requestHeadTimeout))
         }

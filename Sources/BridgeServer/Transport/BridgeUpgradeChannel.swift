@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeWebSocketDeflate
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -49,6 +50,8 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     private let http1: HTTP1Channel.Configuration
     /// The largest frame and message read (``ClientConnection/readLimit(for:)``).
     private let maxMessageSize: Int
+    /// permessage-deflate's settings, `nil` when it is declined (`--no-compression`).
+    private let deflate: PerMessageDeflateSettings?
     private let connect: Connect
 
     /// A channel answering HTTP with `responder`, upgrading the requests `webSocketResponder` answers `200 OK`, and
@@ -58,12 +61,14 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
         webSocketResponder: RouterResponder<BridgeWebSocketRequestContext>,
         http1: HTTP1Channel.Configuration,
         maxMessageSize: Int,
+        deflate: PerMessageDeflateSettings? = PerMessageDeflateSettings(),
         connect: @escaping Connect
     ) {
         self.responder = BridgeUpgradeChannel.redirectingLateUpgrades(responder)
         self.webSocketResponder = webSocketResponder
         self.http1 = http1
         self.maxMessageSize = maxMessageSize
+        self.deflate = deflate
         self.connect = connect
     }
 
@@ -73,6 +78,10 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             let accepted = NIOLoopBoundBox<BridgeWebSocketRequestContext?>(nil, eventLoop: channel.eventLoop)
             let webSocketResponder = self.webSocketResponder
             let maxMessageSize = self.maxMessageSize
+            // permessage-deflate (RFC 7692): the first offer the bridge can take, chosen with the 101 and kept for the
+            // connection's handler.
+            let deflate = self.deflate
+            let compression = NIOLoopBoundBox<PerMessageDeflateNegotiation.Acceptance?>(nil, eventLoop: channel.eventLoop)
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
                 maxFrameSize: maxMessageSize,
                 shouldUpgrade: { channel, head in
@@ -88,10 +97,17 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         else { return nil }
                         return context
                     }
+                    let offers = head.headers[PerMessageDeflateNegotiation.headerName]
                     return promise.futureResult.map { context in
                         accepted.value = context
+                        guard context != nil else { return nil }
                         // ACP's remote-transport RFD: the 101 names the connection (`Acp-Connection-Id`).
-                        return context.map { _ in HTTPHeaders([("Acp-Connection-Id", UUID().uuidString.lowercased())]) }
+                        var headers = HTTPHeaders([("Acp-Connection-Id", UUID().uuidString.lowercased())])
+                        if let deflate, let acceptance = PerMessageDeflateNegotiation.accept(offers: offers, settings: deflate) {
+                            compression.value = acceptance
+                            headers.add(name: PerMessageDeflateNegotiation.headerName, value: acceptance.responseHeader)
+                        }
+                        return headers
                     }
                 },
                 upgradePipelineHandler: { channel, _ in
@@ -110,7 +126,9 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         let messages = ClientMessages()
                         try channel.pipeline.syncOperations.addHandler(WebSocketConnectionHandler(
                             messages: messages, maxMessageSize: maxMessageSize,
-                            closeTimeout: TimeAmount(ClientConnection.closeTimeout)))
+                            closeTimeout: TimeAmount(ClientConnection.closeTimeout),
+                            deflate: compression.value?.parameters, settings: deflate ?? PerMessageDeflateSettings()))
+                        compression.value = nil
                         return .webSocket(UpgradedConnection(
                             channel: channel, messages: messages, remote: context.remoteAddress?.ipAddress,
                             device: context.upgradeOutcome.device))

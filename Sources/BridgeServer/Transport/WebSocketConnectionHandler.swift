@@ -1,3 +1,4 @@
+import BridgeWebSocketDeflate
 import NIOCore
 import NIOWebSocket
 
@@ -21,6 +22,17 @@ import NIOWebSocket
 ///   with `ChannelError.outputClosed`); the peer's answering close then closes the connection (``ConnectionCloser``
 ///   closes it if none comes).
 ///
+/// permessage-deflate (RFC 7692), when the upgrade negotiated it (``BridgeUpgradeChannel``):
+/// - RSV1 is allowed on the first frame of a text or binary message only (a continuation or a control frame with it,
+///   or any RSV1 without the extension, closes with 1002); such a message is inflated fragment by fragment, each
+///   fragment before its UTF-8 check, by ``PerMessageDeflateInflater`` with the same `maxMessageSize` bound on the
+///   inflated bytes (a zip bomb closes with 1009 having inflated at most the limit); data that is not deflate closes
+///   with 1007. The client was asked for `client_no_context_takeover`, so the inflater lives only during a message;
+/// - whole text and binary messages written through the handler of at least
+///   ``PerMessageDeflateSettings/minimumSize`` bytes go out compressed with RSV1 (``PerMessageDeflateCompressor``,
+///   small windows); control frames never. The compressor is kept for the context takeover while messages flow, and
+///   released once no message was compressed for an ``compressorIdleRelease`` period (an idle connection holds none).
+///
 /// Reassembly costs time and memory linear in the message: fragments are appended in place to one buffer (amortised
 /// doubling), at most ``maxFragments`` of them and `maxMessageSize` bytes.
 ///
@@ -40,6 +52,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     /// Autobahn|Testsuite's largest fragmented case sends (4 MiB in 64-byte fragments). Reassembly is linear, so this
     /// bounds the per-frame work of one message (a frame costs at least 7 bytes on the wire) besides its size.
     static let maxFragments = 1 << 17
+    /// After a period this long with nothing compressed, the compressor is released (then freed within two periods of
+    /// the last compressed message).
+    static let compressorIdleRelease = TimeAmount.seconds(10)
 
     private let messages: ClientMessages
     private let maxMessageSize: Int
@@ -60,13 +75,33 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     private var readHeld = false
     private var closeTimer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// permessage-deflate's sending side (`nil` without the extension).
+    private let compressor: PerMessageDeflateCompressor?
+    /// Its receiving side (`nil` without the extension).
+    private let inflater: PerMessageDeflateInflater?
+    /// Whether the message being assembled came compressed.
+    private var compressedMessage = false
+    /// A message was compressed since the idle timer last looked.
+    private var compressedSinceCheck = false
+    private var idleTimer: Scheduled<Void>?
+    private let idleRelease: TimeAmount
 
     /// A handler delivering into `messages`, closing with 1009 beyond `maxMessageSize` bytes; after a close it sent
     /// itself (a protocol error), it waits `closeTimeout` for the peer's answer.
-    init(messages: ClientMessages, maxMessageSize: Int, closeTimeout: TimeAmount) {
+    ///
+    /// With `deflate` (what the upgrade negotiated), messages are compressed and inflated as RFC 7692 says, with
+    /// `settings`' windows; the compressor is released after `idleRelease` without a compressed message.
+    init(messages: ClientMessages, maxMessageSize: Int, closeTimeout: TimeAmount,
+         deflate: PerMessageDeflateParameters? = nil, settings: PerMessageDeflateSettings = .init(),
+         idleRelease: TimeAmount = WebSocketConnectionHandler.compressorIdleRelease) {
         self.messages = messages
         self.maxMessageSize = maxMessageSize
         self.closeTimeout = closeTimeout
+        self.compressor = deflate.map {
+            PerMessageDeflateCompressor(windowBits: $0.serverMaxWindowBits, noContextTakeover: $0.serverNoContextTakeover, settings: settings)
+        }
+        self.inflater = deflate.map { PerMessageDeflateInflater(noContextTakeover: $0.clientNoContextTakeover) }
+        self.idleRelease = idleRelease
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -80,6 +115,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         closeTimer?.cancel()
         closeTimer = nil
+        idleTimer?.cancel()
+        idleTimer = nil
+        compressor?.release()
         self.context = nil
         // The low-water closure holds this handler, and the handler holds `messages`: without this the pair (with the
         // stream's storage, about 490 bytes) outlived every connection (issue 25 item 7).
@@ -90,6 +128,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         closeTimer?.cancel()
         closeTimer = nil
+        idleTimer?.cancel()
+        idleTimer = nil
+        compressor?.release()
         messages.finish()
         context.fireChannelInactive()
     }
@@ -102,14 +143,19 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
-        guard frame.maskKey != nil, frame.reservedBits.isEmpty else {
+        // RSV1 marks a compressed message's first frame, and only with permessage-deflate (RFC 7692 §6.1).
+        let startsMessage = frame.opcode == .text || frame.opcode == .binary
+        guard frame.maskKey != nil, frame.reservedBits.subtracting(.rsv1).isEmpty,
+              !frame.rsv1 || (inflater != nil && startsMessage)
+        else {
             return fail(context, .protocolError)
         }
         switch frame.opcode {
         case .text, .binary:
             guard assembling == nil else { return fail(context, .protocolError) }
             guard !closeSent else { return }
-            let data = frame.unmaskedData
+            compressedMessage = frame.rsv1
+            guard let data = payload(of: frame, context, inflatedBefore: 0) else { return }
             guard data.readableBytes <= maxMessageSize else { return fail(context, .messageTooLarge) }
             if frame.opcode == .text {
                 utf8 = UTF8StreamValidator()
@@ -127,7 +173,7 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
         case .continuation:
             guard let opcode = assembling else { return fail(context, .protocolError) }
             guard !closeSent else { return }
-            var more = frame.unmaskedData
+            guard var more = payload(of: frame, context, inflatedBefore: assembled.readableBytes) else { return }
             guard assembled.readableBytes + more.readableBytes <= maxMessageSize else { return fail(context, .messageTooLarge) }
             fragmentCount += 1
             guard fragmentCount <= Self.maxFragments else {
@@ -162,6 +208,22 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if !closeSent, let compressor {
+            var frame = unwrapOutboundIn(data)
+            if frame.fin, frame.opcode == .text || frame.opcode == .binary, frame.reservedBits.isEmpty,
+               compressor.shouldCompress(size: frame.data.readableBytes) {
+                do {
+                    frame.data = try compressor.compress(frame.data, allocator: context.channel.allocator)
+                    frame.rsv1 = true
+                    compressedSinceCheck = true
+                    scheduleIdleRelease(context)
+                } catch {
+                    // Sent as it is: the failed compressor was released, so the next compressed message starts afresh
+                    // and the client's inflater lacks nothing.
+                }
+                return context.write(wrapOutboundOut(frame), promise: promise)
+            }
+        }
         if closeSent {
             // Nothing follows the bridge's close (RFC 6455 §5.5.1). A second close (the hub's, after the handler's
             // own) is done already: it succeeds, so its sender waits for the peer's answer as usual.
@@ -211,6 +273,47 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
         assembling = nil
         assembled = ByteBuffer()
         fragmentCount = 0
+        if compressedMessage {
+            compressedMessage = false
+            inflater?.release()
+        }
+    }
+
+    /// A data frame's payload as the message's bytes: unmasked, and inflated when the message came compressed (at most
+    /// `maxMessageSize` bytes in all, `inflatedBefore` of them in earlier fragments). `nil` when it failed the
+    /// connection.
+    private func payload(of frame: WebSocketFrame, _ context: ChannelHandlerContext, inflatedBefore: Int) -> ByteBuffer? {
+        guard compressedMessage, let inflater else { return frame.unmaskedData }
+        do {
+            return try inflater.inflate(frame.unmaskedData, isFinal: frame.fin, limit: maxMessageSize - inflatedBefore,
+                                        allocator: context.channel.allocator)
+        } catch {
+            compressedMessage = false
+            switch error {
+            case .messageTooLarge: fail(context, .messageTooLarge, "a compressed message inflates past \(maxMessageSize) bytes")
+            case .invalidCompressedData: fail(context, .dataInconsistentWithMessage, "invalid compressed data")
+            case .zlibFailure, .invalidResponse: fail(context, .unexpectedServerError)
+            }
+            return nil
+        }
+    }
+
+    /// Releases the compressor once a whole ``idleRelease`` period passed without a compressed message.
+    private func scheduleIdleRelease(_ context: ChannelHandlerContext) {
+        guard idleTimer == nil else { return }
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: idleRelease) { loopBound.value.idleCheck() }
+    }
+
+    private func idleCheck() {
+        idleTimer = nil
+        guard let context else { return }
+        if compressedSinceCheck {
+            compressedSinceCheck = false
+            scheduleIdleRelease(context)
+        } else {
+            compressor?.release()
+        }
     }
 
     private func deliver(_ opcode: WebSocketOpcode, _ data: ByteBuffer) {

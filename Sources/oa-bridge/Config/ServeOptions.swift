@@ -97,6 +97,9 @@ struct ServeOptions: ParsableArguments {
     @Option(help: "With --sandbox-agent: a directory the agent may also write (and read), for the state it keeps outside the session: its logins, history, cache (e.g. ~/.fast-agent). Repeatable; comma-separated in the environment and config. The bridge's own files stay out of reach.")
     var sandboxAgentWrite: [String] = []
 
+    @Flag(help: "Decline permessage-deflate (RFC 7692) on WebSocket upgrades: every message goes uncompressed. Default: compression negotiated with clients that offer it (browsers do), which sends streamed answers in a fraction of the bytes.")
+    var noCompression: Bool = false
+
     /// What was given on the command line, for ``ServeSettings/resolve(_:environment:)``.
     var flags: ServeFlags {
         var flags = ServeFlags()
@@ -128,6 +131,7 @@ struct ServeOptions: ParsableArguments {
         flags.terminalConfinement = terminalConfinement
         flags.sandboxAgent = sandboxAgent
         flags.sandboxAgentWrite = sandboxAgentWrite
+        flags.noCompression = noCompression ? true : nil
         return flags
     }
 }
