@@ -1,6 +1,7 @@
 """`connect` keeps waiting when its link ends while its prompt waits for a restarting agent (issue 25 item 4, finding
 F8 of the chaos run): the agent was killed, the prompt that followed made the bridge start it again and load the
-session (slowly: the agent takes seconds to start), and the bridge restarted meanwhile. `connect` used to exit with
+session (slowly: the agent takes seconds to start), and the bridge restarted meanwhile (SIGTERM, or SIGKILL as a link
+that dies would). `connect` used to exit with
 "the connection closed"; now it reconnects, attaches to the session again and sends the prompt once, bounded by its
 retries.
 
@@ -19,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
+
 from loopback import Serve
 from test_connect_recover import Client
 from test_restart_stops import SLOW_START, _children
@@ -33,7 +36,8 @@ def _wait(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_connect_keeps_waiting_when_the_bridge_restarts_while_its_prompt_waits_for_the_agent():
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_connect_keeps_waiting_when_the_bridge_restarts_while_its_prompt_waits_for_the_agent(how):
     root = Path(tempfile.mkdtemp(prefix="oa-connect-agent-restart-")).resolve()
     work = root / "work"
     work.mkdir()
@@ -65,7 +69,7 @@ def test_connect_keeps_waiting_when_the_bridge_restarts_while_its_prompt_waits_f
         _wait(lambda: serve.log_path.read_text().count("agent process started") >= 2, 15, "second agent start")
         time.sleep(1.0)
         assert client.proc.poll() is None, client.stderr()
-        serve.proc.send_signal(signal.SIGTERM)
+        serve.proc.send_signal(how)
         serve.proc.wait(20)
         marker.unlink()
         serve = Serve(*arguments, "--port", str(port), prefix="oa-connect-agent-restart-serve-", working_directory=work,

@@ -306,6 +306,9 @@ def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost
         await phone.initialize()
         created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
         session = created["result"]["sessionId"]
+        answer, _ = await phone.until(await phone.prompt(session, "kept"))
+        assert answer["result"]["stopReason"] == "end_turn"
+        await asyncio.sleep(0.5)  # the session and its first answer are stored
         for n in range(3):
             answer, _ = await phone.until(await phone.prompt(session, f"burst {n}"))
             assert answer["result"]["stopReason"] == "end_turn"
@@ -322,17 +325,17 @@ def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost
                 await phone.initialize()
                 resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": last_seq})
                 assert "result" in resumed, resumed
-                # Told, not skipped: the bridge cannot know whether its last updates reached the store.
-                lost = resumed["result"].get("lostUpdates")
-                assert lost is not None, resumed
-                assert lost["afterSeq"] <= last_seq < lost["throughSeq"], lost
-                assert resumed["result"]["lastSeq"] >= lost["throughSeq"]
                 assert all(seq > last_seq for seq in seqs(replayed))
                 answer, frames = await phone.until(await phone.prompt(session, "after the crash"))
                 assert answer["result"]["stopReason"] == "end_turn", answer
                 assert text(frames) == "heard: after the crash"
                 # Above every seq the phone saw: a phone that skips what it has shown shows all of this.
                 assert min(seqs(frames)) > last_seq, (seqs(frames), last_seq)
+                # Told, not skipped: the bridge cannot know whether its last updates reached the store.
+                lost = resumed["result"].get("lostUpdates")
+                assert lost is not None, resumed
+                assert lost["afterSeq"] <= last_seq < lost["throughSeq"], lost
+                assert resumed["result"]["lastSeq"] >= lost["throughSeq"]
                 assert min(seqs(frames)) > lost["throughSeq"]
                 # A phone that saw everything up to the new numbers is told nothing.
                 again, _ = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": max(seqs(frames))})
