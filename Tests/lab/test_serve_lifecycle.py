@@ -3,8 +3,10 @@ avahi-daemon. A taken port is the "already in use" error whatever the discovery 
 SIGTERM and SIGINT end `serve` in every state: starting, waiting for avahi-daemon, waiting for a D-Bus that does
 not answer (SIGSTOPped), serving, and shutting down with a client that does not go.
 
-Bounds: the issue asks for 1 s to fail and 2 s to stop; the assertions allow STOP_BOUND_S on a loaded 2-core CI
-machine running a debug build, and the measured times are printed (pytest -s) for the issue note."""
+Bounds: the issue asks for 1 s to fail and 2 s to stop; the assertions allow STOP_BOUND_S (half a second more) on a
+loaded 2-core CI machine running a debug build, and the measured times are printed (pytest -s) for the issue note.
+Stopping while a killed agent is restarted and with a connection that sent nothing (raw TCP, TLS) are shown by
+Tests/system/test_restart_stops.py."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pytest
 
 import lab as labmod
 
-STOP_BOUND_S = 4.0
+STOP_BOUND_S = 2.5
 FAIL_BOUND_S = 4.0
 PORT = 9099
 
