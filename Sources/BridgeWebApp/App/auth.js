@@ -37,15 +37,16 @@ export function save(state) {
   localStorage.setItem(KEY, JSON.stringify(state));
 }
 
-/** Forgets the pairing: tokens, pending approval and every stored conversation. */
-export function forget() {
+/** Forgets the pairing: tokens, pending approval and every stored conversation, and this origin's DPoP key unless
+ * `keepKey` (a new pairing that replaces the old one is bound to the same key). */
+export function forget({ keepKey = false } = {}) {
   const keys = [];
   for (let i = 0; i < localStorage.length; i++) {
     const key = localStorage.key(i);
     if (key && key.startsWith("oa-bridge.")) keys.push(key);
   }
   for (const key of keys) localStorage.removeItem(key);
-  dpop.forgetKey();
+  if (!keepKey) dpop.forgetKey();
 }
 
 /** Decodes the pairing payload from a URL fragment (`#<base64url JSON>`, or the short link's `#1<digits>`); null when

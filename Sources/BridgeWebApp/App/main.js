@@ -279,7 +279,7 @@ async function pair(pairingToken, bridgeName, wsPath, deviceId, previous = null)
         // The pairing this one replaces is of no use any more: the desktop revokes it (best effort), and its
         // conversations are forgotten with it.
         auth.apiFetch("/api/logout", { method: "POST", cache: "no-store", credentials: "omit" }, previous.tokens).catch(() => {});
-        auth.forget();
+        auth.forget({ keepKey: true }); // the new tokens are bound to this origin's key too
         current = null;
       }
       // A short link does not name the bridge: the exchange's answer does (issue 29 item 2).
