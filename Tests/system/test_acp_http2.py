@@ -7,7 +7,8 @@ POST → 202, the answer on the SSE GET of the same HTTP/2 connection, DELETE), 
 over an httpx client that speaks only HTTP/2, and the `h2` package's own connection for what clients never send
 (more streams than SETTINGS allow, a CONNECT, a stream whose window is never opened again).
 
-Edges checked: a token in clear from another machine is still refused (403 `tls_required`) on an h2c stream, and the
+Edges checked: `Origin` (another site: 403) and `Host` (`:authority`; a loopback-only route: 403) per stream; a
+token in clear from another machine is still refused (403 `tls_required`) on an h2c stream, and the
 same request over TLS is judged by its token (the stream's connection is TLS); a stream without a token gets 401;
 `SETTINGS_MAX_CONCURRENT_STREAMS` is sent and enforced (a client that opens more loses its connection, GOAWAY
 PROTOCOL_ERROR; a place freed is usable again); no `SETTINGS_ENABLE_CONNECT_PROTOCOL` (the WebSocket stays on
@@ -87,6 +88,13 @@ def test_curl_gets_every_kind_of_route_over_http2_with_the_pin_and_over_h2c(brid
                                            "--data", '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}',
                                            f"{base}/acp")
         assert (status, version) == (401, "2"), (base, status, body)
+        # Origin and Host checks: a web page of another site, and a loopback-only route asked for another host
+        # (curl sends the Host header as :authority).
+        code, status, version, body = curl(*options, "-X", "POST", "-H", "Origin: https://evil.example", "-H",
+                                           "Content-Type: application/json", "--data", "{}", f"{base}/api/auth/refresh")
+        assert (status, version) == (403, "2") and json.loads(body)["error"] == "forbidden_origin", (base, body)
+        code, status, version, body = curl(*options, "-H", "Host: evil.example", f"{base}/metrics")
+        assert (status, version) == (403, "2") and json.loads(body)["error"] == "loopback_only", (base, body)
     # The pin is what curl holds the connection to: another pin fails the handshake (curl's exit 90).
     code, _, _, _ = curl("--http2", "-k", "--pinnedpubkey", "sha256//" + "A" * 43 + "=", f"{tls}/api/health")
     assert code == 90
