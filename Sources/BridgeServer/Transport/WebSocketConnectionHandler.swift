@@ -53,8 +53,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     /// bounds the per-frame work of one message (a frame costs at least 7 bytes on the wire) besides its size.
     static let maxFragments = 1 << 17
     /// After a period this long with nothing compressed, the compressor is released (then freed within two periods of
-    /// the last compressed message).
-    static let compressorIdleRelease = TimeAmount.seconds(10)
+    /// the last compressed message): a streamed answer keeps it (updates come milliseconds apart), a connection that
+    /// went quiet holds none after 4 s (its `initialize` answer made one).
+    static let compressorIdleRelease = TimeAmount.seconds(2)
 
     private let messages: ClientMessages
     private let maxMessageSize: Int
