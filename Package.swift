@@ -131,6 +131,7 @@ let package = Package(
             dependencies: [
                 "BridgePairingWire",
                 "BridgeDPoP",
+                "BridgeDPoP",
                 "BridgeTime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -446,7 +447,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiagnosticsTests",
-            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport", "BridgeSandbox"],
+            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport", "BridgeSandbox", "BridgePairing"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
