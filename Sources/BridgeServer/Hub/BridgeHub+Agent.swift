@@ -92,6 +92,8 @@ extension BridgeHub {
                 agentLogger.error("could not start the agent", metadata: ["error": "\(error.description)"])
                 return .failure(error.rpcError)
             }
+        } else if let inProcessAgent = configuration.inProcessAgent {
+            agent = inProcessAgent()
         } else {
             agent = DemoAgent(chunkDelay: configuration.demoChunkDelay, logger: agentLogger)
         }

@@ -19,8 +19,11 @@ public struct BridgeServerConfiguration: Sendable {
     public var port: Int = 9099
     /// The WebSocket path.
     public var path: String = "/"
-    /// The agent to run, `["gemini", "--acp"]`; `nil` runs the built-in demo agent.
+    /// The agent to run, `["gemini", "--acp"]`; `nil` runs ``inProcessAgent``'s, or the built-in demo agent.
     public var agentCommand: [String]? = nil
+    /// Makes an agent that runs in this process (a test's scripted agent) when ``agentCommand`` is `nil`: called for
+    /// each agent the bridge starts (the first, and the next after one ended). `nil`: the built-in demo agent.
+    public var inProcessAgent: (@Sendable () -> any ACPAgent)? = nil
     /// Extra environment variables for the agent process.
     public var agentEnvironment: [String: String] = [:]
     /// The agent process's working directory; `nil` uses ``workingDirectory``.
