@@ -392,6 +392,7 @@ let package = Package(
             name: "bench",
             dependencies: [
                 "BridgeServer",
+                "BridgeTLS",
                 "BridgeSessionStore",
                 "BridgeDPoP",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -481,7 +482,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeTLSTests",
-            dependencies: ["BridgeTLS"],
+            dependencies: [
+                "BridgeTLS", .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,9 +1,11 @@
 import Logging
 import NIOCore
 import NIOSSL
+import Synchronization
 
 /// First in a new connection's pipeline: waits for the first byte; `0x16` (a TLS handshake record) puts a
-/// `NIOSSLServerHandler` behind it, anything else stays plaintext HTTP; then it removes itself and hands the bytes on.
+/// `NIOSSLServerHandler` behind it (and a ``TLSWriteCoalescer`` behind that, so one flush is one TLS record), anything
+/// else stays plaintext HTTP; then it removes itself and hands the bytes on.
 ///
 /// A connection that sends nothing within `timeout` is closed; so is a TLS connection whose handshake has not completed
 /// by then (``TLSHandshakeDeadline``).
@@ -13,6 +15,10 @@ package final class TLSSniffer: ChannelInboundHandler, RemovableChannelHandler {
 
     /// The first byte of every TLS record that starts a handshake (content type 22).
     static let handshakeRecord: UInt8 = 0x16
+
+    /// Whether new TLS connections get a ``TLSWriteCoalescer`` (always, in the bridge): off only for the benchmark's
+    /// side-by-side runs of one binary (`bench bridge --tls-coalesce no`, BENCHMARKS.md issue 32).
+    package static let coalescesWrites = Atomic<Bool>(true)
 
     private let sslContext: NIOSSLContext
     private let timeout: TimeAmount
@@ -53,6 +59,10 @@ package final class TLSSniffer: ChannelInboundHandler, RemovableChannelHandler {
         if first == Self.handshakeRecord {
             do {
                 let operations = context.pipeline.syncOperations
+                // Order after this handler: NIOSSLServerHandler, TLSHandshakeDeadline, TLSWriteCoalescer.
+                if Self.coalescesWrites.load(ordering: .relaxed) {
+                    try operations.addHandler(TLSWriteCoalescer(), position: .after(self))
+                }
                 try operations.addHandler(TLSHandshakeDeadline(timeout: timeout, logger: logger), position: .after(self))
                 try operations.addHandler(NIOSSLServerHandler(context: sslContext), position: .after(self))
             } catch {

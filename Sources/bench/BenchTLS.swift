@@ -18,3 +18,17 @@ func benchTLS(_ url: String) -> TLSConfiguration? {
 func benchClientConfiguration(_ url: String) -> WebSocketClientConfiguration {
     WebSocketClientConfiguration(maxFrameSize: 1 << 20, sniHostname: url.hasPrefix("wss://") ? "localhost" : nil)
 }
+
+/// A server context from PEM files (the bridge's `tls-cert.pem` and `tls-key.pem`), set up like BridgeTLS's
+/// `TLSServerContext`; `nil` when neither is given.
+func benchServerTLSContext(certificate: String?, key: String?) throws -> NIOSSLContext? {
+    guard let certificate, let key else { return nil }
+    var configuration = TLSConfiguration.makeServerConfiguration(
+        certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+        privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+    configuration.minimumTLSVersion = .tlsv12
+    configuration.maximumTLSVersion = .tlsv13
+    configuration.cipherSuites = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384"
+    configuration.applicationProtocols = ["http/1.1"]
+    return try NIOSSLContext(configuration: configuration)
+}

@@ -1,20 +1,33 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 
 /// Bare SwiftNIO WebSocket echo, below Hummingbird: `--mode loop` answers in the channel handler on the event loop
 /// (no task at all); `--mode task` hands each message to a task per connection and writes the answer back through
 /// the event loop (one hand-off each way, as a server whose logic lives in Swift concurrency must).
+///
+/// With `--cert FILE --key FILE` (issue 32) it serves wss:// only: a `NIOSSLServerHandler` first in every pipeline,
+/// configured as the bridge's `TLSServerContext` is (TLS 1.2–1.3, the same suites, ALPN http/1.1): the limit of the
+/// stack the bridge's TLS runs on.
 func runNIOEcho(_ args: Args) async throws {
     _ = raiseFileLimit(args.int("nofile", 65536))
     let port = args.int("port", 9197)
     let onLoop = (args.values["mode"] ?? "task") == "loop"
+    let sslContext = try benchServerTLSContext(certificate: args.values["cert"], key: args.values["key"])
     let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         .serverChannelOption(ChannelOptions.backlog, value: 4096)
         .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
         .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
         .childChannelInitializer { channel in
+            if let sslContext {
+                do {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
             let upgrader = NIOWebSocketServerUpgrader(
                 maxFrameSize: 1 << 20,
                 shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },

@@ -3,6 +3,7 @@
 
 import BridgeServer
 import BridgeSessionStore
+import BridgeTLS
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
@@ -111,8 +112,16 @@ func runBridge(_ args: Args) async throws {
     configuration.host = "127.0.0.1"
     configuration.port = args.int("port", 9198)
     configuration.maxConnections = args.int("max-connections", 20000)
+    configuration.maxPendingConnectionsPerAddress = args.int("max-pending-per-address", 20000)
     configuration.pingInterval = nil
     if let agent = args.values["agent"] { configuration.agentCommand = agent.split(separator: " ").map(String.init) }
+    // --tls-state DIR: serve wss:// too, with the identity kept in DIR (issue 32); --tls-coalesce no: without the
+    // TLS write coalescer, for before/after runs of one binary.
+    if let directory = args.values["tls-state"] {
+        configuration.tlsIdentity = try BridgeIdentity.loadOrCreate(
+            in: URL(fileURLWithPath: directory), names: BridgeIdentityNames(hostName: "localhost"))
+    }
+    TLSSniffer.coalescesWrites.store(args.string("tls-coalesce", "yes") == "yes", ordering: .relaxed)
     // --session-store DIR: sessions kept in DIR/sessions.sqlite as `serve` keeps them (issue 25 item 2), to measure
     // what the store costs the relay.
     if let directory = args.values["session-store"] {
@@ -241,11 +250,11 @@ func runIdle(_ args: Args) async throws {
 /// How every `session/update` the bridge sends starts (it writes the envelope fields in a fixed order).
 let updatePrefix = Array(#"{"jsonrpc":"2.0","method":"session/update","#.utf8)
 
-/// Connects `clients` raw WebSockets and initializes them; client 0 makes a session and the others attach to it
+/// Connects `clients` raw WebSockets (wss:// too: ``TLSRawWebSocket``) and initializes them; client 0 makes a session and the others attach to it
 /// with session/load. Returns the sockets and the session's id.
-func relaySetup(url: String, clients: Int, cwd: String) throws -> ([RawWebSocket], String) {
+func relaySetup(url: String, clients: Int, cwd: String) throws -> ([any RelaySocket], String) {
     let setupDeadline = now() + 30_000_000_000
-    let sockets = try (0..<clients).map { _ in try RawWebSocket(url: url) }
+    let sockets = try (0..<clients).map { _ in try makeRelaySocket(url: url) }
     for socket in sockets {
         try socket.sendText(initializeFrame)
         guard socket.nextText(until: setupDeadline) != nil else { throw RawWebSocket.Failure(description: "no answer to initialize") }
@@ -335,7 +344,7 @@ func runLatency(_ args: Args) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: bench echo|bridge|load|idle|relay|sserelay|sseload|latency|parse [--key value]...\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench echo|nioecho|bridge|load|idle|reconnect|relay|sserelay|sseload|latency|parse [--key value]...\n".utf8))
     exit(2)
 }
 let args = Args(arguments.dropFirst(2))
@@ -345,6 +354,7 @@ case "nioecho": try await runNIOEcho(args)
 case "bridge": try await runBridge(args)
 case "load": try await runLoad(args)
 case "idle": try await runIdle(args)
+case "reconnect": try await runReconnect(args)
 case "relay": try runRelay(args)
 case "sserelay": try runSSERelay(args)
 case "sseload": try runSSELoad(args)

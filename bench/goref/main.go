@@ -12,11 +12,15 @@
 // Built with Debian's golang-go and golang-github-gorilla-websocket-dev (GOPATH mode, no module download):
 //
 //	GO111MODULE=off GOPATH=/usr/share/gocode go build -o goref bench/goref/main.go
-//	./goref -port 9199 [-agent "python3 bench/flood_agent.py"]
+//	./goref -port 9199 [-agent "python3 bench/flood_agent.py"] [-cert tls-cert.pem -key tls-key.pem]
+//
+// With -cert and -key (issue 32) it serves wss:// only, through Go's crypto/tls with its defaults (TLS 1.3, session
+// tickets), HTTP/1.1 only (no h2 in ALPN, as a WebSocket needs), with the bridge's own identity from its state dir.
 package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -259,6 +263,8 @@ func (b *bridge) startAgent(command string) error {
 func main() {
 	port := flag.Int("port", 9199, "TCP port on 127.0.0.1")
 	agent := flag.String("agent", "", "stdio ACP agent command (relay)")
+	certFile := flag.String("cert", "", "PEM certificate: serve TLS (wss://) with it and -key")
+	keyFile := flag.String("key", "", "PEM private key for -cert")
 	flag.Parse()
 	b := &bridge{pending: map[int64]pending{}, sessions: map[string]*session{}}
 	if *agent != "" {
@@ -297,5 +303,12 @@ func main() {
 			}
 		}
 	})
-	log.Fatal(http.ListenAndServe(fmt.Sprintf("127.0.0.1:%d", *port), nil))
+	address := fmt.Sprintf("127.0.0.1:%d", *port)
+	if *certFile != "" {
+		server := &http.Server{Addr: address,
+			// An empty map turns HTTP/2 off: ALPN offers http/1.1 only, like the bridge.
+			TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){}}
+		log.Fatal(server.ListenAndServeTLS(*certFile, *keyFile))
+	}
+	log.Fatal(http.ListenAndServe(address, nil))
 }
