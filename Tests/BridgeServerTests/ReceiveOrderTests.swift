@@ -1,37 +1,51 @@
 import BridgeACP
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
+import Synchronization
 import Testing
 
 /// The hub handles a client's message without suspending unless it must wait (for the agent to start, for the token
 /// store); what waits runs in a task of its own, and the client's next message is handled only after it.
-@Suite("Receive order", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
+@Suite("Receive order", .timeLimit(.minutes(1)), .tags(.loopback))
 struct ReceiveOrderTests {
-    /// Answers `initialize` (slowly, so a request waiting for it really waits), `session/new`, and `session/list`
-    /// with whether a `_test/mark` notification arrived before it; a prompt `exit` is answered, then the process ends.
-    static let script = """
-    import json, os, sys, time
-    marked = False
-    def send(m): print(json.dumps(m), flush=True)
-    for line in sys.stdin:
-        msg = json.loads(line)
-        method = msg.get("method")
-        if method == "initialize":
-            time.sleep(0.3)
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
-        elif method == "session/new":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s-%d" % os.getpid()}})
-        elif method == "_test/mark":
-            marked = True
-        elif method == "session/list":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessions": [], "marked": marked}})
-        elif method == "session/prompt":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
-            if msg["params"]["prompt"][0]["text"] == "exit":
-                sys.stdout.flush()
-                os._exit(0)
-    """
+    /// A new agent (the bridge makes one per start): answers `initialize` (after 300 ms, so a request waiting for it
+    /// really waits), `session/new`, and `session/list` with whether a `_test/mark` notification arrived before it; a
+    /// prompt `exit` is answered, then the agent ends as a process that exits would.
+    static func agent() -> ScriptedAgent {
+        let marked = Mutex(false)
+        let number = started.withLock { count in
+            count += 1
+            return count
+        }
+        return ScriptedAgent { message, peer in
+            switch message {
+            case .notification(let notification) where notification.method == "_test/mark":
+                marked.withLock { $0 = true }
+            case .request(let request):
+                switch request.method {
+                case "initialize":
+                    try? await Task.sleep(for: .milliseconds(300))
+                    peer.respond(to: request.id, result: ["protocolVersion": 1, "agentCapabilities": [:], "authMethods": []])
+                case "session/new":
+                    peer.respond(to: request.id, result: ["sessionId": .string("s-\(number)")])
+                case "session/list":
+                    peer.respond(to: request.id, result: ["sessions": [], "marked": .bool(marked.withLock { $0 })])
+                case "session/prompt":
+                    peer.respond(to: request.id, result: ["stopReason": "end_turn"])
+                    if request.params?["prompt"]?.arrayValue?.first?["text"] == "exit" { peer.exit(reason: "the agent process exited with status 0") }
+                default:
+                    peer.respond(to: request.id, error: .methodNotFound(request.method))
+                }
+            default:
+                break
+            }
+        }
+    }
+
+    /// How many agents the tests made (their sessions are named by it).
+    private static let started = Mutex(0)
 
     static func request(_ id: JSONValue, _ method: String, _ params: JSONValue = [:]) -> JSONValue {
         ["jsonrpc": "2.0", "id": id, "method": .string(method), "params": params]
@@ -41,7 +55,7 @@ struct ReceiveOrderTests {
     /// reach that agent (handled after the wait, not dropped as "the agent is not running" meanwhile), in a batch too.
     @Test("a client's messages are handled in order while one of them waits for the agent to start", arguments: [false, true])
     func orderAcrossAgentStart(batched: Bool) async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = ["python3", "-u", "-c", ReceiveOrderTests.script] }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }) { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let first = try await client.newSession(seed: false, id: "s1")
@@ -81,7 +95,7 @@ struct ReceiveOrderTests {
     /// it in the batch is made at once, but must not overtake it (a batch's answers come in the order they were made).
     @Test("an answer made at once does not overtake the answer of an earlier message that had to wait")
     func immediateAfterWaiting() async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = ["python3", "-u", "-c", ReceiveOrderTests.script] }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }) { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let rounds = 10

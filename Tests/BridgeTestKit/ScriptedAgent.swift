@@ -4,8 +4,9 @@ import Synchronization
 
 /// An ACP agent in the test's own process, scripted by a closure (``BridgeServerConfiguration/inProcessAgent``): no
 /// process, no pipes and no interpreter to start, so its timing is the test's, not a loaded machine's. Every message
-/// the bridge sends is handed to the script with a ``Peer`` to answer through; each runs in a task of its own, so a
-/// script that holds one answer back (a slow `initialize`) does not hold the next message.
+/// the bridge sends is handed to the script with a ``Peer`` to answer through, one after the other in the order they
+/// were sent, as a process reads its input: a script that holds an answer back (a slow `initialize`) holds the
+/// messages behind it too.
 ///
 /// Like a process: a request still unanswered when the agent ends gets an error response, then `.exited` comes last.
 public final class ScriptedAgent: ACPAgent {
@@ -67,11 +68,8 @@ public final class ScriptedAgent: ACPAgent {
     public func run() async {
         let peer = Peer(agent: self)
         await withTaskCancellationHandler {
-            await withDiscardingTaskGroup { group in
-                for await message in inbox {
-                    group.addTask { await self.script(message, peer) }
-                }
-                group.cancelAll()
+            for await message in inbox {
+                await script(message, peer)
             }
         } onCancel: {
             self.end("the agent was stopped")
