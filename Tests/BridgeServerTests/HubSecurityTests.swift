@@ -1,11 +1,14 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
+import Synchronization
 import Testing
 
-/// An agent written with the official ACP Python SDK for the hub's ordering and namespace tests (issues 25, 27, 28).
-/// It records, at the wire (the SDK's stream observer, in the order lines arrive), the `session/cancel`
-/// notifications and the answers to its own requests it receives; `_test/order` returns that record.
+/// A scripted agent (BridgeTestKit) for the hub's ordering and namespace tests (issues 25, 27, 28); it used to be an
+/// agent written with the ACP Python SDK, whose start took seconds on a loaded machine. It records, as messages
+/// arrive, the `session/cancel` notifications and the answers to its own requests it receives; `_test/order` returns
+/// that record.
 ///
 /// Prompts by first word: `permission` asks `session/request_permission` and ends the turn `cancelled` when the
 /// answer is; `forge` sends what only the bridge may send (`_oa/agent_exited`, `_oa/user_message`,
@@ -13,108 +16,99 @@ import Testing
 /// `_oa/session/resume`, then reports the request's error code; anything else: `heard: <text>`. Its `session/new`
 /// and `session/load` answers carry `_meta` of its own (`agent.example/new`, `agent.example/load`).
 enum HubAgent {
-    static let script = #"""
-import asyncio, json, uuid
-from acp import PROTOCOL_VERSION, RequestError, run_agent, update_agent_message_text
-from acp.connection import StreamDirection
-from acp.schema import (AgentCapabilities, Implementation, InitializeResponse, LoadSessionResponse,
-                        NewSessionResponse, PermissionOption, PromptResponse, ToolCallUpdate)
-
-ORDER = []
-
-class HubAgent:
-    def on_connect(self, conn):
-        self.conn = conn
-        conn._conn.add_observer(self.observe)
-
-    def observe(self, event):
-        if event.direction != StreamDirection.INCOMING:
-            return
-        message = event.message
-        if message.get("method") == "session/cancel":
-            ORDER.append("cancel")
-        elif "method" not in message and "id" in message:
-            result = message.get("result") or {}
-            outcome = (result.get("outcome") or {}).get("outcome") if isinstance(result, dict) else None
-            ORDER.append("answer:%s" % (outcome or ("error" if "error" in message else "result")))
-
-    async def initialize(self, protocol_version, client_capabilities=None, client_info=None, **kwargs):
-        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities(load_session=True),
-                                  agent_info=Implementation(name="hub-agent", title="Hub test agent", version="1.0"))
-
-    async def new_session(self, cwd, mcp_servers=None, **kwargs):
-        response = NewSessionResponse(session_id="h-" + uuid.uuid4().hex[:8])
-        response.field_meta = {"agent.example/new": "kept"}
-        return response
-
-    async def load_session(self, cwd, session_id, mcp_servers=None, **kwargs):
-        await self.conn.session_update(session_id, update_agent_message_text("loaded history"))
-        response = LoadSessionResponse()
-        response.field_meta = {"agent.example/load": "kept", "lastSeq": "the agent's"}
-        return response
-
-    async def prompt(self, session_id, prompt, **kwargs):
-        text = " ".join(getattr(block, "text", "") or "" for block in prompt)
-        word = text.split(" ")[0] if text else ""
-        say = lambda line: self.conn.session_update(session_id, update_agent_message_text(line))
-        if word == "permission":
-            ORDER.clear()
-            answer = await self.conn.request_permission(
-                session_id=session_id, tool_call=ToolCallUpdate(tool_call_id="call-1", title="Run it"),
-                options=[PermissionOption(option_id="yes", name="Yes", kind="allow_once")])
-            if answer.outcome.outcome == "cancelled":
-                return PromptResponse(stop_reason="cancelled")
-            await say("permission: " + answer.outcome.option_id)
-            return PromptResponse(stop_reason="end_turn")
-        if word == "forge":
-            raw = self.conn._conn
-            await raw.send_notification("_oa/agent_exited", {"reason": "forged", "restartsOn": "session/new"})
-            await raw.send_notification("_oa/user_message", {"sessionId": session_id, "update": {
-                "sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "forged words"}}})
-            await raw.send_notification("_OA/request_answered", {"requestId": 1, "sessionId": session_id})
-            await raw.send_notification("session/update", {"sessionId": session_id, "_meta": {
-                "oa": {"origin": "bridge", "promptId": "forged"}, "agent.example/own": 1}, "update": {
-                "sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "replayed by the agent"}}})
-            try:
-                await asyncio.wait_for(raw.send_request("_oa/session/resume", {"sessionId": session_id, "lastSeq": 0}), 5)
-                await say("forge answered")
-            except RequestError as error:
-                await say("forge error: %s" % error.code)
-            except asyncio.TimeoutError:
-                await say("forge timeout")
-            return PromptResponse(stop_reason="end_turn")
-        await say("heard: " + text)
-        return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id, **kwargs):
-        pass
-
-    async def ext_method(self, method, params):
-        if method == "test/order":
-            return {"order": list(ORDER)}
-        raise RequestError.method_not_found("_" + method)
-
-    async def ext_notification(self, method, params):
-        pass
-
-asyncio.run(run_agent(HubAgent()))
-"""#
+    /// A new agent.
+    static func agent() -> ScriptedAgent {
+        let order = Mutex<[String]>([])
+        let sessions = Mutex(0)
+        let observe: @Sendable (JSONRPCMessage) -> Void = { message in
+            switch message {
+            case .notification(let notification) where notification.method == "session/cancel":
+                order.withLock { $0.append("cancel") }
+            case .response(let response):
+                let outcome: String
+                switch response.outcome {
+                case .success(let result): outcome = result["outcome"]?["outcome"]?.stringValue ?? "result"
+                case .failure: outcome = "error"
+                }
+                order.withLock { $0.append("answer:\(outcome)") }
+            default:
+                break
+            }
+        }
+        return ScriptedAgent(observe: observe) { message, peer in
+            guard case .request(let request) = message else { return }
+            let params = request.params ?? [:]
+            func say(_ session: JSONValue, _ text: String) {
+                peer.notify("session/update", params: [
+                    "sessionId": session, "update": ["sessionUpdate": "agent_message_chunk", "content": ["type": "text", "text": .string(text)]],
+                ])
+            }
+            switch request.method {
+            case "initialize":
+                peer.respond(to: request.id, result: [
+                    "protocolVersion": 1, "agentCapabilities": ["loadSession": true],
+                    "agentInfo": ["name": "hub-agent", "title": "Hub test agent", "version": "1.0"],
+                ])
+            case "session/new":
+                let number = sessions.withLock { count in
+                    count += 1
+                    return count
+                }
+                peer.respond(to: request.id, result: ["sessionId": .string("h-\(number)"), "_meta": ["agent.example/new": "kept"]])
+            case "session/load":
+                say(params["sessionId"] ?? .null, "loaded history")
+                peer.respond(to: request.id, result: ["_meta": ["agent.example/load": "kept", "lastSeq": "the agent's"]])
+            case "session/prompt":
+                let session = params["sessionId"] ?? .null
+                let text = (params["prompt"]?.arrayValue ?? []).map { $0["text"]?.stringValue ?? "" }.joined(separator: " ")
+                switch text.split(separator: " ").first.map(String.init) ?? "" {
+                case "permission":
+                    order.withLock { $0.removeAll() }
+                    let answer = await peer.ask("session/request_permission", params: [
+                        "sessionId": session, "toolCall": ["toolCallId": "call-1", "title": "Run it"],
+                        "options": [["optionId": "yes", "name": "Yes", "kind": "allow_once"]],
+                    ])
+                    let outcome = (try? answer.outcome.get())?["outcome"]
+                    if outcome?["outcome"] == "cancelled" {
+                        peer.respond(to: request.id, result: ["stopReason": "cancelled"])
+                        return
+                    }
+                    say(session, "permission: " + (outcome?["optionId"]?.stringValue ?? "?"))
+                case "forge":
+                    peer.notify("_oa/agent_exited", params: ["reason": "forged", "restartsOn": "session/new"])
+                    peer.notify("_oa/user_message", params: ["sessionId": session, "update": [
+                        "sessionUpdate": "user_message_chunk", "content": ["type": "text", "text": "forged words"]]])
+                    peer.notify("_OA/request_answered", params: ["requestId": 1, "sessionId": session])
+                    peer.notify("session/update", params: [
+                        "sessionId": session, "_meta": ["oa": ["origin": "bridge", "promptId": "forged"], "agent.example/own": 1],
+                        "update": ["sessionUpdate": "user_message_chunk", "content": ["type": "text", "text": "replayed by the agent"]],
+                    ])
+                    let answer = await peer.ask("_oa/session/resume", params: ["sessionId": session, "lastSeq": 0])
+                    switch answer.outcome {
+                    case .success: say(session, "forge answered")
+                    case .failure(let error): say(session, "forge error: \(error.code)")
+                    }
+                default:
+                    say(session, "heard: " + text)
+                }
+                peer.respond(to: request.id, result: ["stopReason": "end_turn"])
+            case "_test/order":
+                peer.respond(to: request.id, result: ["order": .array(order.withLock { $0 }.map { .string($0) })])
+            default:
+                peer.respond(to: request.id, error: .methodNotFound(request.method))
+            }
+        }
+    }
 
     /// A bridge running the agent.
     static func bridge<T: Sendable>(
         _ body: @Sendable (_ port: Int, _ configuration: BridgeServerConfiguration) async throws -> T
     ) async throws -> T {
-        let python = try #require(ACPPython.path)
-        let directory = try TestBridge.makeDirectory()
-        let path = directory + "/hub_agent.py"
-        try HubAgent.script.write(toFile: path, atomically: true, encoding: .utf8)
-        return try await TestBridge.with(configure: { $0.agentCommand = [python, path] }, body)
+        try await TestBridge.with(configure: { $0.inProcessAgent = { HubAgent.agent() } }, body)
     }
 }
 
-@Suite("The hub: cancel order, the bridge's namespace, prompts in the replay (SDK agent)", .serialized, .timeLimit(.minutes(2)),
-       .enabled(if: ACPPython.path != nil, "needs a Python with agent-client-protocol (set OA_BRIDGE_ACP_PYTHON or create .venv)"),
-       .tags(.loopback, .externalTool))
+@Suite("The hub: cancel order, the bridge's namespace, prompts in the replay (scripted agent)", .timeLimit(.minutes(1)), .tags(.loopback))
 struct HubSecurityTests {
     @Test("session/cancel reaches the agent before the answer `cancelled` to its pending permission request, every run (10)")
     func cancelBeforePermissionAnswer() async throws {

@@ -34,6 +34,12 @@ public final class ScriptedAgent: ACPAgent {
             agent.emit(.request(JSONRPCRequest(id: id, method: method, params: params)))
         }
 
+        /// Sends a request of the agent's own and waits for its answer (an error response if the agent ends first).
+        /// The answer is taken as it arrives, not behind the messages the script has still to see.
+        public func ask(_ method: String, params: JSONValue) async -> JSONRPCResponse {
+            await agent.ask(method, params: params)
+        }
+
         /// Ends the agent as a crashed process would: pending requests fail, `.exited(reason:)` comes last.
         public func exit(reason: String) {
             agent.end(reason)
@@ -46,6 +52,8 @@ public final class ScriptedAgent: ACPAgent {
     private struct State {
         var reason: String?
         var pending: Set<JSONRPCID> = []
+        var asks: [JSONRPCID: CheckedContinuation<JSONRPCResponse, Never>] = [:]
+        var nextAsk = 0
     }
 
     public let events: AsyncStream<ACPAgentEvent>
@@ -54,10 +62,13 @@ public final class ScriptedAgent: ACPAgent {
     private let inboxSink: AsyncStream<JSONRPCMessage>.Continuation
     private let state = Mutex(State())
     private let script: Script
+    private let observe: (@Sendable (JSONRPCMessage) -> Void)?
 
-    /// An agent that runs `script` for every message it is sent.
-    public init(_ script: @escaping Script) {
+    /// An agent that runs `script` for every message it is sent; `observe` (if given) sees each message as it
+    /// arrives, answers to ``Peer/ask(_:params:)`` included, in the order the bridge sent them.
+    public init(observe: (@Sendable (JSONRPCMessage) -> Void)? = nil, _ script: @escaping Script) {
         self.script = script
+        self.observe = observe
         (events, eventSink) = AsyncStream.makeStream(of: ACPAgentEvent.self)
         (inbox, inboxSink) = AsyncStream.makeStream(of: JSONRPCMessage.self)
     }
@@ -77,13 +88,40 @@ public final class ScriptedAgent: ACPAgent {
     }
 
     public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
-        let reason = state.withLock { state -> String? in
-            if let reason = state.reason { return reason }
-            if case .request(let request) = message { state.pending.insert(request.id) }
-            return nil
+        let (reason, asker) = state.withLock { state -> (String?, CheckedContinuation<JSONRPCResponse, Never>?) in
+            if let reason = state.reason { return (reason, nil) }
+            switch message {
+            case .request(let request): state.pending.insert(request.id)
+            case .response(let response): return (nil, state.asks.removeValue(forKey: response.id))
+            case .notification: break
+            }
+            return (nil, nil)
         }
         if let reason { throw ACPAgentError.notRunning(reason) }
+        observe?(message)
+        if let asker, case .response(let response) = message {
+            asker.resume(returning: response)
+            return
+        }
         inboxSink.yield(message)
+    }
+
+    /// Sends a request of the agent's and waits for its answer.
+    fileprivate func ask(_ method: String, params: JSONValue) async -> JSONRPCResponse {
+        await withCheckedContinuation { continuation in
+            let id = state.withLock { state -> JSONRPCID? in
+                guard state.reason == nil else { return nil }
+                state.nextAsk += 1
+                let id = JSONRPCID.string("agent-\(state.nextAsk)")
+                state.asks[id] = continuation
+                return id
+            }
+            guard let id else {
+                continuation.resume(returning: JSONRPCResponse(id: .null, error: .internalError("the agent has ended")))
+                return
+            }
+            eventSink.yield(.message(.request(JSONRPCRequest(id: id, method: method, params: params))))
+        }
     }
 
     public func stop() async {
@@ -102,13 +140,19 @@ public final class ScriptedAgent: ACPAgent {
 
     /// Ends the agent once: unanswered requests get an error, `.exited` comes last, the streams finish.
     private func end(_ reason: String) {
-        let pending = state.withLock { state -> [JSONRPCID]? in
+        let ended = state.withLock { state -> ([JSONRPCID], [JSONRPCID: CheckedContinuation<JSONRPCResponse, Never>])? in
             guard state.reason == nil else { return nil }
             state.reason = reason
-            defer { state.pending.removeAll() }
-            return Array(state.pending)
+            defer {
+                state.pending.removeAll()
+                state.asks.removeAll()
+            }
+            return (Array(state.pending), state.asks)
         }
-        guard let pending else { return }
+        guard let (pending, asks) = ended else { return }
+        for (id, asker) in asks {
+            asker.resume(returning: JSONRPCResponse(id: id, error: .internalError("the agent ended: \(reason)")))
+        }
         for id in pending {
             eventSink.yield(.message(.response(JSONRPCResponse(id: id, error: .internalError("the agent ended: \(reason)")))))
         }
