@@ -846,14 +846,23 @@ class ChaosRun:
         # the web app writes a line (seen by polling the page, so matched by time, not by order).
         told = [e["t"] for e in log.events if (e["ev"] == "resumed" and isinstance(e.get("answer"), dict)
                                                and e["answer"].get("lostUpdates"))
+                or (e["ev"] == "attached" and e.get("lost"))
                 or (e["ev"] == "system" and "may be missing" in (e.get("text") or ""))]
         self.figures.setdefault("lost_updates_told", {})[phone] = len(told)
+        # A session the phone was told had lost updates keeps that hole in its history: a later load's replay jumps
+        # over it too (the SDK phone's load answer says so again).
+        told_sessions = {e.get("session") for e in log.events if (e["ev"] == "resumed" and isinstance(e.get("answer"), dict)
+                         and e["answer"].get("lostUpdates")) or (e["ev"] == "attached" and e.get("lost"))}
         session, last, where, fallback = None, None, "", False
+        loading = False  # between the SDK phone's "loading" and "attached": the load's replay
         for e in log.events:
             ev = e["ev"]
             if ev in ("loading", "ready"):
                 session, last = e.get("session"), None
                 where = f"{ev} {e.get('how', '')}".strip()
+                loading = ev == "loading"
+            elif ev == "attached":
+                loading = False
             elif ev == "gap":
                 last = (e.get("data") or {}).get("lastSeq", last)
             elif ev == "http_transport":
@@ -866,7 +875,10 @@ class ChaosRun:
                 last, fallback = max(e["seq"], last or 0), False
             elif ev == "update" and e.get("session") == session and isinstance(e.get("seq"), int):
                 seq = e["seq"]
-                if last is not None and seq > last + 1 and any(abs(t - e["t"]) < 15 for t in told):
+                if loading and last is not None and seq <= last:
+                    # A live update came in before the load's replay began: the replay starts the count again.
+                    last = None
+                if last is not None and seq > last + 1 and (any(abs(t - e["t"]) < 15 for t in told) or session in told_sessions):
                     pass  # a jump the phone was told of (the bridge crashed): not hidden
                 elif last is not None and seq != last + 1:
                     what = "repeated" if seq <= last else "skipped"
@@ -931,13 +943,21 @@ class ChaosRun:
         log = self.events[phone]
         log.poll()
         view: list[str] = []
+        loading, last = False, None
         for e in log.events:
             # A load's replay comes between "loading" and "attached"; the web app clears its screen when it loads.
             if e["ev"] in ("loading", "ready"):
-                view = []
-            elif e["ev"] == "update" and e.get("session") == self.session and e.get("kind") == "agent_message_chunk" \
-                    and (e.get("text") or "").startswith("chaos-"):
-                view.append(e["text"])
+                view, loading, last = [], e["ev"] == "loading", None
+            elif e["ev"] == "attached":
+                loading = False
+            elif e["ev"] == "update" and e.get("session") == self.session:
+                seq = e.get("seq")
+                if loading and isinstance(seq, int) and last is not None and seq <= last:
+                    view = []  # a live update came before the load's replay, which shows it again in its place
+                if isinstance(seq, int):
+                    last = seq
+                if e.get("kind") == "agent_message_chunk" and (e.get("text") or "").startswith("chaos-"):
+                    view.append(e["text"])
         return view
 
     def web_snapshot(self) -> dict:

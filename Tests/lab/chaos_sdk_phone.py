@@ -213,8 +213,10 @@ class Phone:
         self.session = session
         self.last_seq = 0
         emit("loading", session=session, how=how)
-        await self.call(self.conn.load_session(session_id=session, cwd=self.cwd, mcp_servers=[]), 60)
-        emit("attached", session=session, how=how)
+        answer = await self.call(self.conn.load_session(session_id=session, cwd=self.cwd, mcp_servers=[]), 60)
+        meta = getattr(answer, "field_meta", None) or {}
+        # The bridge says when its replay lacks updates a crash lost (issue 25, F7): the phone was told.
+        emit("attached", session=session, how=how, lost=meta.get("lostUpdates") if isinstance(meta, dict) else None)
 
     # -- commands -------------------------------------------------------------------------------------------------
 

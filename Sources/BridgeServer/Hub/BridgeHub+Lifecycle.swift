@@ -99,6 +99,10 @@ extension BridgeHub {
         meta["lastSeq"] = .int(record.nextSeq - 1)
         meta["replayed"] = .int(replayed)
         meta["promptRunning"] = .bool(promptRunning(session))
+        // After a crash: the replay lacks what the store lost (issue 25, F7), said as `_oa/session/resume` says it.
+        if let lost = record.unstored, let after, after < lost.upperBound {
+            meta["lostUpdates"] = ["afterSeq": .int(lost.lowerBound - 1), "throughSeq": .int(lost.upperBound)]
+        }
         if let oa = restoreMeta(session) { meta["oa"] = oa }
         result["_meta"] = .object(meta)
         connections[id]?.logger.info("attached to a live session", metadata: [

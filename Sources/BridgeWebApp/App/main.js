@@ -493,6 +493,8 @@ async function loadSession(connection, id) {
     const result = await connection.call("session/load", params);
     current.modes = (result && result.modes) || (previous && previous.modes) || null;
     current.models = (result && result.models) || null;
+    // Issue 25 (F7): the replay lacks what the desktop's bridge lost when it stopped unexpectedly.
+    if (result && result._meta && result._meta.lostUpdates) ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
   } finally {
     current.loading = false;
   }
