@@ -106,6 +106,7 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         if let deflate, let acceptance = PerMessageDeflateNegotiation.accept(offers: offers, settings: deflate) {
                             compression.value = acceptance
                             headers.add(name: PerMessageDeflateNegotiation.headerName, value: acceptance.responseHeader)
+                            logger.debug("permessage-deflate negotiated", metadata: ["answer": "\(acceptance.responseHeader)"])
                         }
                         return headers
                     }
