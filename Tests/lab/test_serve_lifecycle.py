@@ -20,7 +20,7 @@ import pytest
 import lab as labmod
 
 STOP_BOUND_S = 2.5
-FAIL_BOUND_S = 4.0
+FAIL_BOUND_S = 1.5
 PORT = 9099
 
 HOLD_PORT = r"""
