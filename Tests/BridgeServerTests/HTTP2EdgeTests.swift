@@ -5,6 +5,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOHTTP2
 import NIOHTTPTypes
 import Testing
 
@@ -226,5 +227,28 @@ struct HTTP2EdgeTests {
         connectionGuard.servingHTTP2()
         channel.embeddedEventLoop.advanceTime(by: ConnectionGuard.probationTimeout + .seconds(1))
         #expect(!channel.isActive)
+    }
+}
+
+/// Issue 25's F5b for HTTP/2: at shutdown a connection without open streams closes at once.
+@Suite("HTTP/2: shutdown", .tags(.unit))
+struct HTTP2QuiesceTests {
+    @Test("a connection without open streams closes when the server quiesces; one with a stream is left open")
+    func quiesce() async throws {
+        for streams in [0, 1] {
+            let channel = EmbeddedChannel()
+            try channel.pipeline.syncOperations.addHandler(HTTP2QuiesceHandler())
+            try await channel.connect(to: SocketAddress(ipAddress: "10.0.0.1", port: 40000)).get()
+            for id in 0..<2 {
+                channel.pipeline.fireUserInboundEventTriggered(NIOHTTP2StreamCreatedEvent(
+                    streamID: HTTP2StreamID(2 * id + 1), localInitialWindowSize: nil, remoteInitialWindowSize: nil))
+            }
+            for id in 0..<(2 - streams) {
+                channel.pipeline.fireUserInboundEventTriggered(StreamClosedEvent(streamID: HTTP2StreamID(2 * id + 1), reason: nil))
+            }
+            channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+            channel.embeddedEventLoop.run()
+            #expect(channel.isActive == (streams > 0), "\(streams) open")
+        }
     }
 }

@@ -18,8 +18,8 @@ import NIOHTTPTypesHTTP2
 /// - `SETTINGS_MAX_CONCURRENT_STREAMS` ``maxConcurrentStreams`` (NIOHTTP2 refuses a stream beyond it), the header
 ///   list no larger than HTTP/1.1's decoder takes;
 /// - a connection with no open stream is closed after the HTTP idle timeout (GOAWAY first), a quiescing server sends
-///   GOAWAY and gives open streams ``gracefulCloseTimeout``, a peer that answers no PING within
-///   ``keepalive``'s timeout is closed;
+///   GOAWAY, closes a connection without open streams at once (``HTTP2QuiesceHandler``) and gives open streams
+///   ``gracefulCloseTimeout``, a peer that answers no PING within ``keepalive``'s timeout is closed;
 /// - each stream: ``HTTP2StreamGuard`` (its request within the request time bound, the body size limit, `HEAD`,
 ///   probation, no WebSocket) and ``StreamableHTTPStallHandler`` (a stream whose peer stops taking its response, an
 ///   SSE stream that is not read, is reset after the same time as on HTTP/1.1).
@@ -74,6 +74,7 @@ struct HTTP2ConnectionChannel: Sendable {
         ) { streamChannel in
             stream.setup(channel: streamChannel, logger: logger)
         }
+        try channel.pipeline.syncOperations.addHandler(HTTP2QuiesceHandler())
         return Value(streams: streams, channel: channel)
     }
 
