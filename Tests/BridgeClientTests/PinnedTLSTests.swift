@@ -66,6 +66,20 @@ private final class OpenSSLServer: Sendable {
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }
+
+    /// ``stop()`` on a thread of its own: its wait must not hold one of the few threads every task runs on.
+    func stopSoon() {
+        Thread { self.stop() }.start()
+    }
+}
+
+/// Runs `body`, which blocks (a process to wait for, a file to poll), on a thread of its own: blocked on one of the
+/// cooperative pool's threads (two on a 2-core machine) it stalled every other test's tasks in full runs, whose
+/// requests then timed out at 10 s.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
 }
 
 @Suite("Pinned TLS to an IP literal the certificate does not name", .tags(.loopback, .externalTool))
@@ -75,8 +89,8 @@ struct PinnedTLSTests {
     @Test("trust on first use, then the pin: over IPv4 and IPv6 literals, no name check, the key decides",
           arguments: ["127.0.0.1", "::1"])
     func pinnedLiteral(host: String) async throws {
-        let server = try OpenSSLServer(host: host)
-        defer { server.stop() }
+        let server = try await onThread { try OpenSSLServer(host: host) }
+        defer { server.stopSoon() }
         let url = host.contains(":") ? "https://[\(host)]:\(server.port)/" : "https://\(host):\(server.port)/"
         // First use: no pin; the answer says which key the server has.
         let first = try await PinnedTLSTests.connector.request("GET", url: url)
@@ -89,8 +103,8 @@ struct PinnedTLSTests {
 
     @Test("another key than the pinned one is still refused, as a pin mismatch")
     func wrongPin() async throws {
-        let server = try OpenSSLServer(host: "127.0.0.1")
-        defer { server.stop() }
+        let server = try await onThread { try OpenSSLServer(host: "127.0.0.1") }
+        defer { server.stopSoon() }
         let other = try CertificatePin(parsing: "sha256/" + Data(repeating: 7, count: 32).base64EncodedString())
         do {
             _ = try await PinnedTLSTests.connector.request("GET", url: "https://127.0.0.1:\(server.port)/", pin: other)

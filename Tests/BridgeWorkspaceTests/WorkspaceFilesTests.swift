@@ -254,7 +254,11 @@ struct WorkspaceFilesTests {
     @Test("a file call past its time limit is answered at once and abandoned; cancellation answers too")
     func timeLimit() async throws {
         let clock = ManualClock()
-        let io = WorkspaceIO(pool: .singleton, limit: .seconds(10), clock: clock)
+        // A pool of its own: the jobs below spin until abandoned, and on the shared singleton pool (two threads) they
+        // waited behind, and held up, every other test's file calls in full runs (waitForSleepers failed after 10 s).
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        let io = WorkspaceIO(pool: pool, limit: .seconds(10), clock: clock)
         let stopped = Mutex(false)
         let started = Mutex(false)
         let slow = Task {
@@ -290,5 +294,6 @@ struct WorkspaceFilesTests {
 
         let quick = await io.run(path: "quick.txt") { _ throws(WorkspaceFileError) -> Int in 42 }
         #expect(quick == .success(42))
+        try await pool.shutdownGracefully()
     }
 }
