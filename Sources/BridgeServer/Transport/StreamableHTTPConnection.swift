@@ -1,5 +1,8 @@
 import BridgeRPC
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import Synchronization
@@ -58,7 +61,11 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         /// Sessions the connection may address (opened, loaded or resumed through it).
         var attached: Set<String> = []
         /// Sessions whose messages go to their own stream (the client opened it once).
-        var routed: Set<String> = []
+        var routed: Set<String> = [] {
+            didSet { routedNeedles = routed.map(SessionNeedles.init) }
+        }
+        /// What a notification naming one of them has in its bytes.
+        var routedNeedles: [SessionNeedles] = []
         /// Client requests naming a session, by id, until answered.
         var routes: [JSONRPCID: Route] = [:]
         /// Requests whose answer goes into a POST's body.
@@ -255,26 +262,39 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
             if waited { return .keepalive }
             waited = true
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state -> Bool in
-                    guard !state.ended, var log = state.streams[key], log.reader == token, !log.hasEvents(for: token)
-                    else { return true }
-                    log.wake = continuation
-                    state.streams[key] = log
-                    return false
+                let (ready, schedule) = state.withLock { state -> (Bool, Bool) in
+                    guard !state.ended, let log = state.streams[key], log.reader == token, !log.hasEvents(for: token)
+                    else { return (true, false) }
+                    state.streams[key]?.wake = continuation
+                    // One keepalive timer at a time per stream, not one per wait (a busy stream waits thousands of
+                    // times a second); one that fires early only sends an early comment.
+                    let schedule = !log.keepaliveScheduled
+                    state.streams[key]?.keepaliveScheduled = true
+                    return (false, schedule)
                 }
                 if ready {
                     continuation.resume()
                     return
                 }
+                guard schedule else { return }
                 eventLoop.scheduleTask(in: keepalive) { [self] in
                     let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                        guard state.streams[key]?.reader == token, let wake = state.streams[key]?.wake else { return nil }
+                        state.streams[key]?.keepaliveScheduled = false
+                        guard let wake = state.streams[key]?.wake else { return nil }
                         state.streams[key]?.wake = nil
                         return wake
                     }
                     waiting?.resume()
                 }
             }
+        }
+    }
+
+    /// What the reader `token` of `key` has not been given yet, without waiting (`nil` when nothing).
+    func taken(_ key: StreamKey, reader token: UInt64) -> Next? {
+        state.withLock { state -> Next? in
+            guard !state.ended, let events = state.streams[key]?.take(for: token), !events.isEmpty else { return nil }
+            return .events(events)
         }
     }
 
@@ -311,7 +331,7 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
             for (frame, parsed) in zip(frames, messages) {
                 let destination: Destination
                 switch parsed {
-                case .notification: destination = .stream(StreamableHTTPConnection.sessionStream(of: frame, among: state.routed))
+                case .notification: destination = .stream(StreamableHTTPConnection.sessionStream(of: frame, among: state.routedNeedles))
                 case .message(let message): destination = route(message, in: &state)
                 }
                 switch destination {
@@ -319,13 +339,15 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
                     answers.append((promise, frame))
                     done += 1
                 case .stream(let key):
-                    var log = state.streams[key] ?? StreamableHTTPStreamLog(sessionScoped: key != .connection)
-                    log.append(frame, seq: log.sessionScoped ? StreamableHTTPConnection.updateSeq(of: frame) : nil, completion: completion)
-                    if let wake = log.wake {
-                        log.wake = nil
+                    // In place (not a copy of the log written back): appending to a copy would copy its events.
+                    let sessionScoped = key != .connection
+                    let seq = sessionScoped ? StreamableHTTPConnection.updateSeq(of: frame) : nil
+                    state.streams[key, default: StreamableHTTPStreamLog(sessionScoped: sessionScoped)]
+                        .append(frame, seq: seq, completion: completion)
+                    if let wake = state.streams[key]?.wake {
+                        state.streams[key]?.wake = nil
                         wakes.append(wake)
                     }
-                    state.streams[key] = log
                 }
             }
         }
@@ -384,17 +406,46 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         case message(JSONRPCMessage?)
     }
 
-    /// The stream of the session among `routed` that a notification's bytes name (`"sessionId":"…"`, or the seed
-    /// dialect's `"session_id":"…"`), else the connection's.
-    static func sessionStream(of frame: ByteBuffer, among routed: Set<String>) -> StreamKey {
-        guard !routed.isEmpty else { return .connection }
-        let bytes = frame.readableBytesView
-        for session in routed {
-            for key in ["sessionId", "session_id"] where bytes.firstRange(of: Array("\"\(key)\":\"\(session)\"".utf8)) != nil {
-                return .session(session)
-            }
+    /// The bytes that name a session in a notification: `"sessionId":"…"`, or the seed dialect's `"session_id":"…"`.
+    struct SessionNeedles {
+        let session: String
+        let needles: [[UInt8]]
+
+        init(_ session: String) {
+            self.session = session
+            self.needles = ["sessionId", "session_id"].map { Array("\"\($0)\":\"\(session)\"".utf8) }
         }
-        return .connection
+    }
+
+    /// The stream of the session among `routed` that a notification's bytes name, else the connection's.
+    static func sessionStream(of frame: ByteBuffer, among routed: [SessionNeedles]) -> StreamKey {
+        guard !routed.isEmpty else { return .connection }
+        return frame.withUnsafeReadableBytes { raw -> StreamKey in
+            guard let base = raw.baseAddress else { return .connection }
+            for entry in routed {
+                for needle in entry.needles {
+                    if contains(UnsafeRawBufferPointer(start: base, count: raw.count), needle) { return .session(entry.session) }
+                }
+            }
+            return .connection
+        }
+    }
+
+    /// Whether `bytes` contain `needle` (memchr for its first byte, memcmp for the rest).
+    static func contains(_ bytes: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, let base = bytes.baseAddress, needle.count <= bytes.count else { return false }
+        return needle.withUnsafeBytes { pattern -> Bool in
+            guard let patternBase = pattern.baseAddress else { return false }
+            var offset = 0
+            let last = bytes.count - needle.count
+            while offset <= last {
+                guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return false }
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if memcmp(base + at, patternBase, needle.count) == 0 { return true }
+                offset = at + 1
+            }
+            return false
+        }
     }
 
     private enum Destination {

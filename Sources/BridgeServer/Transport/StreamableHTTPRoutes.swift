@@ -188,33 +188,42 @@ struct StreamableHTTPRoutes {
         headers[.cacheControl] = "no-store"
         headers[Self.connectionHeader] = connection.id
         if case .session(let session) = key { headers[Self.sessionHeader] = session }
+        let readerLoop = connection.eventLoop
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { connection.close(key, reader: token) }
-            // `retry`: an EventSource reconnects after 2 s; the comment makes proxies and clients see the stream start.
             let opening: String
             switch (resumed, replayAfter) {
             case (.notHeld, let after?): opening = "open; replaying the session's updates after seq \(after)"
             case (.notHeld, nil): opening = "open; Last-Event-ID is no longer held, resuming after the last event written"
             default: opening = "open"
             }
-            try await writer.write(ByteBuffer(string: "retry: 2000\n: \(opening)\n\n"))
-            loop: while true {
-                switch await connection.next(key, reader: token, keepalive: Self.keepalive) {
-                case .events(let events):
-                    // One body part per batch (one chunk, one trip through the pipeline), not one per event.
-                    var batch = ByteBuffer()
-                    batch.reserveCapacity(events.reduce(0) { $0 + $1.bytes.readableBytes })
-                    for event in events { batch.writeImmutableBuffer(event.bytes) }
-                    try await writer.write(batch)
-                    connection.wrote(events, on: key)
-                case .keepalive:
-                    try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
-                case .end(let note):
-                    if let note { try await writer.write(ByteBuffer(string: ": \(note.replacingOccurrences(of: "\n", with: " "))\n\n")) }
-                    break loop
+            // The reader runs on the connection's event loop, where the hub hands it its messages: a batch wakes it
+            // with no thread woken (on the cooperative pool every batch crossed threads twice).
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(readerLoop)) {
+                // `retry`: an EventSource reconnects after 2 s; the comment makes proxies and clients see the stream start.
+                try await writer.write(ByteBuffer(string: "retry: 2000\n: \(opening)\n\n"))
+                loop: while true {
+                    switch await connection.next(key, reader: token, keepalive: Self.keepalive) {
+                    case .events(var events):
+                        // Once more round the loop first: what the hub hands over in the jobs already queued on it
+                        // (an agent's burst) joins this batch, so it goes out in one write and one flush.
+                        await Task.yield()
+                        if case .events(let more) = connection.taken(key, reader: token) { events += more }
+                        // One body part per batch (one chunk, one trip through the pipeline), not one per event; the
+                        // SSE bytes made straight into it.
+                        var batch = ByteBufferAllocator().buffer(capacity: events.reduce(0) { $0 + $1.size })
+                        for event in events { StreamableHTTPStreamLog.write(event, into: &batch) }
+                        try await writer.write(batch)
+                        connection.wrote(events, on: key)
+                    case .keepalive:
+                        try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
+                    case .end(let note):
+                        if let note { try await writer.write(ByteBuffer(string: ": \(note.replacingOccurrences(of: "\n", with: " "))\n\n")) }
+                        break loop
+                    }
                 }
+                try await writer.finish(nil)
             }
-            try await writer.finish(nil)
         })
     }
 

@@ -16,8 +16,9 @@ import NIOCore
 /// `k`-th message after the update `S` (`"0.k"` before the first update), so a client's `Last-Event-ID` names a place
 /// in the session's history that outlives the stream (``StreamableHTTPEventID``).
 struct StreamableHTTPStreamLog {
-    /// An event: its place in the log, its SSE id, its SSE bytes, and what to tell the hub's queue once it is first
-    /// written.
+    /// An event: its place in the log, its SSE id, the message (or a comment's text), and what to tell the hub's
+    /// queue once it is first written. Its SSE bytes are made when a reader writes it (``write(_:into:)``), straight
+    /// into the reader's batch: the message is not copied on its way in.
     struct Event {
         /// Its place in this log (from 1), which orders readers' cursors.
         let number: Int
@@ -25,8 +26,12 @@ struct StreamableHTTPStreamLog {
         let label: String?
         /// The `seq` of a `session/update` on a session's stream.
         let seq: Int64?
-        let bytes: ByteBuffer
+        /// The message (the hub's frame, shared, not copied), or a comment's text.
+        let message: ByteBuffer
         let completion: StreamableHTTPWriteCompletion?
+
+        /// About how many bytes it takes on the stream.
+        var size: Int { message.readableBytes + (label?.utf8.count ?? 0) + 16 }
     }
 
     /// What attaching a reader found.
@@ -46,8 +51,11 @@ struct StreamableHTTPStreamLog {
 
     /// Whether ids are the session's `seq` (a session's stream) rather than numbers (the connection's).
     let sessionScoped: Bool
-    /// The events, oldest first: the written ones kept for resumption, then the unwritten ones.
-    private(set) var events: [Event] = []
+    /// The events, oldest first, from ``head`` on: the written ones kept for resumption, then the unwritten ones.
+    /// Their numbers increase (with gaps where a replay took updates out), so a reader's place is found by bisection.
+    private var events: [Event] = []
+    /// Where the kept events start in ``events`` (those before were dropped; compacted now and then).
+    private var head = 0
     /// The number the next event gets.
     private(set) var nextNumber = 1
     /// The highest number written to a reader at least once.
@@ -68,6 +76,8 @@ struct StreamableHTTPStreamLog {
     private var arrivedDuringReplay: [(bytes: ByteBuffer, seq: Int64?, completion: StreamableHTTPWriteCompletion?)]?
     /// Wakes the current reader when there is something for it (or it was replaced, or the connection ended).
     var wake: CheckedContinuation<Void, Never>?
+    /// A keepalive timer is scheduled (one at a time, not one per wait).
+    var keepaliveScheduled = false
 
     /// A stream of a session (`sessionScoped`) or the connection's.
     init(sessionScoped: Bool = false) {
@@ -93,15 +103,14 @@ struct StreamableHTTPStreamLog {
         } else {
             label = String(nextNumber)
         }
-        events.append(Event(number: nextNumber, label: label, seq: seq,
-                            bytes: StreamableHTTPStreamLog.event(message, id: label), completion: completion))
+        events.append(Event(number: nextNumber, label: label, seq: seq, message: message, completion: completion))
         nextNumber += 1
     }
 
     /// Adds an SSE comment (no id: a client's `Last-Event-ID` stays what it was).
     mutating func appendComment(_ text: String) {
         let line = text.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: "\r", with: " ")
-        events.append(Event(number: nextNumber, label: nil, seq: nil, bytes: ByteBuffer(string: ": \(line)\n\n"), completion: nil))
+        events.append(Event(number: nextNumber, label: nil, seq: nil, message: ByteBuffer(string: line), completion: nil))
         nextNumber += 1
     }
 
@@ -111,11 +120,12 @@ struct StreamableHTTPStreamLog {
         reader = token
         cursor = written
         guard let lastEventID else { return .fresh }
-        if let index = events.lastIndex(where: { $0.label == lastEventID }) {
+        if let index = events[head...].lastIndex(where: { $0.label == lastEventID }) {
             cursor = events[index].number
             return .held
         }
-        if !sessionScoped, let number = Int(lastEventID), number >= (events.first?.number ?? nextNumber) - 1, number < nextNumber {
+        let oldest = head < events.count ? events[head].number : nextNumber
+        if !sessionScoped, let number = Int(lastEventID), number >= oldest - 1, number < nextNumber {
             // The event just before the oldest kept one (or, with nothing kept, the latest).
             cursor = number
             return .held
@@ -128,6 +138,7 @@ struct StreamableHTTPStreamLog {
     /// messages stay. Everything that arrives until ``endReplay(after:)`` waits.
     mutating func beginReplay() -> [StreamableHTTPWriteCompletion] {
         var dropped: [StreamableHTTPWriteCompletion] = []
+        compact()
         events.removeAll { event in
             guard event.number > written, event.seq != nil else { return false }
             if let completion = event.completion { dropped.append(completion) }
@@ -173,9 +184,16 @@ struct StreamableHTTPStreamLog {
     /// The events the reader `token` has not been given yet (marked given), or `nil` when it is no longer the reader.
     mutating func take(for token: UInt64) -> [Event]? {
         guard reader == token else { return nil }
-        guard let start = events.firstIndex(where: { $0.number > cursor }) else { return [] }
-        let taken = Array(events[start...])
-        cursor = taken.last?.number ?? cursor
+        guard let last = events.last, last.number > cursor else { return [] }
+        // The first event after the cursor, by bisection (numbers increase).
+        var low = head
+        var high = events.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if events[middle].number > cursor { high = middle } else { low = middle + 1 }
+        }
+        let taken = Array(events[low...])
+        cursor = last.number
         return taken
     }
 
@@ -184,29 +202,37 @@ struct StreamableHTTPStreamLog {
         reader == token && (events.last?.number ?? 0) > cursor
     }
 
+    /// Drops the events before ``head`` from the array.
+    private mutating func compact() {
+        guard head > 0 else { return }
+        events.removeFirst(head)
+        head = 0
+    }
+
     /// The reader wrote `events` (in order): returns the completions of those written for the first time, and drops
     /// what is past the retention bounds.
     mutating func wrote(_ batch: [Event]) -> [StreamableHTTPWriteCompletion] {
         var completions: [StreamableHTTPWriteCompletion] = []
         for event in batch where event.number > written {
             written = event.number
-            writtenBytes += event.bytes.readableBytes
+            writtenBytes += event.size
             writtenCount += 1
             if let completion = event.completion { completions.append(completion) }
         }
-        var drop = 0
-        while drop < events.count, events[drop].number <= written,
+        while head < events.count, events[head].number <= written,
               writtenBytes > StreamableHTTPStreamLog.retainedBytes || writtenCount > StreamableHTTPStreamLog.retainedEvents {
-            writtenBytes -= events[drop].bytes.readableBytes
+            writtenBytes -= events[head].size
             writtenCount -= 1
-            drop += 1
+            head += 1
         }
-        if drop > 0 { events.removeFirst(drop) }
+        // Now and then, not at every batch: the array shifts once for many events dropped.
+        if head >= 256, head * 2 >= events.count { compact() }
         return completions
     }
 
     /// Completions of the events never written (the connection is ending: the hub's queue is told they are done).
     mutating func drainUnwritten() -> [StreamableHTTPWriteCompletion] {
+        compact()
         var pending = events.filter { $0.number > written }.compactMap(\.completion)
         events.removeAll { $0.number > written }
         pending += (arrivedDuringReplay ?? []).compactMap(\.completion)
@@ -214,11 +240,16 @@ struct StreamableHTTPStreamLog {
         return pending
     }
 
-    /// One SSE event: `id: <id>` and the message as `data:` (a line per line of the message; the bridge's JSON has
-    /// none, but an agent's could if it were ever passed on raw).
-    static func event(_ message: ByteBuffer, id: String) -> ByteBuffer {
-        var out = ByteBuffer()
-        out.reserveCapacity(message.readableBytes + id.utf8.count + 14)
+    /// Writes `event` as SSE into `out`: a comment, or `id: <id>` and the message as `data:` (a line per line of the
+    /// message; the bridge's JSON has none, but an agent's could if it were ever passed on raw).
+    static func write(_ event: Event, into out: inout ByteBuffer) {
+        guard let id = event.label else {
+            out.writeStaticString(": ")
+            out.writeImmutableBuffer(event.message)
+            out.writeStaticString("\n\n")
+            return
+        }
+        let message = event.message
         out.writeStaticString("id: ")
         out.writeString(id)
         out.writeStaticString("\ndata: ")
@@ -229,7 +260,7 @@ struct StreamableHTTPStreamLog {
             // The common case (the bridge's JSON is one line): the message as it is.
             out.writeImmutableBuffer(message)
             out.writeStaticString("\n\n")
-            return out
+            return
         }
         let view = message.readableBytesView
         var start = view.startIndex
@@ -244,6 +275,5 @@ struct StreamableHTTPStreamLog {
             out.writeStaticString("data: ")
         }
         out.writeStaticString("\n")
-        return out
     }
 }
