@@ -36,6 +36,7 @@ websockets = pytest.importorskip("websockets")
 acp = pytest.importorskip("acp")
 from acp import PROTOCOL_VERSION, connect_to_agent, text_block  # noqa: E402
 from acp.http import create_http_stream  # noqa: E402
+from acp.ws import create_websocket_stream  # noqa: E402
 from acp.schema import AllowedOutcome, ClientCapabilities, Implementation, RequestPermissionResponse  # noqa: E402
 
 AGENT = Path(__file__).resolve().parent / "agents" / "acp_script_agent.py"
@@ -175,51 +176,46 @@ def test_the_sdk_http_client_runs_the_whole_flow_at_acp(bridge):
 
 
 def test_a_websocket_client_and_an_http_client_on_one_session_see_each_others_prompts_and_answers(bridge):
+    """Both are the SDK's own clients: `acp.ws.create_websocket_stream` and `acp.http.create_http_stream`."""
     token = bridge.pair("mixed")
     cwd = str(bridge.workspace)
+
+    async def until(check, what: str, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"not seen within {timeout} s: {what}"
+            await asyncio.sleep(0.05)
 
     async def scenario():
         http_client = SDKClient()
         conn, transport, _, _ = await sdk_connection(bridge.url, token, http_client)
+        ws_client = SDKClient()
+        ws_transport = await create_websocket_stream(f"ws://127.0.0.1:{bridge.port}/acp",
+                                                     headers={"Authorization": f"Bearer {token}"})
         try:
-            session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
-            async with websockets.connect(f"ws://127.0.0.1:{bridge.port}/acp", open_timeout=15,
-                                          additional_headers={"Authorization": f"Bearer {token}"}) as ws:
-                async def call(rid, method, params):
-                    await ws.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
-                    seen = []
-                    while True:
-                        message = json.loads(await asyncio.wait_for(ws.recv(), 30))
-                        if message.get("id") == rid and "method" not in message:
-                            return message, seen
-                        seen.append(message)
-                await call(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-                loaded, _ = await call(2, "session/load", {"sessionId": session, "cwd": cwd, "mcpServers": []})
-                assert "result" in loaded, loaded
-                # The HTTP client prompts: the WebSocket client sees the question and the answer.
-                answer = await conn.prompt(session_id=session, prompt=[text_block("from http")])
-                assert answer.stop_reason == "end_turn"
-                seen_by_ws = []
-                deadline = time.monotonic() + 15
-                while time.monotonic() < deadline and not any(
-                        m.get("params", {}).get("update", {}).get("content", {}).get("text") == "heard: from http" for m in seen_by_ws):
-                    seen_by_ws.append(json.loads(await asyncio.wait_for(ws.recv(), 15)))
-                # The WebSocket client prompts: the HTTP client sees the question and the answer.
-                done, _ = await call(3, "session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "from ws"}]})
-                assert done["result"]["stopReason"] == "end_turn"
-                deadline = time.monotonic() + 15
-                while time.monotonic() < deadline and "heard: from ws" not in http_client.texts("agent_message_chunk"):
-                    await asyncio.sleep(0.05)
-                return seen_by_ws, http_client
+            ws_conn = connect_to_agent(ws_client, ws_transport, use_unstable_protocol=True)
+            await asyncio.wait_for(ws_conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="sdk-ws", title="SDK over WebSocket", version="1.0")), 30)
+            session = (await asyncio.wait_for(conn.new_session(cwd=cwd, mcp_servers=[]), 30)).session_id
+            await asyncio.wait_for(ws_conn.load_session(cwd=cwd, session_id=session, mcp_servers=[]), 30)
+            # The HTTP client prompts: the WebSocket client sees the question and the answer.
+            answer = await asyncio.wait_for(conn.prompt(session_id=session, prompt=[text_block("from http")]), 30)
+            assert answer.stop_reason == "end_turn"
+            await until(lambda: "heard: from http" in ws_client.texts("agent_message_chunk"), "the answer on the WebSocket")
+            # The WebSocket client prompts: the HTTP client sees the question and the answer.
+            done = await asyncio.wait_for(ws_conn.prompt(session_id=session, prompt=[text_block("from ws")]), 30)
+            assert done.stop_reason == "end_turn"
+            await until(lambda: "heard: from ws" in http_client.texts("agent_message_chunk"), "the answer over HTTP")
+            return ws_client, http_client
         finally:
+            await ws_transport.close()
             await transport.close()
 
-    seen_by_ws, http_client = asyncio.run(asyncio.wait_for(scenario(), 90))
-    ws_updates = [m["params"]["update"] for m in seen_by_ws if m.get("method") == "session/update"]
-    assert {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "from http"}}.items() <= \
-        next(u for u in ws_updates if u["sessionUpdate"] == "user_message_chunk").items()
-    assert any(u.get("content", {}).get("text") == "heard: from http" for u in ws_updates)
-    assert "from ws" in http_client.texts("user_message_chunk")
+    ws_client, http_client = asyncio.run(asyncio.wait_for(scenario(), 90))
+    assert "from http" in ws_client.texts("user_message_chunk"), ws_client.updates
+    assert "heard: from http" in ws_client.texts("agent_message_chunk")
+    assert "from ws" in http_client.texts("user_message_chunk"), http_client.updates
     assert "heard: from ws" in http_client.texts("agent_message_chunk")
 
 
