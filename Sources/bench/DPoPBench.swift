@@ -17,6 +17,7 @@ func runDPoP(_ args: Args) async throws {
     let token = "access-token-for-the-benchmark"
     let issued = Date()
     var best = Double.infinity
+    var cpuBest = Double.infinity
     var signBest = Double.infinity
     for _ in 0..<3 {
         let nonces = DPoPNonceSource()
@@ -32,15 +33,29 @@ func runDPoP(_ args: Args) async throws {
         signBest = min(signBest, seconds(ContinuousClock.now - signStart))
         let request = DPoPRequest(method: "GET", uri: url, accessToken: token)
         let start = ContinuousClock.now
+        let cpuStart = processCPUSeconds()
         for proof in proofs {
             let checked = try await verifier.check(proof, for: request, now: issued)
             try verifier.accept(checked, boundTo: device.publicKey.thumbprint, now: issued)
         }
         best = min(best, seconds(ContinuousClock.now - start))
+        cpuBest = min(cpuBest, processCPUSeconds() - cpuStart)
     }
-    emit(["proofs": count, "us_per_check": best / Double(count) * 1e6, "us_per_proof_made": signBest / Double(count) * 1e6])
+    // Wall time suffers from other processes on a busy machine; the process's CPU time (it runs nothing else then)
+    // much less.
+    emit([
+        "proofs": count, "us_per_check": best / Double(count) * 1e6, "cpu_us_per_check": cpuBest / Double(count) * 1e6,
+        "us_per_proof_made": signBest / Double(count) * 1e6,
+    ])
 }
 
 private func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// CPU seconds this process has used (every thread).
+private func processCPUSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
 }

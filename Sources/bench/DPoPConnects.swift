@@ -1,5 +1,7 @@
 // Issue 30: what DPoP costs a WebSocket connect. Against a running `oa-bridge serve --dpop optional` on loopback
-// (its pairing routes), pairs two devices, one with a DPoP proof (bound) and one without (unbound), then alternates
+// (its pairing routes), pairs two devices per client, one with a DPoP proof (bound; one key per client, as each
+// phone has its own, and the bridge keeps at most 4,096 proof ids per key for 3 minutes) and one without
+// (unbound), then alternates
 // closed-loop reconnect runs (connect, upgrade, `initialize`, its answer, close) with the unbound device's
 // `Authorization: Bearer` and with the bound device's `Authorization: DPoP` + a proof per connection, side by side on
 // the same bridge. The proofs are made before each run (not timed), so the difference is the bridge's check.
@@ -20,28 +22,40 @@ func runDPoPConnects(_ args: Args, url: String) async throws {
     let rounds = min(max(args.int("rounds", 3), 1), 10)
     guard let ws = URL(string: url), let host = ws.host, let port = ws.port else { throw BenchDPoPError.badURL(url) }
     let base = "\(ws.scheme == "wss" ? "https" : "http")://\(host):\(port)"
-    let device = DPoPSigner()
-    let bound = try await benchPair(base: base, signer: device)
-    let unbound = try await benchPair(base: base, signer: nil)
+    var devices: [DPoPSigner] = []
+    var bound: [String] = []
+    var unbound: [String] = []
+    for _ in 0..<clients {
+        let device = DPoPSigner()
+        devices.append(device)
+        bound.append(try await benchPair(base: base, signer: device))
+        unbound.append(try await benchPair(base: base, signer: nil))
+    }
+    let unboundTokens = unbound
     var bearerRates: [Double] = []
     var dpopRates: [Double] = []
     var errors = 0
     for _ in 0..<rounds {
-        let plain = try await timedConnects(url: url, clients: clients, seconds: seconds) { _ in
-            ["Authorization": "Bearer \(unbound)"]
+        let plain = try await timedConnects(url: url, clients: clients, seconds: seconds) { client, _ in
+            ["Authorization": "Bearer \(unboundTokens[client])"]
         }
         bearerRates.append(plain.rate)
         let nonce = try await benchNonce(base: base)
-        // Enough proofs for the fastest rate seen so far, twice over; each used once.
-        let budget = Int((max(plain.rate, 500) * seconds * 2).rounded(.up))
-        var proofs: [String] = []
-        proofs.reserveCapacity(budget)
-        for _ in 0..<budget {
-            proofs.append(try await device.proof(method: "GET", uri: "\(base)/", accessToken: bound, nonce: nonce))
+        // Per client, enough proofs for twice the rate just seen; each used once.
+        let budget = Int((max(plain.rate, 500) * seconds * 2 / Double(clients)).rounded(.up))
+        var proofs: [[String]] = []
+        for client in 0..<clients {
+            var own: [String] = []
+            own.reserveCapacity(budget)
+            for _ in 0..<budget {
+                own.append(try await devices[client].proof(method: "GET", uri: "\(base)/", accessToken: bound[client], nonce: nonce))
+            }
+            proofs.append(own)
         }
         let pool = proofs
-        let dpop = try await timedConnects(url: url, clients: clients, seconds: seconds, limit: pool.count) { index in
-            ["Authorization": "DPoP \(bound)", "DPoP": pool[index]]
+        let tokens = bound
+        let dpop = try await timedConnects(url: url, clients: clients, seconds: seconds, limit: budget) { client, index in
+            ["Authorization": "DPoP \(tokens[client])", "DPoP": pool[client][index]]
         }
         dpopRates.append(dpop.rate)
         errors += plain.errors + dpop.errors
@@ -57,7 +71,7 @@ func runDPoPConnects(_ args: Args, url: String) async throws {
 
 /// The connections started, made and failed, shared by the client loops.
 private final class ConnectCounter: Sendable {
-    struct State { var next = 0; var done = 0; var errors = 0 }
+    struct State { var done = 0; var errors = 0 }
     let state = Mutex(State())
 }
 
@@ -66,25 +80,22 @@ enum BenchDPoPError: Error {
     case pairing(String)
 }
 
-/// Connections per second over `seconds` with `clients` closed loops; `headers(n)` gives the n-th connection's fields.
+/// Connections per second over `seconds` with `clients` closed loops (each at most `limit` connections);
+/// `headers(client, n)` gives the fields of that client's n-th connection.
 private func timedConnects(
-    url: String, clients: Int, seconds: Double, limit: Int = Int.max, headers: @escaping @Sendable (Int) -> [String: String]
+    url: String, clients: Int, seconds: Double, limit: Int = Int.max,
+    headers: @escaping @Sendable (Int, Int) -> [String: String]
 ) async throws -> (rate: Double, errors: Int) {
     let counter = ConnectCounter()
     let start = now()
     let end = start + UInt64(seconds * 1e9)
     await withTaskGroup(of: Void.self) { group in
-        for _ in 0..<clients {
+        for client in 0..<clients {
             group.addTask {
-                for _ in 0..<1_000_000 {
+                for index in 0..<min(limit, 1_000_000) {
                     guard now() < end else { return }
-                    let index = counter.state.withLock { state -> Int in
-                        state.next += 1
-                        return state.next - 1
-                    }
-                    guard index < limit else { return }
                     do {
-                        try await connectOnce(url: url, headers: headers(index))
+                        try await connectOnce(url: url, headers: headers(client, index))
                         counter.state.withLock { $0.done += 1 }
                     } catch {
                         counter.state.withLock { $0.errors += 1 }
