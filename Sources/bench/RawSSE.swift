@@ -121,6 +121,7 @@ final class RawHTTP: @unchecked Sendable {
 
     /// Moves the body bytes read so far (chunked transfer coding removed) into `events`.
     private func decodeChunks() {
+        compactEvents()
         while start < end {
             if chunkLeft > 0 {
                 let take = min(chunkLeft, end - start)
@@ -138,32 +139,19 @@ final class RawHTTP: @unchecked Sendable {
         }
     }
 
-    /// The next SSE event's data (its `data:` lines joined), or nil at the deadline or the stream's end.
+    /// The next SSE event's data (its last `data:` line; the bridge writes one), or nil at the deadline or the
+    /// stream's end.
     func nextEvent(until deadline: UInt64) -> ArraySlice<UInt8>? {
-        let separator: [UInt8] = [10, 10]
-        var scanned = eventStart
+        guard let range = nextEventData(until: deadline) else { return nil }
+        return Array(events[range])[...]
+    }
+
+    /// Where the next event's data is in the decoded bytes (valid until the next call), or nil at the deadline or the
+    /// stream's end. Found with memchr and compared in place: no allocation per event, so the client costs about
+    /// what RawWebSocket's does per frame (it took 13 µs of CPU per event before, more than the bridge spent).
+    private func nextEventData(until deadline: UInt64) -> Range<Int>? {
         while true {
-            if let range = events[max(scanned, eventStart)...].firstRange(of: separator) {
-                let event = events[eventStart..<range.lowerBound]
-                var data: ArraySlice<UInt8> = []
-                var lineStart = event.startIndex
-                while lineStart < event.endIndex {
-                    let lineEnd = event[lineStart...].firstIndex(of: 10) ?? event.endIndex
-                    let line = event[lineStart..<lineEnd]
-                    if line.starts(with: Array("data: ".utf8)) { data = line.dropFirst(6) }
-                    lineStart = lineEnd + 1
-                }
-                let result = Array(data)[...]
-                eventStart = range.upperBound
-                if eventStart >= 1 << 16 && eventStart * 2 >= events.count {
-                    events.removeFirst(eventStart)
-                    eventStart = 0
-                }
-                scanned = eventStart
-                if result.isEmpty { continue }  // a comment or keepalive
-                return result
-            }
-            scanned = max(eventStart, events.count - 1)
+            if let found = scanEvent() { return found }
             if now() > deadline { return nil }
             switch readMore() {
             case .closed: return nil
@@ -172,11 +160,42 @@ final class RawHTTP: @unchecked Sendable {
         }
     }
 
+    /// The data of the first whole event from `eventStart`, consumed; nil when none is whole yet. Comments and
+    /// keepalives are skipped.
+    private func scanEvent() -> Range<Int>? {
+        while true {
+            let (separator, data) = events.withUnsafeBytes { raw -> (Int?, Range<Int>?) in
+                guard let base = raw.baseAddress else { return (nil, nil) }
+                var lineStart = eventStart
+                var data: Range<Int>?
+                while lineStart < raw.count {
+                    guard let hit = memchr(base + lineStart, 10, raw.count - lineStart) else { return (nil, nil) }
+                    let lineEnd = base.distance(to: UnsafeRawPointer(hit))
+                    if lineEnd == lineStart { return (lineEnd, data) }  // the empty line that ends the event
+                    if lineEnd - lineStart >= 6, memcmp(base + lineStart, "data: ", 6) == 0 { data = (lineStart + 6)..<lineEnd }
+                    lineStart = lineEnd + 1
+                }
+                return (nil, nil)
+            }
+            guard let separator else { return nil }
+            eventStart = separator + 1
+            if let data { return data }
+        }
+    }
+
+    /// Drops the consumed bytes now and then (before reading more, never while a returned range is in use).
+    private func compactEvents() {
+        if eventStart >= 1 << 16 && eventStart * 2 >= events.count {
+            events.removeFirst(eventStart)
+            eventStart = 0
+        }
+    }
+
     /// Counts events whose data starts with `prefix` until `expected` were seen or the deadline passed.
     func count(eventsStartingWith prefix: [UInt8], expected: Int, until deadline: UInt64) -> Int {
         var seen = 0
-        while seen < expected, let event = nextEvent(until: deadline) {
-            if event.starts(with: prefix) { seen += 1 }
+        while seen < expected, let range = nextEventData(until: deadline) {
+            if range.count >= prefix.count, events[range.lowerBound..<(range.lowerBound + prefix.count)].elementsEqual(prefix) { seen += 1 }
         }
         return seen
     }
