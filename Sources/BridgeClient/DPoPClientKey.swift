@@ -59,6 +59,15 @@ public enum DPoPClientKey {
         return DPoPSigner(privateKey: key)
     }
 
+    /// Moves the key file `source` to `destination` (replacing one there) in one step: a new pairing's key takes
+    /// the place of the old one only once the bridge accepted the pairing.
+    /// - Throws: ``DPoPClientKeyError/unwritable(path:reason:)``.
+    public static func move(_ source: URL, to destination: URL) throws(DPoPClientKeyError) {
+        guard rename(source.path, destination.path) == 0 else {
+            throw .unwritable(path: destination.path, reason: String(cString: strerror(errno)))
+        }
+    }
+
     /// Reads the key in `file`.
     /// - Throws: ``DPoPClientKeyError/missing(path:)`` when there is no file, ``DPoPClientKeyError/unreadable(path:reason:)``
     ///   when it is not a P-256 private key in PEM, ``DPoPClientKeyError/tooOpen(path:mode:)`` when others than its

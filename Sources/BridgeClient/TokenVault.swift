@@ -79,29 +79,41 @@ public actor TokenVault {
     public func pair(bridge: String, pairingToken: String, deviceName: String, pin: String? = nil) async throws -> Credentials {
         let expected = try pin.map { try CertificatePin(parsing: $0) }
         let body = try PairingJSON.encoder.encode(ExchangeRequest(pairingToken: pairingToken, deviceName: deviceName))
-        // A new key for each pairing, where it can be kept (a vault in memory only keeps it in memory).
+        // A new key for each pairing, where it can be kept (a vault in memory only keeps it in memory). It is written
+        // under a name of its own until the exchange succeeds: a refused code never costs the key of the pairing
+        // this client already has.
         let keyName = file.map { "dpop/" + DPoPClientKey.fileName(pinDigest: expected?.digest, fallback: $0.deletingPathExtension().lastPathComponent) }
-        let signer = try keyName.map { name throws(DPoPClientKeyError) in try DPoPClientKey.create(at: keyFile(name)) } ?? DPoPSigner()
-        let newBinding = DPoPClientBinding(signer: signer)
-        let answer = try await newBinding.request(
-            "POST", url: bridge + "/api/auth/exchange", using: connector, pin: expected,
-            headers: ["Content-Type": "application/json"], body: Array(body))
-        let data = Data(answer.body)
-        switch answer.status {
-        case 200:
-            let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
-            let kept = expected ?? answer.certificatePin
-            let bound = tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
-            if let previous = credentials?.tokens.accessToken { DPoPClientBinding.unregister(accessToken: previous) }
-            binding = bound ? newBinding : nil
-            if !bound, let keyName { try? FileManager.default.removeItem(at: keyFile(keyName)) }
-            let paired = try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description, dpopKey: bound ? (keyName ?? "") : nil))
-            if bound { DPoPClientBinding.register(newBinding, accessToken: tokens.accessToken) }
-            return paired
-        case 202:
-            throw BridgeClientError.unauthorized("the desktop has to approve this device first ('oa-bridge devices approve' on the desktop), then pair again")
-        default:
-            throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status))
+        let pending = keyName.map { _ in keyFile("dpop/.pending-\(UUID().uuidString).key") }
+        let signer = try pending.map { file throws(DPoPClientKeyError) in try DPoPClientKey.create(at: file) } ?? DPoPSigner()
+        do {
+            let newBinding = DPoPClientBinding(signer: signer)
+            let answer = try await newBinding.request(
+                "POST", url: bridge + "/api/auth/exchange", using: connector, pin: expected,
+                headers: ["Content-Type": "application/json"], body: Array(body))
+            let data = Data(answer.body)
+            switch answer.status {
+            case 200:
+                let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
+                let kept = expected ?? answer.certificatePin
+                let bound = tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
+                if bound, let pending, let keyName {
+                    try DPoPClientKey.move(pending, to: keyFile(keyName))
+                } else if let pending {
+                    try? FileManager.default.removeItem(at: pending)
+                }
+                if let previous = credentials?.tokens.accessToken { DPoPClientBinding.unregister(accessToken: previous) }
+                binding = bound ? newBinding : nil
+                let paired = try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description, dpopKey: bound ? (keyName ?? "") : nil))
+                if bound { DPoPClientBinding.register(newBinding, accessToken: tokens.accessToken) }
+                return paired
+            case 202:
+                throw BridgeClientError.unauthorized("the desktop has to approve this device first ('oa-bridge devices approve' on the desktop), then pair again")
+            default:
+                throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status))
+            }
+        } catch {
+            if let pending { try? FileManager.default.removeItem(at: pending) }
+            throw error
         }
     }
 

@@ -30,6 +30,12 @@ struct DPoPClientTests {
         #expect(try DPoPClientKey.load(from: file).publicKey.thumbprint == again.publicKey.thumbprint)
         // No temporary file is left beside it.
         #expect(try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path) == [file.lastPathComponent])
+        // A pairing's key written apart takes the old one's place in one step.
+        let pending = file.deletingLastPathComponent().appendingPathComponent(".pending.key")
+        let next = try DPoPClientKey.create(at: pending)
+        try DPoPClientKey.move(pending, to: file)
+        #expect(try DPoPClientKey.load(from: file).publicKey.thumbprint == next.publicKey.thumbprint)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: file.deletingLastPathComponent().path) == [file.lastPathComponent])
     }
 
     @Test("a missing, unreadable or group/world-readable key file is refused with an error saying what to do")

@@ -154,9 +154,19 @@ def test_connect_pairs_bound_and_keeps_working_across_a_refresh_and_a_restart(br
 
 
 def test_tokens_copied_out_of_the_credentials_file_are_refused_without_the_key(bridge):
-    paired = bridge.connect("--pair", json.dumps(bridge.payload()), "--prompt", "mine")
+    payload = bridge.payload()
+    paired = bridge.connect("--pair", json.dumps(payload), "--prompt", "mine")
     assert paired.returncode == 0, paired.stderr
     file, kept = credentials(bridge)
+    key = file.parent / kept["dpopKey"]
+    # The spent code again: refused, and the key of the pairing this client has is left as it was (no new key
+    # replaced it before the bridge answered; before, the refused pairing cost the good one its key).
+    before = key.read_bytes()
+    spent = bridge.connect("--pair", json.dumps(payload), "--prompt", "again")
+    assert spent.returncode != 0
+    assert key.read_bytes() == before and sorted(p.name for p in key.parent.iterdir()) == [key.name]
+    still = bridge.connect("--prompt", "still paired")
+    assert still.returncode == 0 and "You said: still paired" in still.stdout, still.stderr[-2000:]
     tokens = kept["tokens"]
     origin = f"https://127.0.0.1:{bridge.port}"
     status, headers, _ = request("GET", origin + "/api/me", {"Authorization": "Bearer " + tokens["access_token"]})
