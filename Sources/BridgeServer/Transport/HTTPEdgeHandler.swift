@@ -7,7 +7,8 @@ import NIOHTTP1
 ///
 /// - a request the decoder cannot parse gets its status at once and a close: `431` for a head over the size limits,
 ///   `501` for an unknown method (or a request line that starts with no method at all), `505` for an HTTP version
-///   other than 1.x (the HTTP/2 preface included), `400` for anything else (bare LF,
+///   other than 1.x (the HTTP/2 preface too where it reaches this pipeline: over TLS without ALPN `h2`; in clear
+///   ``HTTP2ProtocolSelector`` takes it to HTTP/2 first), `400` for anything else (bare LF,
 ///   obs-fold, conflicting lengths, NUL...); after the answer to a request went out, a parse error in the rest of it
 ///   (a bad chunk size) only closes: one response per request;
 /// - `Host` missing (HTTP/1.1) or repeated: `400` (RFC 9112 §3.2); an absolute-form target's authority replaces
