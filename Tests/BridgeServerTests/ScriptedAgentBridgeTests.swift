@@ -83,4 +83,26 @@ struct ScriptedAgentBridgeTests {
             }
         }
     }
+
+    @Test("seed dialect: an initialize answer whose keys collide in snake_case is an error for the seed phone, whole for an official one")
+    func collidingInitializeAnswer() async throws {
+        let agent = ScriptedAgent { message, peer in
+            guard case .request(let request) = message, request.method == "initialize" else { return }
+            peer.respond(to: request.id, result: ["protocolVersion": 1, "agentCapabilities": ["fooBar": 1, "foo_bar": 2], "authMethods": []])
+        }
+        try await TestBridge.with(configure: { $0.inProcessAgent = { agent } }) { port, _ in
+            try await TestClient.with(port: port) { client in
+                client.send(HandshakeTests.seedInitialize)
+                let answer = try await client.next()
+                #expect(answer["error"]?["code"] == .int(-32603), "\(answer)")
+                #expect(answer["error"]?["data"]?["key"] == "foo_bar")
+                #expect(answer["result"] == nil)
+            }
+            try await TestClient.with(port: port) { client in
+                let result = try await client.initialize(seed: false)
+                #expect(result["agentCapabilities"]?["fooBar"] == 1, "\(result)")
+                #expect(result["agentCapabilities"]?["foo_bar"] == 2)
+            }
+        }
+    }
 }
