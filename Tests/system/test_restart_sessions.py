@@ -356,6 +356,47 @@ def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost
         desk.stop()
 
 
+def test_the_demo_agent_never_gives_a_new_session_the_id_of_a_kept_one():
+    """The built-in demo agent counted its sessions from 1 in each run: after a restart its first new session took the
+    id of the session the bridge kept from before (and the kept conversation was forgotten). Now its ids are unique."""
+    state = Path(tempfile.mkdtemp(prefix="oa-restart-demo-")).resolve()
+    work = state / "work"
+    work.mkdir()
+
+    async def new_session(serve: Serve, say: str | None = None) -> str:
+        async with await connect(serve) as ws:
+            phone = Phone(ws)
+            await phone.initialize()
+            created, _ = await phone.call("session/new", {"cwd": str(work), "mcpServers": []})
+            session = created["result"]["sessionId"]
+            if say is not None:
+                await phone.call("session/set_mode", {"sessionId": session, "modeId": "quiet"})
+                answer, _ = await phone.until(await phone.prompt(session, say))
+                assert answer["result"]["stopReason"] == "end_turn", answer
+            return session
+
+    serve = Serve("--auth", "none", prefix="oa-restart-demo-serve-", working_directory=work, state=state / "state")
+    try:
+        first = run(new_session(serve, "keep me"))
+    finally:
+        serve.stop()
+    serve = Serve("--auth", "none", prefix="oa-restart-demo-serve-", working_directory=work, state=state / "state")
+    try:
+        second = run(new_session(serve))
+        assert second != first, second
+
+        async def kept():
+            async with await connect(serve) as ws:
+                phone = Phone(ws)
+                await phone.initialize()
+                resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": first, "lastSeq": 0})
+                assert "result" in resumed, resumed
+                assert text(replayed, "user_message_chunk") == "keep me"
+        run(kept())
+    finally:
+        serve.stop()
+
+
 @pytest.mark.parametrize("content", [b"this is not a database\n" * 500, "foreign"])
 def test_an_unusable_session_database_is_reported_and_moved_aside_never_wiped(content):
     desk = Desk()
