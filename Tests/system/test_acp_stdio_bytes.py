@@ -69,9 +69,11 @@ class StandInBridge:
                     await ws.send(BRIDGE_INIT)
                 elif method == "session/new":
                     await ws.send(BRIDGE_NEW)
-                elif method == "session/prompt":
+                elif method == "session/prompt" and json.loads(frame)["id"] == 2:
                     await ws.send(BRIDGE_UPDATE)
                     await ws.send(BRIDGE_ASK)
+                elif method == "session/prompt":
+                    await ws.send('{"result":{"stopReason":"end_turn"},"id":%d,"jsonrpc":"2.0"}' % json.loads(frame)["id"])
                 elif frame.startswith('{"result":{"outcome"'):
                     await ws.send(BRIDGE_DONE)
 
@@ -155,6 +157,21 @@ def test_connect_stdio_relays_every_message_byte_for_byte_both_ways():
         editor.send(EDITOR_ANSWER)
         assert bridge.next_frame() == EDITOR_ANSWER, "the editor's answer to the agent's request, as it wrote it"
         assert editor.next_line() == BRIDGE_DONE
+
+        # A prompt with a `_meta` of its own: the key joins it, its other members stay as written.
+        with_meta = ('{"params":{"_meta":{"x":1.50,"a":[1e3]},"sessionId":"s-1","prompt":[]},'
+                     '"method":"session/prompt","id":3,"jsonrpc":"2.0"}')
+        editor.send(with_meta)
+        prompt = bridge.next_frame()
+        key = json.loads(prompt)["params"]["_meta"]["oa"]["idempotencyKey"]
+        assert prompt == with_meta.replace('"_meta":{', '"_meta":{"oa":{"idempotencyKey":"%s"},' % key, 1), prompt
+        assert json.loads(editor.next_line())["id"] == 3
+        # One with its own key: passed on exactly as it came.
+        keyed = ('{"params":{"sessionId":"s-1","_meta":{"oa":{"idempotencyKey":"mine-1","z":2}},"prompt":[]},'
+                 '"id":4,"method":"session/prompt","jsonrpc":"2.0"}')
+        editor.send(keyed)
+        assert bridge.next_frame() == keyed
+        assert json.loads(editor.next_line())["id"] == 4
         assert time.monotonic() - started < 30
     finally:
         editor.stop()
