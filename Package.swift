@@ -466,6 +466,13 @@ let package = Package(
             path: "Tests/BridgeTestSupport",
             swiftSettings: swiftSettings
         ),
+        // The test kit: an in-process ACP agent a test scripts (BridgeServerConfiguration.inProcessAgent); not a product.
+        .target(
+            name: "BridgeTestKit",
+            dependencies: ["BridgeACP", "BridgeRPC"],
+            path: "Tests/BridgeTestKit",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "BridgeSessionStoreTests",
             dependencies: ["BridgeSessionStore"],
@@ -544,6 +551,7 @@ let package = Package(
                 "BridgeServer",
                 "BridgeSessionStore",
                 "BridgeTestSupport",
+                "BridgeTestKit",
                 "BridgeDiscovery",
                 "BridgeWebApp",
                 "BridgePairing",
