@@ -8,6 +8,7 @@ received from the prompt until its response. The bridge's CPU is its process's u
 (/proc/PID/stat), per update. Memory per compressed connection: RSS of the bridge with N connections that each got an
 answer, with compression minus without (the compressor held), and again after its idle release (2-4 s): glibc keeps
 what was freed for the next allocations instead of returning it, so the second figure shows RSS, not what is in use.
+Idle memory: two batches of N connections that only initialize (its answer compressed) and go quiet past the release.
 """
 from __future__ import annotations
 
@@ -165,6 +166,27 @@ def memory(serve_compressed: Serve, serve_plain: Serve, connections: int, settle
     return result
 
 
+def idle_memory(serve_compressed: Serve, serve_plain: Serve, connections: int, settle: float) -> dict:
+    """RSS growth per idle connection (initialized, then quiet past the compressor's release), each bridge first warmed
+    by a batch of as many that came and went: freed compressors stay in glibc's free lists, so a second compressed
+    batch costs what a plain one does only if the first batch's compressors were released and their memory reused."""
+    result = {}
+    for name, serve, offer in (("compressed", serve_compressed, CHROMIUM_OFFER), ("plain", serve_plain, None)):
+        growth = []
+        for _ in range(2):
+            base = rss_kib(serve.proc.pid)
+            phones = []
+            for _ in range(connections):
+                phone = Phone(serve.port, offer)
+                phone.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+                phones.append(phone)
+            time.sleep(settle)
+            growth.append((rss_kib(serve.proc.pid) - base) / connections)
+        result[f"{name}_idle_kib_per_connection_first_batch"] = growth[0]
+        result[f"{name}_idle_kib_per_connection_second_batch"] = growth[1]
+    return result
+
+
 def main() -> None:
     answers = int(os.environ.get("DEFLATE_ANSWERS", "20"))
     connections = int(os.environ.get("DEFLATE_CONNECTIONS", "200"))
@@ -182,6 +204,7 @@ def main() -> None:
         results["ratio"] = results["not_offered"]["bytes_per_answer"] / results["compressed"]["bytes_per_answer"]
         if connections:
             results["memory"] = memory(on, off, connections, settle=float(os.environ.get("DEFLATE_SETTLE", "6")))
+            results["idle_memory"] = idle_memory(on, off, connections, settle=float(os.environ.get("DEFLATE_SETTLE", "6")))
     finally:
         on.stop()
         off.stop()
