@@ -17,11 +17,21 @@ final class TLSWriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
 
     private var first: ByteBuffer?
     private var combined: ByteBuffer?
-    private var promises: [EventLoopPromise<Void>] = []
+    /// The held writes' promises as one (the bridge's writer passes one per batch, so joining is rare).
+    private var promise: EventLoopPromise<Void>?
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var buffer = unwrapOutboundIn(data)
-        if let promise { promises.append(promise) }
+        if let promise {
+            if let held = self.promise {
+                let joined = context.eventLoop.makePromise(of: Void.self)
+                joined.futureResult.cascade(to: held)
+                joined.futureResult.cascade(to: promise)
+                self.promise = joined
+            } else {
+                self.promise = promise
+            }
+        }
         if var combined {
             self.combined = nil
             combined.writeBuffer(&buffer)
@@ -58,19 +68,8 @@ final class TLSWriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
         guard let buffer = combined ?? first else { return }
         combined = nil
         first = nil
-        let waiting = promises
-        promises = []
-        switch waiting.count {
-        case 0:
-            context.write(wrapOutboundOut(buffer), promise: nil)
-        case 1:
-            context.write(wrapOutboundOut(buffer), promise: waiting[0])
-        default:
-            let promise = context.eventLoop.makePromise(of: Void.self)
-            promise.futureResult.whenComplete { result in
-                for each in waiting { each.completeWith(result) }
-            }
-            context.write(wrapOutboundOut(buffer), promise: promise)
-        }
+        let held = promise
+        promise = nil
+        context.write(wrapOutboundOut(buffer), promise: held)
     }
 }
