@@ -131,7 +131,6 @@ let package = Package(
             dependencies: [
                 "BridgePairingWire",
                 "BridgeDPoP",
-                "BridgeDPoP",
                 "BridgeTime",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
