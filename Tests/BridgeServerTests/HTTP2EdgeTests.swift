@@ -80,6 +80,18 @@ struct HTTP2EdgeTests {
         #expect(recorder.choices.isEmpty && recorder.failures == 1)
     }
 
+    @Test("a peer that half-closes before it chose (its FIN with half-closure allowed) is closed at once")
+    func halfClosedBeforeChoosing() async throws {
+        for first in ["", "PRI * HT"] {
+            let (channel, recorder) = try Self.selecting()
+            try await channel.connect(to: SocketAddress(ipAddress: "10.0.0.1", port: 40000)).get()
+            if !first.isEmpty { try channel.writeInbound(ByteBuffer(string: first)) }
+            channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+            #expect(!channel.isActive, "\(first.debugDescription)")
+            #expect(recorder.choices.isEmpty && recorder.failures == 1)
+        }
+    }
+
     @Test("the choice by ALPN: h2 is HTTP/2, http/1.1 or none is HTTP/1.1")
     func alpn() {
         #expect(HTTP2ProtocolSelector.choice(forALPN: "h2") == .http2)

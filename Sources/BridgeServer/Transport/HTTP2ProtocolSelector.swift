@@ -12,7 +12,8 @@ import NIOTLS
 ///
 /// It sits right after the transport (TLS, when there is TLS), before ``ConnectionGuard``; the bytes read before the
 /// decision are kept and passed on, in order, to the handlers `configure` added; then it removes itself. A
-/// connection that closes, or a server that quiesces, before the decision ends here (`configure` never runs).
+/// connection that closes (or only half-closes), or a server that quiesces, before the decision ends here
+/// (`configure` never runs).
 final class HTTP2ProtocolSelector: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -67,6 +68,12 @@ final class HTTP2ProtocolSelector: ChannelInboundHandler, RemovableChannelHandle
             }
             if event is ChannelShouldQuiesceEvent {
                 // Shutting down before the connection said what it is: nothing of it is in progress.
+                context.close(promise: nil)
+            }
+            if case .inputClosed = event as? ChannelEvent {
+                // The peer closed before it said what it speaks (the server allows half-closure for HTTP/1.1's
+                // sake, so nothing else closes it here): no request can follow, and its admission place is freed
+                // now instead of when the request bound runs out.
                 context.close(promise: nil)
             }
         }
