@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 import websockets
 
 from loopback import Serve
@@ -133,20 +134,10 @@ def _idle_connection(port: int, tls: bool) -> socket.socket:
     return sock
 
 
-def test_sigterm_with_an_idle_tcp_connection_stops_within_2_s():
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_sigterm_with_an_idle_connection_stops_within_2_s(tls):
     serve = Serve("--auth", "none", prefix="oa-stops-idle-")
-    sock = _idle_connection(serve.port, tls=False)
-    try:
-        time.sleep(0.5)
-        _stop_time(serve)
-    finally:
-        sock.close()
-        serve.stop()
-
-
-def test_sigterm_with_an_idle_tls_connection_stops_within_2_s():
-    serve = Serve("--auth", "none", prefix="oa-stops-idle-tls-")
-    sock = _idle_connection(serve.port, tls=True)
+    sock = _idle_connection(serve.port, tls=tls)
     try:
         time.sleep(0.5)
         _stop_time(serve)
