@@ -160,18 +160,7 @@ final class ACPRelayLink: Sendable {
         connectionTask.withLock { $0 = task }
         let result: Result<Void, any Error>?
         do {
-            result = try await withThrowingTaskGroup(of: Result<Void, any Error>?.self) { group in
-                group.addTask {
-                    for await result in opened { return result }
-                    return nil
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return .failure(BridgeClientError.timedOut("opening \(url) took longer than \(timeout)"))
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? nil
-            }
+            result = try await WebSocketOpening.firstResult(of: opened, within: timeout, url: url)
         } catch {
             abandon()
             throw error
