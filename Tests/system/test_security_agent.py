@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -31,15 +30,12 @@ INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
         "params": {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
 
 
-def agent_script() -> str:
-    swift = (REPO / "Tests/BridgeServerTests/HubSecurityTests.swift").read_text()
-    return re.search(r'static let script = #"""\n(.*?)"""#', swift, re.S).group(1)
+AGENT = REPO / "Tests/system/agents/hub_agent.py"
 
 
 @pytest.fixture
 def bridge(tmp_path):
-    agent = tmp_path / "hub_agent.py"
-    agent.write_text(agent_script())
+    agent = AGENT
     b = Serve("--auth", "none", "--log-level", "debug", "--agent", f"{sys.executable} {agent}",
               prefix="oa-sec-agent-", working_directory=tmp_path)
     try:
