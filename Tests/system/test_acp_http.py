@@ -67,12 +67,8 @@ class HTTPBridge(Serve):
 
 
 @pytest.fixture(scope="module")
-def bridge():
-    served = HTTPBridge()
-    try:
-        yield served
-    finally:
-        served.stop()
+def bridge(module_serve_factory):
+    return module_serve_factory(kind=HTTPBridge)
 
 
 class SDKClient:
@@ -229,6 +225,17 @@ def initialize(client: httpx.Client, url: str, token: str) -> str:
     assert answer.status_code == 200, answer.text
     assert answer.json()["result"]["protocolVersion"] == 1
     return answer.headers["Acp-Connection-Id"]
+
+
+def open_session(client: httpx.Client, url: str, token: str = "unused") -> tuple[str, str]:
+    """`initialize` and `session/new` (answered on the connection's stream): the connection's and the session's ids."""
+    connection = initialize(client, url, token)
+    headers = {"Acp-Connection-Id": connection}
+    accepted = client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                                      "params": {"cwd": ".", "mcpServers": []}}, headers=headers)
+    assert accepted.status_code == 202, accepted.text
+    with client.stream("GET", url, headers={**headers, "Accept": "text/event-stream"}) as stream:
+        return connection, read_events(stream, 1)[0][1]["result"]["sessionId"]
 
 
 def read_events(response, count: int, timeout: float = 15) -> list[tuple[int, dict]]:
@@ -455,12 +462,8 @@ def test_an_sse_client_that_never_reads_is_cut_off_and_closed():
     try:
         url = f"{served.base_url}/acp"
         with httpx.Client(timeout=15) as client:
-            connection = initialize(client, url, "unused")
+            connection, session = open_session(client, url)
             headers = {"Acp-Connection-Id": connection}
-            client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": ".", "mcpServers": []}},
-                        headers=headers)
-            with client.stream("GET", url, headers={**headers, "Accept": "text/event-stream"}) as stream:
-                session = read_events(stream, 1)[0][1]["result"]["sessionId"]
             # The session's stream, opened on a socket with a small receive buffer that is never read.
             stuck = socket.create_connection(("127.0.0.1", served.port))
             stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from loopback import BIN, REPO, Serve, listening_port
-from test_acp_http import HTTPBridge, check_whole_flow, initialize, read_events, whole_flow
+from test_acp_http import HTTPBridge, check_whole_flow, open_session, read_events, whole_flow
 from tls_support import unverified_context
 
 httpx = pytest.importorskip("httpx")
@@ -333,12 +333,8 @@ def test_an_sse_stream_whose_client_stops_reading_is_cut_off_and_ended():
     try:
         url = f"{served.base_url}/acp"
         with httpx.Client(timeout=15) as http:
-            connection = initialize(http, url, "unused")
+            connection, session = open_session(http, url)
             headers = {"Acp-Connection-Id": connection}
-            http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                                 "params": {"cwd": ".", "mcpServers": []}}, headers=headers)
-            with http.stream("GET", url, headers={**headers, "Accept": "text/event-stream"}) as stream:
-                session = read_events(stream, 1)[0][1]["result"]["sessionId"]
             client = H2(served.port)
             sse = client.request("GET", "/acp", {"accept": "text/event-stream", "acp-connection-id": connection,
                                                   "acp-session-id": session})
