@@ -6,6 +6,8 @@ import PackageDescription
 /// Settings shared by every Swift target in the package.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    // A file uses another module's members only if it imports that module itself (SE-0444).
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -225,6 +227,7 @@ let package = Package(
             name: "BridgeHTTP",
             dependencies: [
                 "BridgePairing",
+                "BridgeDPoP",
                 "BridgePairingUI",
                 "BridgeTLS",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -263,7 +266,9 @@ let package = Package(
                 "BridgeHTTP",
                 "BridgeSessionStore",
                 "BridgeWebSocketDeflate",
+                "BridgeDPoP",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -329,6 +334,7 @@ let package = Package(
                 "BridgeClient",
                 "BridgeDiscovery",
                 "BridgePairing",
+                "BridgePairingWire",
                 "BridgeTLS",
                 "BridgeTailscale",
                 .product(name: "Logging", package: "swift-log"),
@@ -394,6 +400,8 @@ let package = Package(
                 "BridgeTLS",
                 "BridgeSessionStore",
                 "BridgeDPoP",
+                "BridgeRPC",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
@@ -437,7 +445,9 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeACPTests",
-            dependencies: ["BridgeACP", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "BridgeACP", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -491,6 +501,8 @@ let package = Package(
             dependencies: [
                 "BridgeTLS", .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -526,28 +538,34 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeHTTPTests",
-            dependencies: ["BridgeHTTP", "BridgeRPC"],
+            dependencies: ["BridgeHTTP", "BridgeRPC", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeConfigTests",
-            dependencies: ["BridgeConfig", "BridgeServer", "BridgeWorkspace", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "BridgeConfig", "BridgeServer", "BridgeTerminal", "BridgeWorkspace", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "OABridgeCLITests",
-            dependencies: ["oa-bridge"],
+            dependencies: ["oa-bridge", "BridgeConfig", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeClientTests",
-            dependencies: ["BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS", "BridgeDPoP"],
+            dependencies: [
+                "BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS", "BridgeDPoP",
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeServerTests",
             dependencies: [
                 "BridgeServer",
+                "BridgePairingWire",
                 "BridgeSessionStore",
                 "BridgeTestSupport",
                 "BridgeTestKit",
@@ -570,6 +588,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                "BridgeWebSocketDeflate",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

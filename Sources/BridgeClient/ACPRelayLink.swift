@@ -2,6 +2,7 @@ import BridgeRPC
 import BridgeTLS
 import Foundation
 import Logging
+import NIOWebSocket
 import Synchronization
 
 /// One frame the bridge sent to an ``ACPRelay``: its text exactly as it came (what the editor gets) and the message

@@ -1,4 +1,5 @@
 import BridgeDiscovery
+import Foundation
 
 /// One way to reach a bridge: a WebSocket URL and where it came from.
 public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {

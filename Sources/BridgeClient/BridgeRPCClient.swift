@@ -2,6 +2,7 @@ import BridgeRPC
 import BridgeTLS
 import Foundation
 import Logging
+import NIOWebSocket
 import Synchronization
 
 /// A JSON-RPC 2.0 connection to a bridge over one WebSocket: requests with awaited answers,

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A permission request put to a person at a terminal: the options numbered and labelled by what their `kind` does
 /// (whatever the agent named them), and the person's answer read back into an option id.
 ///

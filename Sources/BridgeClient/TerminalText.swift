@@ -1,3 +1,5 @@
+import Foundation
+
 /// Text from the agent or the bridge made safe to write to a terminal: no byte of it can start an escape sequence.
 ///
 /// Everything a bridge sends is untrusted: an agent's answer can hold `ESC ] 0 ;` (set the window title),

@@ -1,6 +1,7 @@
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
+import BridgeTerminal
 import Foundation
 import Logging
 

@@ -1,5 +1,6 @@
 import BridgeClient
 import BridgeDiscovery
+import BridgePairingWire
 import BridgeTLS
 import Foundation
 

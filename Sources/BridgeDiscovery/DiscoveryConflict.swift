@@ -1,3 +1,5 @@
+import Foundation
+
 /// A naming problem seen while browsing, with what it means and how to fix it.
 public enum DiscoveryConflict: Sendable, Hashable {
     /// One instance name answered by more than one host: phones reach whichever answered last.

@@ -1,3 +1,4 @@
+import BridgeDPoP
 import BridgePairing
 import Foundation
 import HTTPTypes

@@ -1,4 +1,5 @@
 import BridgePairing
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging

@@ -1,4 +1,5 @@
 import BridgeDPoP
+import CoreFoundation
 import Foundation
 
 /// `bench dpop [--count N]`: the CPU one DPoP proof check costs the bridge (issue 30's goal: at most 0.2 ms), in

@@ -10,6 +10,7 @@ import BridgeDPoP
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
+import NIOWebSocket
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -4,6 +4,8 @@
 
 import Foundation
 import HummingbirdWSClient
+import NIOWebSocket
+import Synchronization
 
 /// Closed-loop reconnects: connections per second (each one answered `initialize`), and the time from starting the
 /// TCP connect to reading the `initialize` answer (p50, p99, max) over every connection of every client.

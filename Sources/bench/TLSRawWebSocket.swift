@@ -3,6 +3,7 @@
 // NIOSSLClientHandler, then a handler that does the upgrade by hand and reads frames on the event loop. Counting
 // (and stamping latencies) happens right there, on the event loop, so the figure stays the server's.
 
+import CoreFoundation
 import Foundation
 import NIOCore
 import NIOPosix

@@ -9,6 +9,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BridgeClient
+import BridgeConfig
 import BridgeDiscovery
 import BridgeHTTP
 import BridgeServer

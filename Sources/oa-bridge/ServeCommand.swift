@@ -3,6 +3,7 @@ import BridgeConfig
 import BridgePairing
 import BridgePairingUI
 import BridgeServer
+import BridgeTLS
 import Foundation
 import Logging
 import Metrics

@@ -1,6 +1,7 @@
 @testable import BridgeClient
 import BridgeTLS
 import Foundation
+import Logging
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 @testable import BridgeClient
+import NIOHTTP1
 import Testing
 
 @Suite("WebSocketConnector.Target: URLs with IPv4, IPv6 and zones", .tags(.unit))

@@ -1,5 +1,6 @@
 import BridgeConfig
 import BridgeServer
+import BridgeTerminal
 import Foundation
 import Logging
 import Testing

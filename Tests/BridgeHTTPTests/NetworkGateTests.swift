@@ -1,5 +1,6 @@
 @testable import BridgeHTTP
 import BridgeRPC
+import HTTPTypes
 import Testing
 
 /// `--auth none`: CIDR parsing and the loopback / allowed-network gate.

@@ -1,5 +1,6 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestSupport
 import BridgeWorkspace
 import Foundation
 import Testing

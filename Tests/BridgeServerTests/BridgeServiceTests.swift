@@ -1,5 +1,7 @@
 import BridgeClient
 import BridgeDiscovery
+import BridgePairing
+import BridgePairingWire
 import BridgeServer
 import BridgeTailscale
 import BridgeTLS

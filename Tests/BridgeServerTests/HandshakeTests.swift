@@ -2,6 +2,7 @@ import BridgeACP
 import BridgeRPC
 import BridgeServer
 import Foundation
+import Logging
 import Testing
 
 @Suite("Handshake over a real WebSocket", .timeLimit(.minutes(1)), .tags(.loopback))

@@ -1,4 +1,5 @@
 @testable import BridgeServer
+import BridgeTestSupport
 import Foundation
 import Synchronization
 import Testing

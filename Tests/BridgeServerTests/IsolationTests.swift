@@ -1,5 +1,7 @@
 import BridgeRPC
 import BridgeServer
+import HummingbirdWSClient
+import NIOWebSocket
 import Testing
 
 @Suite("One client's trouble is not another's", .timeLimit(.minutes(1)), .tags(.loopback))

@@ -1,8 +1,10 @@
 import BridgeRPC
 import BridgeServer
 import Foundation
+import HTTPTypes
 import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import Synchronization
 import Testing
 

@@ -1,5 +1,8 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestSupport
+import HummingbirdWSClient
+import NIOWebSocket
 import Testing
 
 @Suite("Malformed frames over a real WebSocket", .timeLimit(.minutes(1)), .tags(.loopback))

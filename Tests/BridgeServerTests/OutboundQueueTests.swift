@@ -1,4 +1,5 @@
 @testable import BridgeServer
+import BridgeTestSupport
 import NIOCore
 import Synchronization
 import Testing

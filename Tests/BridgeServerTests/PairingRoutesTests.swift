@@ -7,6 +7,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import Synchronization
 import Testing
 

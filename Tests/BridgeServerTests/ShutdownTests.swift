@@ -1,7 +1,10 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestSupport
 import Foundation
+import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import ServiceLifecycle
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import Foundation
 import HummingbirdWSClient
 import Logging
 import NIOCore
+import NIOWebSocket
 import Synchronization
 
 /// A real WebSocket client for tests: frames it receives are buffered; `next` waits (bounded) for one.

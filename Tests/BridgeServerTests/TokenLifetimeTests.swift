@@ -1,9 +1,12 @@
 import BridgePairing
 import BridgeRPC
 import BridgeServer
+import BridgeTestSupport
 import BridgeTime
 import Foundation
+import HummingbirdWSClient
 import Logging
+import NIOWebSocket
 import Testing
 
 /// Open WebSockets of paired devices: closed with 4001 when the access token expires, 4003 when the device is revoked.

@@ -1,5 +1,6 @@
 import BridgePairing
 import BridgeServer
+import BridgeTestSupport
 import Foundation
 import Logging
 import Synchronization

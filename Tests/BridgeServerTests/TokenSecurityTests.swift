@@ -5,6 +5,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HummingbirdWSClient
+import NIOWebSocket
 import Testing
 
 /// Issue 16, item 4 and `me` / `logout`: every revocation closes the affected WebSockets within a second (4003),

@@ -1,5 +1,6 @@
 import BridgeClient
 import BridgePairing
+import BridgeRPC
 import BridgeServer
 import Synchronization
 import Testing

@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import NIOWebSocket
 import Testing
 
 @Suite("WebSocketConnector against the real bridge", .timeLimit(.minutes(1)), .tags(.loopback))

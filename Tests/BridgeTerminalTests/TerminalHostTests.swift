@@ -1,4 +1,5 @@
 @testable import BridgeTerminal
+import BridgeTestSupport
 import Foundation
 import Logging
 import Synchronization

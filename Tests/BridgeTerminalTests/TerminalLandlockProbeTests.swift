@@ -1,4 +1,5 @@
 import BridgeSandbox
+import BridgeTestSupport
 import Logging
 import Testing
 

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 @testable import BridgeWorkspace
 import BridgeRPC
 import CWorkspaceFS

@@ -1,4 +1,5 @@
 import BridgeRPC
+import BridgeTime
 
 /// The error of a resume of a session dropped for retention.
 extension BridgeErrors {

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTime
 
 /// The bridge's own JSON-RPC errors (implementation-defined server errors use -32000...-32099;
 /// -32000 and -32002 are avoided because ACP gives them meanings).

@@ -1,6 +1,8 @@
+import BridgeACP
 import BridgePairing
 import BridgeRPC
 import Foundation
+import Logging
 
 /// `_oa/me` and `_oa/logout`: a paired phone asks who it is, or unpairs itself, over its WebSocket.
 extension BridgeHub {

@@ -1,8 +1,10 @@
 import BridgeACP
 import BridgeRPC
 import BridgeTerminal
+import BridgeTime
 import BridgeWorkspace
 import Logging
+import NIOPosix
 
 extension BridgeHub {
     /// A client's request whose write failed: it never reached the agent, and goes to the next one.

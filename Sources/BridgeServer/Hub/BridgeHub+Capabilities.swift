@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTerminal
 import Foundation
 import Logging
 

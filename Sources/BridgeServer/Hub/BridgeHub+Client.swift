@@ -1,7 +1,9 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTime
 import BridgeWorkspace
 import Logging
+import Metrics
 
 extension BridgeHub {
     /// Handles one text frame from a client.

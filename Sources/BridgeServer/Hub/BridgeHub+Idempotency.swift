@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeWorkspace
 import Logging
 
 /// `session/prompt` with an idempotency key (issue 25 item 3; Protocol.md "Idempotency key") and on a read-only

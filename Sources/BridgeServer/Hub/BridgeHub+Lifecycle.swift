@@ -1,5 +1,8 @@
 import BridgeACP
 import BridgeRPC
+import BridgeSessionStore
+import BridgeTerminal
+import BridgeTime
 import BridgeWorkspace
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import Logging
 
 /// The per-connection caps: sessions per connection, and how batches share the hub.
 extension BridgeHub {

@@ -1,5 +1,6 @@
 import BridgeRPC
 import BridgeSessionStore
+import BridgeTime
 import BridgeWorkspace
 import Foundation
 import Logging

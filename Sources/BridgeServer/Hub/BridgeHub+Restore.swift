@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeWorkspace
 import Logging
 
 /// Restoring a dormant session (kept from before the bridge or the agent restarted) when a client attaches to it:

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeSessionStore
 import Logging
 
 /// Resume without loss: sequence numbers on `session/update`, the replay buffer, `_oa/session/resume`, and prompts

@@ -1,7 +1,10 @@
 import BridgeACP
 import BridgePairing
 import BridgeRPC
+import BridgeTerminal
+import BridgeTime
 import Logging
+import Metrics
 
 /// Bounded retention (see ``SessionRetention``): idle sessions are dropped, the longest idle first, past the bounds
 /// in count, replay bytes and idle time; what a connection that went away leaves behind is released.

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTime
 import Logging
 
 /// Graceful shutdown: clients are told first, prompts get a grace period, then the agent stops.

@@ -1,5 +1,7 @@
 import BridgeACP
+import BridgePairing
 import BridgeRPC
+import BridgeTime
 import Foundation
 import Logging
 

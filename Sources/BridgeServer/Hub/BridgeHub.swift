@@ -3,7 +3,10 @@ import BridgePairing
 import BridgeSessionStore
 import BridgeRPC
 import BridgeTerminal
+import BridgeTime
 import BridgeWorkspace
+import Foundation
+import Metrics
 import NIOWebSocket
 import Logging
 

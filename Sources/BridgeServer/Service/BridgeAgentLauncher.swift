@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeSandbox
+import BridgeWorkspace
 import Logging
 
 #if canImport(Glibc)

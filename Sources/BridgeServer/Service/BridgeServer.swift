@@ -2,10 +2,12 @@ import BridgeACP
 import BridgeHTTP
 import BridgePairing
 import BridgeRPC
+import BridgeTailscale
 import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Metrics
 import NIOCore
 import ServiceLifecycle
 

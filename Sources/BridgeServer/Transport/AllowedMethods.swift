@@ -1,4 +1,5 @@
 import BridgeHTTP
+import Foundation
 import Hummingbird
 
 /// The methods each path of a router answers, so that a request to a known path with a method none of its routes

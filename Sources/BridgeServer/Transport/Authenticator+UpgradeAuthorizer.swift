@@ -1,3 +1,4 @@
+import BridgeDPoP
 import BridgeHTTP
 import BridgePairing
 import HTTPTypes

@@ -1,3 +1,4 @@
+import BridgeHTTP
 import BridgePairing
 import BridgeTLS
 import BridgeWebSocketDeflate

@@ -1,5 +1,7 @@
 import BridgeHTTP
 import BridgePairing
+import BridgeTailscale
+import BridgeTLS
 import Hummingbird
 import Logging
 

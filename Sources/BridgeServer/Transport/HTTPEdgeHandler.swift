@@ -1,3 +1,5 @@
+import BridgeHTTP
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import NIOCore
 
 /// One SSE stream of a Streamable HTTP connection (the connection-scoped one, or one per session): the events routed
