@@ -161,6 +161,10 @@ let package = Package(
                 .embedInCode("App/icon192.png"), .embedInCode("App/icon512.png"),
                 .embedInCode("App/heartbeat.js"), .embedInCode("App/pairing.js"), .embedInCode("App/outbox.js"),
                 .embedInCode("App/transport.js"), .embedInCode("App/restored.js"), .embedInCode("App/dpop.js"),
+                .embedInCode("App/app.js"), .embedInCode("App/dom.js"), .embedInCode("App/link.js"),
+                .embedInCode("App/screens.js"), .embedInCode("App/session.js"), .embedInCode("App/sessions.js"),
+                .embedInCode("App/store.js"), .embedInCode("App/updates.js"), .embedInCode("App/composer.js"),
+                .embedInCode("App/unpair.js"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,7 +1,8 @@
 """A phone paired before DPoP (issue 30; here: paired with `--dpop off`, its tokens unbound, token_type Bearer) keeps
 working when the bridge runs `--dpop optional` (the default), and when the bridge turns to `--dpop required` it is
 refused (invalid_dpop_proof) and the app says to pair again (it cannot bind old tokens by itself: a new pairing code
-is needed). Debian's Chromium against a real `oa-bridge serve` restarted on the same port and state."""
+is needed). Debian's Chromium against a real `oa-bridge serve` restarted on the same port and state; WebKit's run of
+the same steps is in test_webapp_dpop_webkit.py."""
 
 from __future__ import annotations
 
