@@ -28,15 +28,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "system"))
-from loopback import REPO, Serve  # noqa: E402
+from loopback import REPO, Serve
 
 PYTHON2 = Path(os.environ.get("OA_AUTOBAHN_PYTHON", str(Path.home() / ".pyenv/versions/2.7.18/bin/python")))
 SITE = Path(os.environ.get("OA_AUTOBAHN_SITE", str(REPO / ".venv-autobahn/site")))

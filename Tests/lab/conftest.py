@@ -12,10 +12,6 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
 import lab as labmod  # noqa: E402
 from lab_support import REPO, snapshot, wait_service_gone  # noqa: E402
 

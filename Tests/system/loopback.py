@@ -1,6 +1,7 @@
-"""What the system tests share: the binary, a free loopback port, waiting for `oa-bridge serve` to answer on it, and
-a `serve` process on loopback that a test starts and stops, and the two pieces of a hand-made WebSocket client (its
-upgrade request and its masked frames)."""
+"""What the system tests share: the binary, the port a server listens on (it picks it: `--port 0`), waiting for
+`oa-bridge serve` to answer on it, a `serve` process on loopback that a test starts, restarts on the same port and
+stops, a socket that holds a port closed, and the two pieces of a hand-made WebSocket client (its upgrade request and
+its masked frames). Tests/pytest.ini puts this folder on `sys.path` for every test folder."""
 
 from __future__ import annotations
 
@@ -31,11 +32,24 @@ def masked_frame(opcode: int, payload: bytes) -> bytes:
     return bytes([0x80 | opcode, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def held_closed_port(host: str = "127.0.0.1") -> socket.socket:
+    """A socket bound to a port the kernel picks on `host`, never listening: while the test keeps it open, a connection
+    to `socket.getsockname()[1]` is refused and nothing else can take the port (a port bound, closed and handed on can
+    be taken by another test first). Close it when done."""
+    holder = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    holder.bind((host, 0))
+    return holder
+
+
+def reserved_port(host: str = "127.0.0.1") -> socket.socket:
+    """A socket bound with SO_REUSEADDR to a port the kernel picks on `host`, never listening: the port stays this
+    test's while it is open (a plain bind and the kernel's own picks for `bind(port 0)` avoid it), and a server that
+    binds with SO_REUSEADDR (NIO does, so `oa-bridge serve` does) can still take it over. For a server that must know
+    its port before it binds (the QR code and the banner name it); close the socket once the server listens."""
+    holder = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind((host, 0))
+    return holder
 
 
 def listening_port(proc: subprocess.Popen, timeout: float = 15.0, log: Path | None = None) -> int:
@@ -72,14 +86,19 @@ def listening_port(proc: subprocess.Popen, timeout: float = 15.0, log: Path | No
     raise AssertionError(f"serve did not listen within {timeout:.0f} s")
 
 
+def authority(host: str, port: int) -> str:
+    """`host:port`, an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def wait_healthy(port: int, proc: subprocess.Popen | None = None, timeout: float = 15.0,
-                 log: Path | None = None) -> None:
-    """Waits until GET /api/health answers on 127.0.0.1:port; fails early, with its stderr (or the tail of `log`),
+                 log: Path | None = None, host: str = "127.0.0.1") -> None:
+    """Waits until GET /api/health answers on host:port; fails early, with its stderr (or the tail of `log`),
     if `proc` exits."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=0.5) as response:
+            with urllib.request.urlopen(f"http://{authority(host, port)}/api/health", timeout=0.5) as response:
                 if response.status == 200:
                     return
         except OSError:
@@ -92,33 +111,67 @@ def wait_healthy(port: int, proc: subprocess.Popen | None = None, timeout: float
 
 
 class Serve:
-    """`oa-bridge serve` on a 127.0.0.1 port the kernel picks (`--port 0`, then ``listening_port``) with discovery
-    off and a fresh state directory under `base`.
+    """`oa-bridge serve` on a loopback port the kernel picks (`--port 0`, then ``listening_port``) with discovery off
+    and a fresh state directory under `base`; ``restart`` starts it again on the same port and state.
 
     Its stderr goes to `base/serve.log`, a file and not a pipe: nobody drains a pipe while the test runs, and a full
     one would block the bridge's logging. `extra` arguments follow the defaults and so override them."""
 
     def __init__(self, *extra: str, prefix: str = "oa-serve-", working_directory: Path | None = None,
-                 state: Path | None = None, env: dict | None = None) -> None:
+                 state: Path | None = None, env: dict | None = None, host: str = "127.0.0.1",
+                 base: Path | None = None, known_port: bool = False) -> None:
         """`state`: a state directory to use (kept across restarts) instead of a fresh one; `env`: added to the
-        environment."""
-        self.base = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        environment; `host`: the address to listen on; `base`: the directory for the log (and the state, unless
+        given) instead of a fresh one; `known_port`: serve is told its port (a ``reserved_port``, held until it
+        listens) instead of `--port 0`, for tests of what names the port (the QR code's URL, /api/pair/info)."""
+        self.base = base if base is not None else Path(tempfile.mkdtemp(prefix=prefix)).resolve()
         self.state = state if state is not None else self.base / "state"
         self.log_path = self.base / "serve.log"
-        arguments = [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", "0",
-                     "--state-dir", str(self.state)]
-        if working_directory is not None:
-            arguments += ["--working-directory", str(working_directory)]
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([*arguments, *extra], stdout=subprocess.DEVNULL, stderr=log, text=True,
-                                         env={**os.environ, **(env or {})})
-        self.port = listening_port(self.proc, log=self.log_path)
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.ws_url = f"ws://127.0.0.1:{self.port}/"
-        wait_healthy(self.port, self.proc, log=self.log_path)
+        self.host = host
+        self.extra = list(extra)
+        self.working_directory = working_directory
+        self.env = env
+        self.port = 0
+        self.known_port = known_port
+        self.start()
 
-    def stop(self, grace: float = 10.0) -> str:
-        """SIGTERM, then SIGKILL after `grace` seconds; returns what serve logged."""
+    def arguments(self) -> list[str]:
+        """The command line: the defaults, then `extra` (on a restart, the port the first start got)."""
+        arguments = [BIN, "serve", "--discovery", "off", "--host", self.host, "--port", str(self.port),
+                     "--state-dir", str(self.state)]
+        if self.working_directory is not None:
+            arguments += ["--working-directory", str(self.working_directory)]
+        return [*arguments, *self.extra]
+
+    def start(self) -> None:
+        """Starts serve (on the port of its first start, if it ran before) and waits until it answers."""
+        holder = reserved_port(self.host) if self.port == 0 and self.known_port else None
+        if holder is not None:
+            self.port = holder.getsockname()[1]
+        try:
+            with open(self.log_path, "a") as log:
+                self.proc = subprocess.Popen(self.arguments(), stdout=subprocess.DEVNULL, stderr=log, text=True,
+                                             env={**os.environ, **(self.env or {})})
+            if self.port == 0:
+                self.port = listening_port(self.proc, log=self.log_path)
+            self.authority = authority(self.host, self.port)
+            self.base_url = f"http://{self.authority}"
+            self.ws_url = f"ws://{self.authority}/"
+            wait_healthy(self.port, self.proc, log=self.log_path, host=self.host)
+        finally:
+            if holder is not None:
+                holder.close()
+
+    def restart(self, extra: list[str] | None = None) -> None:
+        """Stops serve and starts it again on the same port and state directory (with `extra` instead of the
+        arguments it had, when given)."""
+        self.terminate()
+        if extra is not None:
+            self.extra = list(extra)
+        self.start()
+
+    def terminate(self, grace: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `grace` seconds."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -126,4 +179,8 @@ class Serve:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+    def stop(self, grace: float = 10.0) -> str:
+        """``terminate``, then returns what serve logged."""
+        self.terminate(grace)
         return self.log_path.read_text(errors="replace")

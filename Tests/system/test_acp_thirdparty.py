@@ -119,12 +119,8 @@ class Phone:
 
 
 @pytest.fixture(scope="module")
-def passthrough(agent_bin):
-    bridge = ThirdPartyBridge(agent_bin, "passthrough")
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def passthrough(agent_bin, module_serve_factory):
+    return module_serve_factory(agent_bin, "passthrough", kind=ThirdPartyBridge)
 
 
 def connect(bridge):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, listening_port, wait_healthy
+from loopback import listening_port, reserved_port, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -87,14 +87,17 @@ def test_the_banner_shows_the_served_certificates_fingerprint_as_browsers_do():
     """Issue 29 item 4: the banner says what the phone's first screen will be and prints the SHA-256 fingerprint of
     the certificate the bridge actually serves (checked with openssl against the TLS handshake), in the form browsers
     show it: upper-case hex bytes separated by spaces."""
-    port = free_port()
     state = tempfile.mkdtemp(prefix="oa-cli-")
     out_path = Path(tempfile.mkdtemp(prefix="oa-cli-out-")) / "out"
+    # The banner's URL names the port, so serve is told one (held for it until it listens), not `--port 0`.
+    holder = reserved_port()
+    port = holder.getsockname()[1]
     with open(out_path, "w") as out_file:
         proc = subprocess.Popen([BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
                                  "--state-dir", state], stdout=out_file, stderr=subprocess.DEVNULL, text=True)
     try:
         wait_healthy(port, proc)
+        holder.close()
         deadline = time.monotonic() + 15
         while "expires in" not in out_path.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -102,6 +105,7 @@ def test_the_banner_shows_the_served_certificates_fingerprint_as_browsers_do():
             ["sh", "-c", f"openssl s_client -connect 127.0.0.1:{port} </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"],
             capture_output=True, text=True, timeout=30).stdout
     finally:
+        holder.close()
         proc.terminate()
         proc.wait(timeout=15)
     text = out_path.read_text()

@@ -72,12 +72,8 @@ class Interactive:
 
 
 @pytest.fixture
-def desk():
-    bridge = Desk()
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def desk(serve_factory):
+    return serve_factory(kind=Desk)
 
 
 def test_a_prompt_typed_while_the_link_is_dead_is_sent_once_when_it_is_back(desk):

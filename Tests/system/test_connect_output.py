@@ -44,12 +44,8 @@ def connect(serve: Serve, *arguments: str, timeout: float = 60, merged: bool = F
 
 
 @pytest.fixture
-def bridge():
-    serve = Serve("--auth", "none", prefix="oa-connect-out-")
-    try:
-        yield serve
-    finally:
-        serve.stop()
+def bridge(serve_factory):
+    return serve_factory("--auth", "none", prefix="oa-connect-out-")
 
 
 HOSTILE = ("title\x1b]0;owned\x07 clear\x1b[2J clip\x1b]52;c;ZWNobyBoaQ==\x1b\\ c1\u009b31m "

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import Serve
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -33,35 +33,15 @@ pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge bi
 WORDS = " ".join(f"w{i}" for i in range(300))  # about 6 s of streaming
 
 
-class Bridge:
-    """`oa-bridge serve` on 127.0.0.1:port with a state directory kept across restarts."""
+class Bridge(Serve):
+    """`oa-bridge serve` on a loopback port (picked on its first start) with a state directory kept across restarts;
+    the client's state beside it."""
 
     def __init__(self, *extra: str):
-        self.base = Path(tempfile.mkdtemp(prefix="oa-connect-recover-")).resolve()
-        self.port = free_port()
-        self.extra = extra
-        self.proc: subprocess.Popen | None = None
-        self.start()
+        base = Path(tempfile.mkdtemp(prefix="oa-connect-recover-")).resolve()
+        super().__init__(*extra, base=base, working_directory=base)
 
-    def start(self) -> None:
-        log = open(self.base / "serve.log", "a")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", str(self.base / "state"), "--working-directory", str(self.base), *self.extra],
-            stdout=subprocess.DEVNULL, stderr=log)
-        log.close()
-        wait_healthy(self.port, self.proc, log=self.base / "serve.log")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-    def env(self) -> dict:
+    def client_env(self) -> dict:
         return {**os.environ, "XDG_STATE_HOME": str(self.base / "client"), "HOME": str(self.base)}
 
 
@@ -131,7 +111,7 @@ def test_a_restart_mid_prompt_opens_a_new_session_and_says_so_instead_of_looping
     bridge = Bridge("--auth", "none")
     try:
         client = Client([f"127.0.0.1:{bridge.port}", "--browse-time", "0.2", "--keepalive", "1", "--prompt", WORDS],
-                        bridge.env())
+                        bridge.client_env())
         assert client.wait_for(lambda: "w20 " in client.stdout(), 20), client.stderr()
         bridge.stop()
         bridge.start()
@@ -151,7 +131,7 @@ def test_a_restart_mid_prompt_opens_a_new_session_and_says_so_instead_of_looping
 def test_interactive_connect_goes_on_in_a_new_session_after_a_restart():
     bridge = Bridge("--auth", "none")
     try:
-        client = Client([f"127.0.0.1:{bridge.port}", "--browse-time", "0.2", "--keepalive", "1"], bridge.env(),
+        client = Client([f"127.0.0.1:{bridge.port}", "--browse-time", "0.2", "--keepalive", "1"], bridge.client_env(),
                         stdin=subprocess.PIPE)
         client.proc.stdin.write(WORDS + "\n")
         client.proc.stdin.flush()
@@ -173,7 +153,7 @@ def test_a_bridge_that_stays_away_ends_in_a_clear_error_after_bounded_retries():
     bridge = Bridge("--auth", "none")
     try:
         client = Client([f"127.0.0.1:{bridge.port}", "--browse-time", "0.2", "--keepalive", "1", "--retries", "3",
-                         "--prompt", WORDS], bridge.env())
+                         "--prompt", WORDS], bridge.client_env())
         assert client.wait_for(lambda: "w20 " in client.stdout(), 20), client.stderr()
         bridge.stop()
         started = time.monotonic()
@@ -203,7 +183,7 @@ def pair_payload(bridge: Bridge) -> dict:
 
 def run(bridge: Bridge, *arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run([BIN, "connect", *arguments, "--browse-time", "0.5"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, env=bridge.env())
+                          capture_output=True, text=True, timeout=60, env=bridge.client_env())
 
 
 def test_saved_credentials_are_found_by_the_bridges_identity_whatever_was_typed():

@@ -11,13 +11,12 @@ import os
 import ssl
 import subprocess
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from loopback import free_port
+from loopback import Serve
 from tls_support import peer_pin, unverified_context
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -25,31 +24,12 @@ BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
 
-class Bridge:
+class Bridge(Serve):
     """`oa-bridge serve` with token auth (the default) listening on `host` only, discovery off."""
 
     def __init__(self, host: str):
-        self.host = host
-        self.base = Path(tempfile.mkdtemp(prefix="oa-connect-tls-")).resolve()
-        self.port = free_port()
-        self.authority = f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
-        self.log = self.base / "serve.log"
-        with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(
-                [BIN, "serve", "--discovery", "off", "--host", host, "--port", str(self.port),
-                 "--state-dir", str(self.base / "state"), "--working-directory", str(self.base)],
-                stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{self.authority}/api/health", timeout=0.5) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            assert self.proc.poll() is None, self.log.read_text()
-            assert time.monotonic() < deadline, "serve did not answer"
-            time.sleep(0.05)
+        base = Path(tempfile.mkdtemp(prefix="oa-connect-tls-")).resolve()
+        super().__init__(host=host, base=base, working_directory=base)
 
     def pair(self) -> tuple[str, str]:
         """Pairs over https:// (as a phone does); returns (access token, pin of the QR payload)."""
@@ -62,14 +42,6 @@ class Bridge:
         with urllib.request.urlopen(request, timeout=5, context=unverified_context()) as answer:
             tokens = json.load(answer)
         return tokens["access_token"], payload["pin"]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 def names_in_certificate(host: str, port: int) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import free_port, wait_healthy
+from loopback import listening_port, wait_healthy
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -91,15 +91,14 @@ def _example(path: Path, marker: str) -> list[str]:
 
 
 def test_the_banner_examples_are_what_serve_prints():
-    port = free_port()
     out_path = Path(tempfile.mkdtemp(prefix="oa-docs-")) / "out"
     err_path = out_path.with_name("err")
     with open(out_path, "w") as out_file, open(err_path, "w") as err_file:
-        proc = subprocess.Popen([BIN, "serve", "--name", "desk", "--discovery", "off", "--port", str(port),
+        proc = subprocess.Popen([BIN, "serve", "--name", "desk", "--discovery", "off", "--port", "0",
                                  "--state-dir", tempfile.mkdtemp(prefix="oa-docs-state-")],
                                 stdout=out_file, stderr=err_file, text=True)
     try:
-        wait_healthy(port, proc)
+        wait_healthy(listening_port(proc), proc)
         deadline = time.monotonic() + 15
         while "expires in" not in out_path.read_text() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from dpop_client_support import request
-from loopback import free_port, wait_healthy
+from loopback import Serve
 
 REPO = Path(__file__).resolve().parent.parent.parent
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
@@ -31,32 +31,13 @@ pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge bi
 WORDS = " ".join(f"w{i}" for i in range(200))  # about 4 s of the demo agent's streaming
 
 
-class Bridge:
-    """`oa-bridge serve` on 127.0.0.1:port with a state directory kept across restarts; the client's state apart."""
+class Bridge(Serve):
+    """`oa-bridge serve` on a loopback port (picked on its first start) with a state directory kept across restarts;
+    the client's state apart."""
 
     def __init__(self, *extra: str):
-        self.base = Path(tempfile.mkdtemp(prefix="oa-dpop-client-")).resolve()
-        self.port = free_port()
-        self.extra = extra
-        self.proc: subprocess.Popen | None = None
-        self.start()
-
-    def start(self) -> None:
-        with open(self.base / "serve.log", "a") as log:
-            self.proc = subprocess.Popen(
-                [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-                 "--state-dir", str(self.base / "state"), "--working-directory", str(self.base), *self.extra],
-                stdout=subprocess.DEVNULL, stderr=log)
-        wait_healthy(self.port, self.proc, log=self.base / "serve.log")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        base = Path(tempfile.mkdtemp(prefix="oa-dpop-client-")).resolve()
+        super().__init__(*extra, base=base, working_directory=base)
 
     @property
     def client_state(self) -> Path:

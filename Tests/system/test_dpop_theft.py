@@ -134,12 +134,8 @@ class Bridge(Serve):
 
 
 @pytest.fixture
-def bridge():
-    b = Bridge()
-    try:
-        yield b
-    finally:
-        b.stop()
+def bridge(serve_factory):
+    return serve_factory(kind=Bridge)
 
 
 def refused(answer: tuple[int, dict, dict], status: int, error: str) -> None:

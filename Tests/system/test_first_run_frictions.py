@@ -5,11 +5,10 @@ table that does not cut names. (`GET /` is in test_pairing_qr.py; the demo agent
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import urllib.request
 
-from loopback import BIN, Serve
+from loopback import BIN, Serve, held_closed_port
 
 
 def run(*arguments: str) -> subprocess.CompletedProcess:
@@ -19,8 +18,7 @@ def run(*arguments: str) -> subprocess.CompletedProcess:
 def test_usage_follows_only_a_usage_error():
     """`pair` against a port where nothing listens is a runtime error: `Error: …` and no usage (fails on the old code,
     which printed the usage after it). A mistake in the command line still gets the usage, with exit status 2."""
-    holder = socket.socket()
-    holder.bind(("127.0.0.1", 0))  # held, never listening: a connection to it is refused
+    holder = held_closed_port()  # held, never listening: a connection to it is refused
     try:
         failed = run("pair", "--port", str(holder.getsockname()[1]))
     finally:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import BIN, REPO, Serve
+from loopback import BIN, REPO
 
 websockets = pytest.importorskip("websockets")
 pytest.importorskip("acp")
@@ -34,14 +34,9 @@ AGENT = REPO / "Tests/system/agents/hub_agent.py"
 
 
 @pytest.fixture
-def bridge(tmp_path):
-    agent = AGENT
-    b = Serve("--auth", "none", "--log-level", "debug", "--agent", f"{sys.executable} {agent}",
-              prefix="oa-sec-agent-", working_directory=tmp_path)
-    try:
-        yield b
-    finally:
-        b.stop()
+def bridge(tmp_path, serve_factory):
+    return serve_factory("--auth", "none", "--log-level", "debug", "--agent", f"{sys.executable} {AGENT}",
+                         prefix="oa-sec-agent-", working_directory=tmp_path)
 
 
 class Phone:

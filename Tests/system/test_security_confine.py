@@ -141,21 +141,13 @@ def run_terminal(bridge: HomeBridge, command: str, cwd: Path | None = None) -> t
 
 
 @pytest.fixture
-def home_bridge():
-    bridge = HomeBridge("home")
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def home_bridge(serve_factory):
+    return serve_factory("home", kind=HomeBridge)
 
 
 @pytest.fixture
-def workspace_bridge():
-    bridge = HomeBridge("workspace")
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def workspace_bridge(serve_factory):
+    return serve_factory("workspace", kind=HomeBridge)
 
 
 def test_fs_scope_home_never_reads_or_writes_the_bridges_own_files(home_bridge):

@@ -49,12 +49,8 @@ class Bridge(Serve):
 
 
 @pytest.fixture
-def bridge():
-    b = Bridge()
-    try:
-        yield b
-    finally:
-        b.stop()
+def bridge(serve_factory):
+    return serve_factory(kind=Bridge)
 
 
 async def open_session(ws) -> str:

@@ -34,12 +34,8 @@ class Bridge(Serve):
 
 
 @pytest.fixture
-def bridge():
-    b = Bridge()
-    try:
-        yield b
-    finally:
-        b.stop()
+def bridge(serve_factory):
+    return serve_factory(kind=Bridge)
 
 
 def request(port: int, method: str, path: str, *, source: str = "127.0.0.1", host: str | None = None,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import BIN, Serve
+from loopback import BIN
 
 pytestmark = pytest.mark.skipif(not Path(BIN).exists(), reason=f"no oa-bridge binary at {BIN}")
 
@@ -31,21 +31,13 @@ CHROMIUM = os.environ.get("OA_CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture
-def open_bridge():
-    bridge = Serve("--auth", "none", "--log-level", "info", prefix="oa-sec-origin-")
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def open_bridge(serve_factory):
+    return serve_factory("--auth", "none", "--log-level", "info", prefix="oa-sec-origin-")
 
 
 @pytest.fixture
-def token_bridge():
-    bridge = Serve("--log-level", "info", prefix="oa-sec-origin-tokens-")
-    try:
-        yield bridge
-    finally:
-        bridge.stop()
+def token_bridge(serve_factory):
+    return serve_factory("--log-level", "info", prefix="oa-sec-origin-tokens-")
 
 
 def exchange(port: int, raw: bytes, timeout: float = 10.0) -> bytes:

@@ -24,15 +24,13 @@ import asyncio
 import os
 import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from loopback import BIN, REPO
+from loopback import BIN
 
-sys.path.insert(0, str(REPO / "bench"))
 websockets = pytest.importorskip("websockets")
 import soak  # noqa: E402  (bench/soak.py: the drivers the soak benchmark uses)
 

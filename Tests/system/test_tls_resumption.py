@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback import Serve, upgrade_request
+from loopback import upgrade_request
 from tls_support import unverified_context
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -31,12 +31,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 
 @pytest.fixture(scope="module")
-def bridge():
-    served = Serve("--auth", "none", "--log-level", "error", prefix="oa-resume-")
-    try:
-        yield served
-    finally:
-        served.stop()
+def bridge(module_serve_factory):
+    return module_serve_factory("--auth", "none", "--log-level", "error", prefix="oa-resume-")
 
 
 def https_get(port: int, context: ssl.SSLContext, session: ssl.SSLSession | None = None) -> tuple[bool, ssl.SSLSession, str]:

@@ -10,19 +10,14 @@ from web_support import ARTIFACTS, ASSETS_DIR, CHROMIUM, Bridge, Phone, require_
 
 
 @pytest.fixture
-def bridge_factory():
-    started: list[Bridge] = []
-
+def bridge_factory(serve_factory):
+    """Starts the web tests' bridges (Tests/conftest.py's ``serve_factory`` stops them after the test)."""
     require_tools()
 
     def start(extra: list[str] | None = None) -> Bridge:
-        bridge = Bridge(extra)
-        started.append(bridge)
-        return bridge
+        return serve_factory(extra, kind=Bridge)
 
-    yield start
-    for bridge in started:
-        bridge.stop()
+    return start
 
 
 @pytest.fixture

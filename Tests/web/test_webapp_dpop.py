@@ -9,14 +9,13 @@ in test_webapp_dpop_migration.py, WebKit in test_webapp_dpop_webkit.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from dpop_client_support import thumbprint, unb64url, verify_proof
-from web_support import Bridge, loopback_url, qr_url, wait_healthy, wait_until
+from web_support import Bridge, loopback_url, qr_url, wait_until
 
 
 def open_from_qr(phone, bridge) -> None:
@@ -45,16 +44,13 @@ def tokens(phone) -> dict:
 
 def restart(bridge: Bridge, extra: list[str] | None = None) -> None:
     """SIGTERM, then `serve` again on the same port and state (with `extra` arguments instead of the --dpop given)."""
-    arguments = list(bridge.proc.args)
+    arguments = list(bridge.extra)
     if extra is not None:
         if "--dpop" in arguments:
             at = arguments.index("--dpop")
             del arguments[at:at + 2]
         arguments += extra
-    bridge.proc.terminate()
-    bridge.proc.wait(timeout=15)
-    bridge.proc = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=bridge.log)
-    wait_healthy(bridge.port, bridge.proc)
+    bridge.restart(arguments)
 
 
 class Recorder:

@@ -6,13 +6,12 @@ Tests/system/agents/restart_agent.py, restarted on the same port and state direc
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from web_support import Bridge, loopback_url, qr_url, wait_healthy, wait_until
+from web_support import Bridge, loopback_url, qr_url, wait_until
 
 AGENT = Path(__file__).resolve().parent.parent / "system" / "agents" / "restart_agent.py"
 
@@ -34,11 +33,7 @@ def agent_texts(phone) -> list[str]:
 
 def restart(bridge: Bridge) -> None:
     """SIGTERM, then `serve` again with the same arguments: same port, state directory and working directory."""
-    arguments = bridge.proc.args
-    bridge.proc.terminate()
-    bridge.proc.wait(timeout=15)
-    bridge.proc = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=bridge.log)
-    wait_healthy(bridge.port, bridge.proc)
+    bridge.restart()
 
 
 @pytest.fixture

@@ -9,8 +9,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -18,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent.parent
-sys.path.insert(0, str(REPO / "Tests" / "system"))
+from loopback import Serve
 
-from loopback import free_port, wait_healthy  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent.parent
 
 BIN = os.environ.get("OA_BRIDGE_BIN", str(REPO / ".build/debug/oa-bridge"))
 CHROMIUM = os.environ.get("OA_CHROMIUM", "/usr/bin/chromium")
@@ -50,20 +47,15 @@ def require_tools() -> None:
         pytest.skip("no Playwright for Python (pip install -r Tests/requirements.txt)")
 
 
-class Bridge:
+class Bridge(Serve):
     """`oa-bridge serve` on 127.0.0.1 (TLS on by default, so the app is opened over https://) with its own state."""
 
     def __init__(self, extra: list[str] | None = None):
-        self.port = free_port()
-        self.state = tempfile.mkdtemp(prefix="oa-web-")
         # The agent's directory apart from the bridge's state: the bridge's own files are in no session's scope.
         self.work = tempfile.mkdtemp(prefix="oa-web-work-")
-        self.log = open(Path(self.state) / "serve.log", "w+b")
-        self.proc = subprocess.Popen(
-            [BIN, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(self.port),
-             "--state-dir", self.state, "--working-directory", self.work, "--log-level", "info", *(extra or [])],
-            stdout=subprocess.DEVNULL, stderr=self.log)
-        wait_healthy(self.port, self.proc)
+        # The QR code names the port: serve is told it (a port held for it until it listens), not `--port 0`.
+        super().__init__("--log-level", "info", *(extra or []), prefix="oa-web-", working_directory=Path(self.work),
+                         known_port=True)
         self.local = f"http://127.0.0.1:{self.port}"
         self.origin = f"https://127.0.0.1:{self.port}"
 
@@ -92,20 +84,15 @@ class Bridge:
         return self.get_json("/api/pair/devices" + ("?all=1" if all_devices else ""))
 
     def logs(self) -> str:
-        self.log.flush()
-        return (Path(self.state) / "serve.log").read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-        self.log.close()
-        shutil.rmtree(self.state, ignore_errors=True)
+    def stop(self, grace: float = 15.0) -> str:
+        """Stops serve and removes its directories (a second call finds nothing left to do)."""
+        self.terminate(grace)
+        logged = self.logs() if self.log_path.exists() else ""
+        shutil.rmtree(self.base, ignore_errors=True)
         shutil.rmtree(self.work, ignore_errors=True)
+        return logged
 
 
 class Phone:
