@@ -2,8 +2,9 @@
 """The chaos run of issue 25 item 8, in the LAN lab: three phones on one session of a real ACP agent while a seeded
 random driver breaks what a real day breaks, then the books are checked.
 
-    desk       oa-bridge serve --auth none, its agent fast-agent-acp (offline model `passthrough`: the answer is the
-               prompt's own text) behind chaos_agent_tap.py, which logs every line the agent receives and sends
+    desk       oa-bridge serve --auth none (with dpop: --auth token --dpop optional, every phone paired), its agent
+               fast-agent-acp (offline model `passthrough`: the answer is the prompt's own text) behind
+               chaos_agent_tap.py, which logs every line the agent receives and sends
     webphone   the web app in Chromium (chaos_web_phone.py, Playwright)
     cliphone   `oa-bridge connect ADDRESS --json --keepalive 1 --yes` (interactive: prompts on its stdin)
     sdkphone   the official ACP Python SDK over WebSocket (chaos_sdk_phone.py)
@@ -163,8 +164,12 @@ class ChaosRun:
     def __init__(self, lab: labmod.Lab, bridge_bin: str, minutes: float, seed: Optional[int] = None,
                  actions: tuple = DEFAULT_ACTIONS, link_targets: tuple = LINK_TARGETS, keyed_retry: bool = False,
                  bridge_signals: tuple = ("TERM", "KILL"), quiet_after_agent_kill_s: float = 0.0,
-                 keep_going: bool = False, log: Callable[[str], None] = print):
+                 keep_going: bool = False, dpop: bool = False, log: Callable[[str], None] = print):
         self.lab = lab
+        # Tokens (issue 30): serve --auth token --dpop optional; connect pairs with `--pair` and its tokens are bound
+        # to its key (DPoP) across the bridge's restarts; the web app pairs with the link's code (bound too where its
+        # page has WebCrypto), the SDK phone (no key) unbound with Bearer. Off: --auth none, nothing to pair.
+        self.dpop = dpop
         self.bridge_bin = bridge_bin
         self.minutes = minutes
         self.seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -207,7 +212,8 @@ class ChaosRun:
         self.findings: list[str] = []
         self.figures: dict = {"seed": self.seed, "minutes": minutes, "actions_enabled": list(self.actions),
                               "link_targets": list(link_targets), "keyed_retry": keyed_retry,
-                              "bridge_signals": list(bridge_signals), "quiet_after_agent_kill_s": quiet_after_agent_kill_s}
+                              "bridge_signals": list(bridge_signals), "quiet_after_agent_kill_s": quiet_after_agent_kill_s,
+                              "dpop": dpop}
         self.session: Optional[str] = None
         self.agent_epoch = 0
         self.bridge_epoch = 0
@@ -221,6 +227,7 @@ class ChaosRun:
         self.t0 = time.monotonic()
         self.joined_epoch = 0  # the agent epoch the phones last opened the session in
         self.rejoin_needed = False
+        self.cli_paired = False
 
     # -- setup ----------------------------------------------------------------------------------------------------
 
@@ -250,14 +257,18 @@ class ChaosRun:
     def start_bridge(self) -> None:
         env = {"OA_CHAOS_TAP": str(self.tap), "OA_CHAOS_NOLOAD": str(self.noload_flag), "OTEL_SDK_DISABLED": "true", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"}
         self.bridge_epoch += 1
-        self.serve = self.desk.spawn([self.bridge_bin, "serve", "--name", "Desk", "--auth", "none", "--port", str(PORT),
+        auth = ["--auth", "token", "--allow-plaintext", "--dpop", "optional"] if self.dpop else ["--auth", "none"]
+        self.serve = self.desk.spawn([self.bridge_bin, "serve", "--name", "Desk", *auth, "--port", str(PORT),
                                       "--allow-network", "198.18.0.0/15", "--state-dir", str(self.state_dir),
                                       "--working-directory", str(self.work_dir), "--log-level", "info",
                                       "--agent", self.agent_command()], label=f"serve-chaos{self.bridge_epoch}", env=env)
         wait_http(self.desk, f"http://127.0.0.1:{PORT}/api/health", timeout=30, guard=self.serve)
-        # The pairing link (its fragment tells the app the bridge's name and that it needs no pairing): the long
-        # form, `<http>/app#<base64url of the payload's JSON>`, built from /api/pair/info's fields (the QR code may
-        # hold a short link; the long one works everywhere).
+        self.url = self.pairing_link()
+
+    def pairing_link(self) -> str:
+        """The pairing link (its fragment tells the app the bridge's name and that it needs no pairing, or with
+        tokens the current pairing code): the long form, `<http>/app#<base64url of the payload's JSON>`, built from
+        /api/pair/info's fields (the QR code may hold a short link; the long one works everywhere)."""
         cp = self.desk.run(["python3", "-c", "import urllib.request, sys; sys.stdout.write(urllib.request.urlopen("
                             f"'http://127.0.0.1:{PORT}/api/pair/info', timeout=5).read().decode())"], timeout=15)
         try:
@@ -267,20 +278,92 @@ class ChaosRun:
         payload = {k: v for k, v in info.items() if k != "url"}
         if isinstance(payload.get("http"), str):
             fragment = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
-            self.url = payload["http"] + "/app#" + fragment
-        else:
-            self.url = info["url"]
+            return payload["http"] + "/app#" + fragment
+        return info["url"]
+
+    def pair_sdk(self) -> str:
+        """With tokens: a pairing code from the desk's loopback, exchanged without a proof (the SDK phone holds no key:
+        an unbound family, Bearer under --dpop optional); returns the access token (15 min: longer than CI's run)."""
+        script = ("import json, urllib.request\n"
+                  "def post(path, body):\n"
+                  f"    r = urllib.request.Request('http://127.0.0.1:{PORT}' + path, json.dumps(body).encode(),\n"
+                  "                               {'Content-Type': 'application/json'}, method='POST')\n"
+                  "    return json.loads(urllib.request.urlopen(r, timeout=5).read())\n"
+                  "code = post('/api/pair/refresh', {})['token']\n"
+                  "print(post('/api/auth/exchange', {'pairing_token': code, 'device_name': 'sdkphone'})['access_token'])\n")
+        cp = self.desk.run(["python3", "-c", script], timeout=20)
+        if cp.returncode != 0 or not cp.stdout.strip():
+            raise AssertionError(f"the SDK phone could not pair: {cp.stdout} {cp.stderr}")
+        return cp.stdout.strip()
+
+    def devices(self) -> list[dict]:
+        """`oa-bridge devices list --json --all` on the desk's state directory."""
+        cp = self.desk.run([self.bridge_bin, "devices", "list", "--json", "--all", "--state-dir", str(self.state_dir)],
+                           timeout=30)
+        try:
+            return json.loads(cp.stdout)
+        except ValueError:
+            raise AssertionError(f"devices list --json: {cp.stdout} {cp.stderr}") from None
+
+    @staticmethod
+    def bound(device: dict) -> bool:
+        return bool(device.get("dpop_bound", device.get("dpopBound")))
+
+    def check_dpop(self) -> list[str]:
+        """With tokens: the phones paired once each and stayed paired through every restart (nothing revoked, no device
+        added: connect never had to pair again); connect's family is bound to its key, and its saved access token,
+        copied out of its files and sent as Bearer from its phone, opens nothing (401 invalid_token)."""
+        problems: list[str] = []
+        before = self.figures.get("devices_after_warmup", [])
+        after = self.devices()
+        self.figures["devices_end"] = [{"name": d.get("name"), "bound": self.bound(d), "revoked": bool(d.get("revoked_at") or d.get("revokedAt"))}
+                                       for d in after]
+        if len(after) != len(before) or len(after) != 3:
+            problems.append(f"dpop: {len(before)} devices after the warm-up, {len(after)} at the end (3 expected: each "
+                            f"phone pairs once): {self.figures['devices_end']}")
+        if any(d["revoked"] for d in self.figures["devices_end"]):
+            problems.append(f"dpop: a device was revoked during the run: {self.figures['devices_end']}")
+        if not any(self.bound(d) for d in after if "connect" in str(d.get("name"))):
+            problems.append(f"dpop: connect's device is not bound to its key at the end: {self.figures['devices_end']}")
+        import glob
+        saved = glob.glob(str(self.cliphone.dir) + "/**/client/*.json", recursive=True)
+        access = None
+        for path in saved:
+            try:
+                access = json.load(open(path))["tokens"]["access_token"]
+                break
+            except (ValueError, KeyError, TypeError, OSError):
+                continue
+        if access is None:
+            problems.append(f"dpop: connect saved no credentials on its phone ({saved})")
+            return problems
+        code = ("import ssl, urllib.request, urllib.error\n"
+                f"req = urllib.request.Request('https://{self.desk.ipv4}:{PORT}/api/status', "
+                f"headers={{'Authorization': 'Bearer {access}'}})\n"
+                "try:\n    r = urllib.request.urlopen(req, timeout=5, context=ssl._create_unverified_context()); print(r.status)\n"
+                "except urllib.error.HTTPError as e:\n    print(e.code); print(e.read().decode())\n")
+        cp = self.cliphone.run(["python3", "-c", code], timeout=15)
+        self.figures["dpop_copied_token_as_bearer"] = cp.stdout.split("\n", 1)[0]
+        if not (cp.stdout.startswith("401") and "invalid_token" in cp.stdout):
+            problems.append(f"dpop: connect's saved access token sent as Bearer got {cp.stdout.strip()[:300]} "
+                            f"{cp.stderr.strip()[-300:]} (401 invalid_token expected: it is bound to connect's key)")
+        return problems
 
     def start_phones(self) -> None:
         # The SDK phone first: its initialize (retried, 10 s each) waits out the agent's first start (~5 s), which
         # is longer than connect's handshake allows.
+        env = {"OA_CHAOS_KEYED_RETRY": "1" if self.keyed_retry else "0"}
+        if self.dpop:
+            env["OA_CHAOS_TOKEN"] = self.pair_sdk()
         sdk = spawn_piped(self.sdkphone, [str(VENV_PY), str(HERE / "chaos_sdk_phone.py"), self.ws_url, str(self.work_dir)],
-                          label="sdk-chaos", env={"OA_CHAOS_KEYED_RETRY": "1" if self.keyed_retry else "0"})
+                          label="sdk-chaos", env=env)
         self.phones["sdk"] = sdk
         self.events["sdk"] = EventLog(sdk)
         if self.events["sdk"].wait(lambda e: e["ev"] == "connected", 90) is None:
             raise AssertionError(f"the SDK phone did not connect\n{sdk.describe()}\n{self.serve.describe()}")
         self.start_connect()
+        if self.dpop:
+            self.url = self.pairing_link()  # connect used the code there was; the web app pairs with the next one
         web = spawn_piped(self.webphone, [str(VENV_PY), str(HERE / "chaos_web_phone.py")], label="web-chaos")
         self.phones["web"] = web
         self.events["web"] = EventLog(web)
@@ -289,7 +372,18 @@ class ChaosRun:
 
     def start_connect(self) -> None:
         """connect, interactive, on the desk's address; the session it opens is the one the phones share."""
-        cli = spawn_piped(self.cliphone, [self.bridge_bin, "connect", f"{self.desk.ipv4}:{PORT}", "--json",
+        target = [f"{self.desk.ipv4}:{PORT}"]
+        if self.dpop and not self.cli_paired:
+            # The pairing payload as `oa-bridge pair --json` prints it (the QR code's content): connect pairs over TLS
+            # held to its pin, and its tokens are bound to the key it keeps (DPoP); later starts use what it saved.
+            cp = self.desk.run([self.bridge_bin, "pair", "--json", "--port", str(PORT)], timeout=30)
+            if cp.returncode != 0:
+                raise AssertionError(f"oa-bridge pair --json: {cp.stderr}")
+            target = ["--pair", cp.stdout.strip()]
+            self.cli_paired = True
+        elif self.dpop:
+            target = ["Desk"]
+        cli = spawn_piped(self.cliphone, [self.bridge_bin, "connect", *target, "--json",
                                           "--keepalive", "1", "--yes", "--retries", "30", "--cwd", str(self.work_dir)],
                           label="connect-chaos")
         self.phones["cli"] = cli
@@ -663,6 +757,10 @@ class ChaosRun:
                 raise AssertionError(f"warm-up prompt from {phone} failed with nothing broken: {p}\n"
                                      f"{self.phones[phone].describe()}\n{self.serve.describe()}")
         time.sleep(2)
+        if self.dpop:
+            self.figures["devices_after_warmup"] = self.devices()
+            if not any(self.bound(d) for d in self.figures["devices_after_warmup"] if "connect" in str(d.get("name"))):
+                raise AssertionError(f"dpop: connect --pair left its device unbound: {self.figures['devices_after_warmup']}")
         self.figures["bridge_baseline"] = {**self.bridge_figures(), "bridge": 1, "at_s": round(time.monotonic() - t0, 1)}
         self.figures["setup_s"] = round(time.monotonic() - t0, 1)
         until = time.monotonic() + self.minutes * 60
@@ -813,6 +911,8 @@ class ChaosRun:
                 problems.append(f"the bridge's anonymous memory grew from {base['RssAnon']} kB to {end['RssAnon']} kB "
                                 f"(allowed: {RSS_ANON_SLACK_KB} kB)")
         self.figures["bridge_end"] = self.figures.get("bridge_end") or self.bridge_figures()
+        if self.dpop:
+            problems += self.check_dpop()
         left = self.stop_all()
         if left:
             problems.append(f"left behind on the desk after serve stopped: {left}")

@@ -34,6 +34,8 @@ from acp.ws.client import create_websocket_stream
 
 URL = sys.argv[1] if len(sys.argv) > 1 else "ws://127.0.0.1:9099/"
 KEYED_RETRY = os.environ.get("OA_CHAOS_KEYED_RETRY") == "1"
+# With tokens (the chaos run's dpop mode): the unbound access token the harness paired for this phone, sent as Bearer.
+HEADERS = {"Authorization": f"Bearer {os.environ['OA_CHAOS_TOKEN']}"} if os.environ.get("OA_CHAOS_TOKEN") else None
 PING_EVERY = 1.0
 PING_TIMEOUT = 2.0
 
@@ -112,7 +114,7 @@ class Phone:
         delay = 0.3
         while True:
             try:
-                transport = await asyncio.wait_for(create_websocket_stream(URL), 5)
+                transport = await asyncio.wait_for(create_websocket_stream(URL, headers=HEADERS), 5)
                 conn = acp.connect_to_agent(PhoneClient(self), transport)
                 self.transport = transport
                 await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=acp.schema.ClientCapabilities()), 10)

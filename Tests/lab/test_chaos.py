@@ -15,6 +15,13 @@ host (the desk's too) and blackhole routes on every phone; the SDK phone resends
 learn with its idempotency key (the bridge honours it, issue 25.3). The findings that kept bridge restarts out of CI
 before (F5, F5b, F7, F8) are fixed: Tests/system/test_restart_stops.py, test_restart_sessions.py's kill -9 test and
 test_connect_agent_restart.py show each.
+
+Under tokens and DPoP (issue 30): serve runs `--auth token --dpop optional` (`--allow-plaintext` for the SDK phone's
+ws://); connect pairs with `--pair` (the payload `oa-bridge pair --json` prints) and its token family is bound to its
+key across every bridge restart (SIGTERM and SIGKILL: the restarted bridge's nonces are new, so its first proof is
+answered use_dpop_nonce and tried again); the web app pairs with the link's code (its key in IndexedDB: bound too),
+the SDK phone (no key) unbound with a Bearer token. At the end no phone had to pair again or was revoked, and
+connect's saved access token, copied out of its files, is refused as Bearer (401 invalid_token).
 """
 
 from __future__ import annotations
@@ -38,7 +45,8 @@ def test_three_phones_on_one_session_lose_nothing_through_chaos(lab, desk, bridg
     minutes = float(os.environ.get("OA_CHAOS_MINUTES", "1.75"))
     seed = int(os.environ["OA_CHAOS_SEED"]) if os.environ.get("OA_CHAOS_SEED") else None
     run = ChaosRun(lab, bridge_bin, minutes, seed, actions=CI_ACTIONS, link_targets=CI_LINK_TARGETS, keyed_retry=True,
-                   quiet_after_agent_kill_s=0.0, log=lambda line: print(line, flush=True))
+                   quiet_after_agent_kill_s=0.0, dpop=os.environ.get("OA_CHAOS_DPOP", "1") != "0",
+                   log=lambda line: print(line, flush=True))
     print(f"\n[chaos] seed {run.seed} (rerun: OA_CHAOS_SEED={run.seed})")
     try:
         figures = run.run()
@@ -55,3 +63,8 @@ def test_three_phones_on_one_session_lose_nothing_through_chaos(lab, desk, bridg
     assert figures["outcomes"].get("done", 0) >= 30, figures["outcomes"]
     # The descriptors and memory were compared with the same bridge process's figures after the warm-up.
     assert figures["bridge_figures_compared"], figures.get("bridge_baseline")
+    # DPoP (OA_CHAOS_DPOP=0: --auth none, as before): connect's family stayed bound through the restarts, and no
+    # phone paired again (check_dpop's problems).
+    if figures["dpop"]:
+        assert figures["devices_end"], figures.get("devices_end")
+        assert figures["dpop_copied_token_as_bearer"] == "401", figures.get("dpop_copied_token_as_bearer")
