@@ -1,15 +1,28 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// The bridge's DPoP nonces (RFC 9449 §8): a nonce names a period of `lifetime` and is authenticated with a key only
 /// this bridge process holds, so the bridge keeps no list of them. A proof must carry the current period's nonce or
 /// the previous one's (so a nonce handed out just before a rotation still works); anything else is answered with
 /// `use_dpop_nonce` and a fresh nonce. A restarted bridge has a new key, and its clients learn the new nonce from the
-/// first refusal.
+/// first refusal. The two current nonces are computed once per period, not per proof.
 public struct DPoPNonceSource: Sendable {
     /// How long one nonce stays current.
     public let lifetime: Duration
     private let key: SymmetricKey
+    private let memo = Memo()
+
+    /// The last period's nonces, so a period's HMACs are computed once.
+    private final class Memo: Sendable {
+        struct Pair {
+            var period: Int64
+            var current: String
+            var previous: String
+        }
+
+        let pair = Mutex<Pair?>(nil)
+    }
 
     /// Nonces rotated every `lifetime` (at least 1 s), authenticated with `key` (a new random one by default).
     public init(lifetime: Duration = .seconds(300), key: SymmetricKey = SymmetricKey(size: .bits256)) {
@@ -19,13 +32,21 @@ public struct DPoPNonceSource: Sendable {
 
     /// The nonce to hand out at `now`.
     public func current(at now: Date) -> String {
-        nonce(forPeriod: period(at: now))
+        nonces(at: now).current
     }
 
     /// Whether `nonce` is the current period's nonce or the previous one's.
     public func isValid(_ nonce: String, at now: Date) -> Bool {
+        let pair = nonces(at: now)
+        return nonce == pair.current || nonce == pair.previous
+    }
+
+    private func nonces(at now: Date) -> Memo.Pair {
         let present = period(at: now)
-        return nonce == self.nonce(forPeriod: present) || nonce == self.nonce(forPeriod: present - 1)
+        if let known = memo.pair.withLock({ $0 }), known.period == present { return known }
+        let pair = Memo.Pair(period: present, current: nonce(forPeriod: present), previous: nonce(forPeriod: present - 1))
+        memo.pair.withLock { $0 = pair }
+        return pair
     }
 
     private func period(at now: Date) -> Int64 {

@@ -26,15 +26,10 @@ public struct DPoPPublicKey: Sendable, Hashable {
     public init(jwk fields: [String: JWTHeaderField]) throws(DPoPError) {
         guard case .string("EC")? = fields["kty"] else { throw .malformedProof("the jwk header is not an EC key (kty EC)") }
         guard case .string("P-256")? = fields["crv"] else { throw .malformedProof("the jwk header's curve is not P-256") }
-        guard fields["d"] == nil else { throw .malformedProof("the jwk header carries a private key (d); send the public key only") }
-        guard case .string(let x)? = fields["x"], case .string(let y)? = fields["y"],
-              let xBytes = Data(base64URLEncoded: x), let yBytes = Data(base64URLEncoded: y),
-              xBytes.count == 32, yBytes.count == 32
-        else { throw .malformedProof("the jwk header's x and y are not two 32-byte base64url coordinates") }
-        guard (try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes)) != nil else {
-            throw .malformedProof("the jwk header's x and y are not a point on P-256")
+        guard case .string(let x)? = fields["x"], case .string(let y)? = fields["y"] else {
+            throw fields["d"] == nil ? Self.coordinatesRefusal : Self.privatePartRefusal
         }
-        self.init(validatedX: x, y: y)
+        self = try Self.verifying(kty: "EC", crv: "P-256", x: x, y: y, hasPrivatePart: fields["d"] != nil).0
     }
 
     private init(validatedX x: String, y: String) {
@@ -45,15 +40,27 @@ public struct DPoPPublicKey: Sendable, Hashable {
         thumbprint = Data(SHA256.hash(data: Data(canonical.utf8))).base64URLEncodedString()
     }
 
+    private static let privatePartRefusal = DPoPError.malformedProof("the jwk header carries a private key (d); send the public key only")
+    private static let coordinatesRefusal = DPoPError.malformedProof("the jwk header's x and y are not two 32-byte base64url coordinates")
+
+    /// The checks of ``init(jwk:)`` on a JWK's members, and the key as swift-crypto verifies with it.
+    static func verifying(
+        kty: String, crv: String, x: String, y: String, hasPrivatePart: Bool
+    ) throws(DPoPError) -> (DPoPPublicKey, P256.Signing.PublicKey) {
+        guard kty == "EC" else { throw .malformedProof("the jwk header is not an EC key (kty EC)") }
+        guard crv == "P-256" else { throw .malformedProof("the jwk header's curve is not P-256") }
+        guard !hasPrivatePart else { throw privatePartRefusal }
+        guard let xBytes = Data(base64URLEncoded: x), let yBytes = Data(base64URLEncoded: y),
+              xBytes.count == 32, yBytes.count == 32
+        else { throw coordinatesRefusal }
+        guard let key = try? P256.Signing.PublicKey(x963Representation: [0x04] + xBytes + yBytes) else {
+            throw .malformedProof("the jwk header's x and y are not a point on P-256")
+        }
+        return (DPoPPublicKey(validatedX: x, y: y), key)
+    }
+
     /// The key as a `jwk` header value.
     public var jwk: JWTHeaderField {
         .object(["kty": .string("EC"), "crv": .string("P-256"), "x": .string(x), "y": .string(y)])
-    }
-
-    /// The key as jwt-kit verifies with it.
-    func verificationKey() throws(DPoPError) -> ES256PublicKey {
-        do { return try ES256PublicKey(parameters: (x: x, y: y)) } catch {
-            throw .malformedProof("the jwk header's key cannot be used to verify")
-        }
     }
 }

@@ -30,20 +30,23 @@ public final class DPoPReplayCache: Sendable {
     /// expired, ``DPoPError/tooManyProofs`` when the key or the cache is full.
     public func record(jti: String, thumbprint: String, issuedAt: Date, now: Date) throws(DPoPError) {
         let expiry = issuedAt.addingTimeInterval(Double(retention.components.seconds))
+        // The key's table is changed in place (`byKey[thumbprint, default:]`): a copy out and back would copy every
+        // identifier the key has for each proof.
         let outcome: DPoPError? = entries.withLock { state in
-            var forKey = state.byKey[thumbprint] ?? [:]
-            if let until = forKey[jti], until > now { return .replayed }
-            if forKey.count >= perKey { forKey = forKey.filter { $0.value > now } }
-            guard forKey.count < perKey else { return .tooManyProofs }
-            if state.byKey[thumbprint] == nil, state.byKey.count >= keys {
+            let known = state.byKey[thumbprint]?.count
+            if let until = state.byKey[thumbprint]?[jti], until > now { return .replayed }
+            if let known, known >= perKey {
+                state.byKey[thumbprint, default: [:]] = state.byKey[thumbprint, default: [:]].filter { $0.value > now }
+                guard state.byKey[thumbprint, default: [:]].count < perKey else { return .tooManyProofs }
+            }
+            if known == nil, state.byKey.count >= keys {
                 state.byKey = state.byKey.compactMapValues { ids in
                     let live = ids.filter { $0.value > now }
                     return live.isEmpty ? nil : live
                 }
                 guard state.byKey.count < keys else { return .tooManyProofs }
             }
-            forKey[jti] = expiry
-            state.byKey[thumbprint] = forKey
+            state.byKey[thumbprint, default: [:]][jti] = expiry
             return nil
         }
         if let outcome { throw outcome }

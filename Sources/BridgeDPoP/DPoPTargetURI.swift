@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A request's target URI as DPoP compares it (RFC 9449 §4.3 check 9): scheme, host, port and path, after RFC 3986's
 /// syntax-based (§6.2.2) and scheme-based (§6.2.3) normalisation; query and fragment ignored.
@@ -30,6 +31,29 @@ public struct DPoPTargetURI: Sendable, Hashable, CustomStringConvertible {
 
     /// The normalised form.
     public var description: String { normalized }
+
+    /// Request URIs normalised before: a bridge is addressed by a handful of names, so each is parsed once. Bounded
+    /// (the `Host` is the client's to choose): at `capacity` it starts over.
+    package final class Memo: Sendable {
+        /// The most URIs kept.
+        let capacity: Int
+        private let table = Mutex<[String: DPoPTargetURI]>([:])
+
+        package init(capacity: Int = 256) {
+            self.capacity = max(1, capacity)
+        }
+
+        /// `DPoPTargetURI(uri)`, remembered when it is one.
+        package func normalized(_ uri: String) -> DPoPTargetURI? {
+            if let known = table.withLock({ $0[uri] }) { return known }
+            guard let parsed = DPoPTargetURI(uri) else { return nil }
+            table.withLock { table in
+                if table.count >= capacity { table.removeAll(keepingCapacity: true) }
+                table[uri] = parsed
+            }
+            return parsed
+        }
+    }
 
     /// Upper-case hex in every percent-encoding, and unreserved characters decoded (RFC 3986 §6.2.2.1, §6.2.2.2).
     static func normalizePercentEncoding(_ text: String) -> String {

@@ -1,15 +1,18 @@
 import Foundation
-import JWTKit
 
 /// The bridge's check of DPoP proofs (RFC 9449 §4.3), in two steps:
 ///
 /// 1. ``check(_:for:now:)``: the proof alone against the request: a compact JWS of at most 8 KiB with `typ`
-///    `dpop+jwt`, `alg` ES256 and a public P-256 `jwk`; the signature verifies with that key (jwt-kit); `htm` and `htu`
-///    match the request; `iat` is no older than ``maxAge`` and no further ahead than ``allowedSkew``; the nonce is
-///    current (when the bridge uses nonces); `ath` hashes the access token presented; `jti` is 1–128 characters.
+///    `dpop+jwt`, `alg` ES256 and a public P-256 `jwk`; the signature verifies with that key (swift-crypto's P-256
+///    ECDSA); `htm` and `htu` match the request; `iat` is no older than ``maxAge`` and no further ahead than
+///    ``allowedSkew``; the nonce is current (when the bridge uses nonces); `ath` hashes the access token presented;
+///    `jti` is 1–128 characters.
 /// 2. ``accept(_:boundTo:now:)``: once the caller knows which token family the request is for: the proof's key is the
 ///    one the family is bound to, and its `jti` has not been used (it is recorded then). Keeping this second step apart
 ///    means only proofs from a family's own key can fill the replay cache.
+///
+/// The proof is decoded once (``DPoPProofParts``); a key seen before is not decoded, checked or hashed again
+/// (``DPoPKeyCache``), nor is a request URI normalised again (``DPoPTargetURI/Memo``).
 public struct DPoPVerifier: Sendable {
     /// The oldest `iat` accepted.
     public let maxAge: Duration
@@ -19,6 +22,10 @@ public struct DPoPVerifier: Sendable {
     public let nonces: DPoPNonceSource?
     /// The `jti`s already used.
     public let replayCache: DPoPReplayCache
+    /// The keys of recent proofs, checked once each.
+    let keys = DPoPKeyCache()
+    /// The request URIs seen, normalised once each.
+    let targets = DPoPTargetURI.Memo()
 
     /// The longest proof accepted (a P-256 proof is about 600 bytes).
     public static let maximumProofLength = 8_192
@@ -38,31 +45,20 @@ public struct DPoPVerifier: Sendable {
         guard proof.utf8.count <= Self.maximumProofLength else {
             throw .malformedProof("it is longer than \(Self.maximumProofLength) bytes")
         }
-        let header: JWTHeader
-        let claims: DPoPProofClaims
-        do {
-            (header, claims, _) = try DefaultJWTParser().parse(Array(proof.utf8), as: DPoPProofClaims.self)
-        } catch {
-            throw .malformedProof("it is not a compact JWS whose claims have htm, htu, iat and jti")
-        }
-        guard case .string("dpop+jwt")? = header.fields["typ"] else { throw .malformedProof("its typ is not dpop+jwt") }
-        guard case .string(let alg)? = header.fields["alg"] else { throw .malformedProof("it has no alg") }
-        guard alg == "ES256" else { throw .unsupportedAlgorithm(alg) }
-        guard case .object(let jwk)? = header.fields["jwk"] else { throw .malformedProof("it has no jwk header") }
-        let key = try DPoPPublicKey(jwk: jwk)
-        let keys = await JWTKeyCollection().add(ecdsa: try key.verificationKey())
-        do {
-            _ = try await keys.verify(proof, as: DPoPProofClaims.self)
-        } catch {
-            throw .badSignature
-        }
+        let parts = try DPoPProofParts(proof)
+        let key = try parts.key(from: keys)
+        guard parts.isSigned(by: key.verifying) else { throw .badSignature }
+        let claims = parts.claims
         guard (1...128).contains(claims.jti.count) else { throw .malformedProof("its jti is not 1 to 128 characters") }
         guard claims.htm == request.method else { throw .wrongMethod(expected: request.method, proof: claims.htm) }
-        guard let expected = DPoPTargetURI(request.uri) else {
+        guard let expected = targets.normalized(request.uri) else {
             throw .wrongURI(expected: request.uri, proof: claims.htu)
         }
-        guard let named = DPoPTargetURI(claims.htu), named == expected else {
-            throw .wrongURI(expected: expected.normalized, proof: claims.htu)
+        // The same text names the same URI; anything else is compared after normalisation.
+        if claims.htu != request.uri {
+            guard let named = DPoPTargetURI(claims.htu), named == expected else {
+                throw .wrongURI(expected: expected.normalized, proof: claims.htu)
+            }
         }
         let age = now.timeIntervalSince1970 - Double(claims.iat)
         if age > Double(maxAge.components.seconds) { throw .stale(age: .seconds(age)) }
@@ -75,7 +71,7 @@ public struct DPoPVerifier: Sendable {
                 throw .nonceRequired(nonces.current(at: now))
             }
         }
-        return DPoPVerifiedProof(key: key, claims: claims)
+        return DPoPVerifiedProof(key: key.key, claims: claims)
     }
 
     /// Step 2: the proof's key is `thumbprint` (the token family's binding; nil where no family exists yet, as at the
