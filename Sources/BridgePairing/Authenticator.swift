@@ -166,7 +166,16 @@ public struct Authenticator: Sendable {
     public func refresh(
         _ request: RefreshRequest, address: String, dpop presentation: DPoPPresentation? = nil
     ) async throws(PairingError) -> DeviceSession {
-        let verified = try await proofForGrant(presentation)
+        let verified: DPoPVerifiedProof?
+        do {
+            verified = try await proofForGrant(presentation)
+        } catch {
+            // A rotated refresh token presented again is theft whatever its proof: the family is revoked (issue 30).
+            if case .dpop = error, try await store.revokeFamilyIfReused(request.refreshToken, address: address) {
+                throw .refreshTokenReused
+            }
+            throw error
+        }
         let mode = activeDPoP?.mode ?? .off
         let session = try await counting(address, presenting: request.refreshToken) { () async throws(PairingError) -> DeviceSession in
             try await store.refresh(request.refreshToken, address: address, dpopMode: mode, dpopThumbprint: verified?.thumbprint)

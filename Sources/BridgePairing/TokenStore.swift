@@ -242,7 +242,8 @@ public final class TokenStore: Sendable {
     ///
     /// In DPoP `mode` (not off), a bound family's refresh needs a proof by its key (`dpopThumbprint`, the proof's key),
     /// checked before anything changes, so a copied refresh token without the key rotates nothing; the new tokens stay
-    /// bound to the same key. With ``DPoPMode/required`` an unbound family is refused.
+    /// bound to the same key. Reuse is checked before the binding: an already rotated token revokes its family with
+    /// any proof or none. With ``DPoPMode/required`` an unbound family is refused.
     public func refresh(
         _ refreshToken: String, address: String? = nil, dpopMode: DPoPMode = .off, dpopThumbprint: String? = nil
     ) async throws(PairingError) -> DeviceSession {
@@ -256,14 +257,13 @@ public final class TokenStore: Sendable {
                   let device = try Self.fetchDevice(db, id: deviceID)
             else { return .failure(.invalidToken(.refresh)) }
             if device.isRevoked { return .failure(.deviceRevoked(deviceID: deviceID)) }
+            // Reuse first, whatever the proof: a rotated token presented again means it was copied (issue 30).
+            if row.usedAt != nil {
+                try Self.revokeFamily(db, familyID: familyID, now: now)
+                return .failure(.refreshTokenReused)
+            }
             if let refusal = DPoPBinding.checkRefresh(mode: dpopMode, bound: row.dpopThumbprint, presented: dpopThumbprint) {
                 return .failure(.dpop(refusal))
-            }
-            if row.usedAt != nil {
-                try db.execute(
-                    sql: "UPDATE token SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
-                    arguments: [now.timeIntervalSince1970, familyID])
-                return .failure(.refreshTokenReused)
             }
             if row.revokedAt != nil { return .failure(.revokedToken(.refresh)) }
             if row.expiresAt <= now { return .failure(.expiredToken(.refresh)) }
@@ -278,13 +278,38 @@ public final class TokenStore: Sendable {
             return .success(try Self.issueSession(
                 db, deviceID: deviceID, familyID: familyID, now: now, lifetimes: lifetimes, dpopThumbprint: row.dpopThumbprint))
         }
-        if case .failure(.refreshTokenReused) = result {
-            logger.warning(
-                "a rotated refresh token was presented again; revoked the device's token family",
-                metadata: ["address": "\(address ?? "-")"])
-            if let family = try? await familyOf(refreshTokenHash: hash) { listeners.publish([.family(family)]) }
-        }
+        if case .failure(.refreshTokenReused) = result { await announceReuse(hash: hash, address: address) }
         return try result.get()
+    }
+
+    /// Reuse detection alone, for a refresh refused before the store was asked (its DPoP proof failed): when
+    /// `refreshToken` was already rotated, revokes its family as ``refresh(_:address:dpopMode:dpopThumbprint:)`` does
+    /// and returns true; false for any other token (nothing changes).
+    public func revokeFamilyIfReused(_ refreshToken: String, address: String? = nil) async throws(PairingError) -> Bool {
+        guard let hash = try? Self.checkedHash(refreshToken, kind: .refresh) else { return false }
+        let now = clock.now()
+        let reused: Bool = try await transaction { db in
+            guard let row = try Self.fetchToken(db, hash: hash, kind: .refresh), row.usedAt != nil,
+                  let familyID = row.familyID
+            else { return false }
+            try Self.revokeFamily(db, familyID: familyID, now: now)
+            return true
+        }
+        if reused { await announceReuse(hash: hash, address: address) }
+        return reused
+    }
+
+    private static func revokeFamily(_ db: Database, familyID: String, now: Date) throws {
+        try db.execute(
+            sql: "UPDATE token SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
+            arguments: [now.timeIntervalSince1970, familyID])
+    }
+
+    private func announceReuse(hash: Data, address: String?) async {
+        logger.warning(
+            "a rotated refresh token was presented again; revoked the device's token family",
+            metadata: ["address": "\(address ?? "-")"])
+        if let family = try? await familyOf(refreshTokenHash: hash) { listeners.publish([.family(family)]) }
     }
 
     // MARK: - Devices
