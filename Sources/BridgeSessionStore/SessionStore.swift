@@ -222,7 +222,8 @@ public final class SessionStore: Sendable {
     public var queued: Int { pending.withLock { $0.count } }
 
     /// Writes what is queued in one transaction; returns how many changes it took. On failure the changes are
-    /// dropped (logged): the bridge keeps running on what it holds in memory.
+    /// dropped (logged): the bridge keeps running on what it holds in memory. In a cancelled task nothing is written
+    /// and nothing dropped: the changes stay queued and it throws ``SessionStoreError/cancelled``.
     @discardableResult
     public func flush() async throws(SessionStoreError) -> Int {
         let changes = pending.withLock { queue -> [SessionStoreChange] in
@@ -233,6 +234,11 @@ public final class SessionStore: Sendable {
         let now = Date().timeIntervalSince1970
         do {
             try await pool.write { db in try Self.apply(changes, at: now, in: db) }
+        } catch is CancellationError {
+            // GRDB refuses to start a write in a cancelled task (the writer's task at shutdown): nothing was written,
+            // so the changes go back to the head of the queue, before anything queued since, for the last write.
+            pending.withLock { $0.insert(contentsOf: changes, at: 0) }
+            throw .cancelled
         } catch {
             logger.error("could not write the session store", metadata: ["path": "\(databaseURL.path)", "changes": "\(changes.count)", "error": "\(error)"])
             throw .storage(path: databaseURL.path, reason: "write failed (\(error))")

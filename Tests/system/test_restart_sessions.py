@@ -37,11 +37,17 @@ class Desk:
         self.state = self.root / "state"
         self.env = {"RESTART_AGENT_DIR": str(self.agent_state), "RESTART_AGENT_LOAD": "1" if loads else "0"}
         self.serve: Serve | None = None
+        self.started: list[Serve] = []
 
     def start(self) -> Serve:
         self.serve = Serve("--auth", "none", "--agent", f"{sys.executable} {AGENT}", prefix="oa-restart-serve-",
                            working_directory=self.work, state=self.state, env=self.env)
+        self.started.append(self.serve)
         return self.serve
+
+    def logs(self) -> str:
+        """Where each `serve` of this desk logged, for a failure's message."""
+        return " ".join(str(serve.log_path) for serve in self.started)
 
     def stop(self) -> str:
         return self.serve.stop() if self.serve else ""
@@ -89,6 +95,18 @@ class Phone:
         assert "result" in answer, answer
         return answer["result"]
 
+    async def new_session(self, cwd: Path) -> str:
+        """`session/new` in `cwd`; its id."""
+        created, _ = await self.call("session/new", {"cwd": str(cwd), "mcpServers": []})
+        assert "result" in created, created
+        return created["result"]["sessionId"]
+
+    async def said(self, session: str, text: str) -> list[dict]:
+        """Prompts `text` and waits for the turn to end (`end_turn`); the frames before the answer."""
+        answer, frames = await self.until(await self.prompt(session, text))
+        assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+        return frames
+
     async def prompt(self, session: str, text: str, key: str | None = None) -> str:
         params = {"sessionId": session, "prompt": [{"type": "text", "text": text}]}
         if key is not None:
@@ -124,10 +142,8 @@ def test_idle_restart_the_agent_loads_the_session_and_the_conversation_continues
         async with await connect(serve) as ws:
             phone = Phone(ws)
             await phone.initialize()
-            created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
-            session = created["result"]["sessionId"]
-            answer, frames = await phone.until(await phone.prompt(session, "remember the tulips"))
-            assert answer["result"]["stopReason"] == "end_turn"
+            session = await phone.new_session(desk.work)
+            frames = await phone.said(session, "remember the tulips")
             assert "heard: remember the tulips" in text(frames)
             return session, max(seqs(phone.seen))
 
@@ -142,15 +158,14 @@ def test_idle_restart_the_agent_loads_the_session_and_the_conversation_continues
                 await phone.initialize()
                 # The web app's way back: resume from the last seq it saw (0: all of it).
                 resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": 0})
-                assert "result" in resumed, resumed
+                assert "result" in resumed, (resumed, desk.logs())
                 assert resumed["result"]["lastSeq"] == last_seq
                 assert "readOnly" not in json.dumps(resumed["result"])
                 # The bridge's own record, not the agent's history replay twice: every update once, in order.
                 assert seqs(replayed) == list(range(1, last_seq + 1))
                 assert text(replayed, "user_message_chunk") == "remember the tulips"
                 assert text(replayed) == "heard: remember the tulips"
-                answer, frames = await phone.until(await phone.prompt(session, "and the roses"))
-                assert answer["result"]["stopReason"] == "end_turn", answer
+                frames = await phone.said(session, "and the roses")
                 assert text(frames) == "heard: and the roses"
                 assert min(seqs(frames)) == last_seq + 1
         run(after())
@@ -171,8 +186,7 @@ def test_kill_9_mid_answer_the_phone_resumes_from_its_last_seq_and_continues():
         ws = await connect(serve)
         phone = Phone(ws)
         await phone.initialize()
-        created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
-        session = created["result"]["sessionId"]
+        session = await phone.new_session(desk.work)
         await phone.prompt(session, "slow 60")
         chunks = 0
         while chunks < 20:
@@ -199,8 +213,7 @@ def test_kill_9_mid_answer_the_phone_resumes_from_its_last_seq_and_continues():
                 # Nothing the phone saw comes again; what it did not see (written before the kill) follows in order.
                 assert all(seq > last_seq for seq in seqs(replayed))
                 assert seqs(replayed) == sorted(set(seqs(replayed)))
-                answer, frames = await phone.until(await phone.prompt(session, "still there?"))
-                assert answer["result"]["stopReason"] == "end_turn", answer
+                frames = await phone.said(session, "still there?")
                 assert text(frames) == "heard: still there?"
                 assert min(seqs(frames)) > resumed["result"]["lastSeq"]
         run(after())
@@ -217,10 +230,8 @@ def test_an_agent_that_cannot_load_leaves_the_session_read_only_with_its_convers
         async with await connect(serve) as ws:
             phone = Phone(ws)
             await phone.initialize()
-            created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
-            session = created["result"]["sessionId"]
-            answer, _ = await phone.until(await phone.prompt(session, "first words"))
-            assert answer["result"]["stopReason"] == "end_turn"
+            session = await phone.new_session(desk.work)
+            await phone.said(session, "first words")
             return session
 
     session = run(before())
@@ -232,6 +243,7 @@ def test_an_agent_that_cannot_load_leaves_the_session_read_only_with_its_convers
                 phone = Phone(ws)
                 await phone.initialize()
                 resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": 0})
+                assert "result" in resumed, (resumed, desk.logs())
                 assert resumed["result"]["_meta"]["oa"]["readOnly"] == {"reason": "agent_restarted"}, resumed
                 assert text(replayed, "user_message_chunk") == "first words"
                 assert text(replayed) == "heard: first words"
@@ -264,8 +276,7 @@ def test_a_prompt_retried_after_a_kill_9_gets_its_stored_answer_and_runs_once():
         async with await connect(serve) as ws:
             phone = Phone(ws)
             await phone.initialize()
-            created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
-            session = created["result"]["sessionId"]
+            session = await phone.new_session(desk.work)
             answer, _ = await phone.until(await phone.prompt(session, "exactly once", key="typed-1"))
             assert answer["result"]["stopReason"] == "end_turn"
             await asyncio.sleep(0.5)  # past the store's next write
@@ -304,14 +315,11 @@ def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost
         ws = await connect(serve)
         phone = Phone(ws)
         await phone.initialize()
-        created, _ = await phone.call("session/new", {"cwd": str(desk.work), "mcpServers": []})
-        session = created["result"]["sessionId"]
-        answer, _ = await phone.until(await phone.prompt(session, "kept"))
-        assert answer["result"]["stopReason"] == "end_turn"
+        session = await phone.new_session(desk.work)
+        await phone.said(session, "kept")
         await asyncio.sleep(0.5)  # the session and its first answer are stored
         for n in range(3):
-            answer, _ = await phone.until(await phone.prompt(session, f"burst {n}"))
-            assert answer["result"]["stopReason"] == "end_turn"
+            await phone.said(session, f"burst {n}")
         # Right after the last answer's updates: the store's next write (within 100 ms) has not happened yet.
         desk.kill9()
         return session, max(seqs(phone.seen))
@@ -326,8 +334,7 @@ def test_kill_9_right_after_updates_never_reuses_a_seq_and_says_what_may_be_lost
                 resumed, replayed = await phone.call("_oa/session/resume", {"sessionId": session, "lastSeq": last_seq})
                 assert "result" in resumed, resumed
                 assert all(seq > last_seq for seq in seqs(replayed))
-                answer, frames = await phone.until(await phone.prompt(session, "after the crash"))
-                assert answer["result"]["stopReason"] == "end_turn", answer
+                frames = await phone.said(session, "after the crash")
                 assert text(frames) == "heard: after the crash"
                 # Above every seq the phone saw: a phone that skips what it has shown shows all of this.
                 assert min(seqs(frames)) > last_seq, (seqs(frames), last_seq)
@@ -367,8 +374,7 @@ def test_the_demo_agent_never_gives_a_new_session_the_id_of_a_kept_one():
         async with await connect(serve) as ws:
             phone = Phone(ws)
             await phone.initialize()
-            created, _ = await phone.call("session/new", {"cwd": str(work), "mcpServers": []})
-            session = created["result"]["sessionId"]
+            session = await phone.new_session(work)
             if say is not None:
                 await phone.call("session/set_mode", {"sessionId": session, "modeId": "quiet"})
                 answer, _ = await phone.until(await phone.prompt(session, say))
