@@ -23,17 +23,11 @@ extension BridgeHub {
     /// (Reported twice, by this process and by the poll, a connection may get a second close frame; only the first is
     /// written.)
     func revoked(_ revocation: TokenRevocation) {
-        var affected: [ConnectionID]
-        let metadata: Logger.Metadata
-        switch revocation {
-        case .device(let device):
-            affected = connections.filter { $0.value.device == device }.map(\.key)
-            metadata = ["device": "\(device)"]
-        case .family(let family):
-            affected = credentials.filter { $0.value.familyID == family }.map(\.key)
-            metadata = ["family": "\(family)"]
+        let affected = connections.closedBy(revocation)
+        let metadata: Logger.Metadata = switch revocation {
+        case .device(let device): ["device": "\(device)"]
+        case .family(let family): ["family": "\(family)"]
         }
-        affected.removeAll { loggingOut.contains($0) }
         guard !affected.isEmpty else { return }
         logger.notice("revoked: closing connections", metadata: metadata.merging(["connections": "\(affected.count)"]) { $1 })
         for id in affected { send(.close(.deviceRevoked, BridgeHub.deviceRevokedReason), to: id) }

@@ -9,7 +9,7 @@ extension BridgeHub {
     /// `_oa/me`: the device this connection authenticated as (`deviceId`, `name`, `pairedAt`, `lastSeenAt`,
     /// `accessTokenExpiresAt`, ISO 8601 dates), never a secret.
     func me(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
-        guard let device = credentials[id], let store = configuration.authenticator?.store else {
+        guard let device = connections.device(of: id), let store = configuration.authenticator?.store else {
             fail(id, request: request.id, BridgeErrors.noDevice(request.method), batch: batch)
             return
         }
@@ -31,13 +31,13 @@ extension BridgeHub {
     /// `_oa/logout`: revokes this connection's device (all its tokens), answers `{"deviceId", "revokedAt"}`, then
     /// closes every connection of the device with 4003, this one included.
     func logout(_ request: JSONRPCRequest, from id: ConnectionID, batch: UInt64?) async {
-        guard let device = credentials[id], let store = configuration.authenticator?.store else {
+        guard let device = connections.device(of: id), let store = configuration.authenticator?.store else {
             fail(id, request: request.id, BridgeErrors.noDevice(request.method), batch: batch)
             return
         }
         // The store announces the revocation at once; this connection gets its answer before its close.
-        loggingOut.insert(id)
-        defer { loggingOut.remove(id) }
+        connections.setLoggingOut(id, true)
+        defer { connections.setLoggingOut(id, false) }
         do {
             let revoked = try await store.logout(device)
             connections[id]?.logger.notice("device logged out over its WebSocket")
@@ -49,7 +49,7 @@ extension BridgeHub {
             fail(id, request: request.id, BridgeHub.rpcError(error), batch: batch)
             return
         }
-        loggingOut.remove(id)
+        connections.setLoggingOut(id, false)
         revoked(.device(device.deviceID))
     }
 

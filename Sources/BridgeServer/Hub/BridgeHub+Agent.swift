@@ -13,33 +13,27 @@ extension BridgeHub {
     /// The running agent, starting and initializing it first if needed (after a crash, this is the restart).
     func ensureAgent() async -> Result<AgentHandle, JSONRPCError> {
         var undelivered: [UndeliveredRequest] = []
-        switch agentState {
+        switch agentLink.state {
         case .running(let handle):
             // Its pipes tell of a dead agent before its exit is reported; a request sent in between used to fail
             // with "could not write to the agent". Replaced now instead.
             // Not while shutting down: the agent is being stopped, and no new one would be run.
             guard !shuttingDown, let reason = handle.agent.endReason else { return .success(handle) }
-            agentState = .starting
+            agentLink.starting()
             logger.notice("the agent stopped reading or answering; restarting it", metadata: ["reason": "\(reason)", "agent.generation": "\(handle.generation)"])
             undelivered = dropAgent(reason: reason, generation: handle.generation)
             await handle.agent.stop()
         case .starting:
             return await withCheckedContinuation { continuation in
-                agentWaiters.append(continuation)
+                agentLink.wait(continuation)
             }
         case .idle:
             // Issue 25 item 1 (F5): no agent is started while the bridge shuts down.
             if shuttingDown { return .failure(BridgeErrors.shuttingDown) }
         }
-        agentState = .starting
+        agentLink.starting()
         let result = await startAgent()
-        switch result {
-        case .success(let handle): agentState = .running(handle)
-        case .failure(let error): agentState = .idle(lastFailure: error.message)
-        }
-        let waiters = agentWaiters
-        agentWaiters.removeAll()
-        for waiter in waiters { waiter.resume(returning: result) }
+        for waiter in agentLink.started(result) { waiter.resume(returning: result) }
         for request in undelivered { resend(request, on: result) }
         return result
     }
@@ -47,7 +41,7 @@ extension BridgeHub {
     /// Sends a `session/new` that a dead agent never received to the next agent (started now if needed), once;
     /// false for any other failed request, which the client gets as it is.
     func resendUndelivered(_ route: ClientRoute, agentID: Int64) async -> Bool {
-        guard !shuttingDown, route.method == ACPMethod.sessionNew, let dead = liveAgent, dead.generation == route.generation,
+        guard !shuttingDown, route.method == ACPMethod.sessionNew, let dead = agentLink.launched(generation: route.generation),
               let request = dead.agent.takeUndelivered(.int(agentID)) else { return false }
         logger.notice("a session/new did not reach the agent; sending it to the next one", metadata: ["agent.generation": "\(route.generation)"])
         resend((route, agentID, request), on: await ensureAgent())
@@ -67,19 +61,18 @@ extension BridgeHub {
         }
         var moved = undelivered.route
         moved.generation = handle.generation
-        routes[undelivered.agentID] = .client(moved)
+        routes.put(.client(moved), at: undelivered.agentID)
         do throws(ACPAgentError) {
             try handle.agent.resend(undelivered.request)
         } catch {
-            if case .client(let route) = routes.removeValue(forKey: undelivered.agentID) {
+            if case .client(let route) = routes.remove(undelivered.agentID) {
                 complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
             }
         }
     }
 
     private func startAgent() async -> Result<AgentHandle, JSONRPCError> {
-        generation += 1
-        let current = generation
+        let current = agentLink.nextGeneration()
         var agentLogger = logger
         agentLogger[metadataKey: "agent.generation"] = "\(current)"
         let agent: any ACPAgent
@@ -105,7 +98,7 @@ extension BridgeHub {
             return .failure(BridgeErrors.shuttingDown)
         }
         let launched = LaunchedAgent(agent: agent, generation: current)
-        liveAgent = launched
+        agentLink.launch(launched)
         launchSink.yield(launched)
 
         let params: JSONValue = [
@@ -137,13 +130,12 @@ extension BridgeHub {
 
     /// Sends a request of the bridge's own to the agent and waits for the answer, at most `timeout`.
     func bridgeRequest(to launched: LaunchedAgent, method: String, params: JSONValue, timeout: Duration) async -> JSONRPCResponse {
-        let agentID = nextAgentRequestID
-        nextAgentRequestID += 1
+        let agentID = routes.reserveID()
         let request = JSONRPCRequest(id: .int(agentID), method: method, params: params)
         if shuttingDown { return JSONRPCResponse(id: request.id, error: BridgeErrors.shuttingDown) }
         return await withTaskGroup(of: Void.self) { group in
             let response = await withCheckedContinuation { (continuation: CheckedContinuation<JSONRPCResponse, Never>) in
-                routes[agentID] = .bridge(continuation, generation: launched.generation)
+                routes.put(.bridge(continuation, generation: launched.generation), at: agentID)
                 do throws(ACPAgentError) {
                     try launched.agent.send(.request(request))
                 } catch {
@@ -163,7 +155,7 @@ extension BridgeHub {
 
     private func resolveBridgeRequest(_ agentID: Int64, with error: JSONRPCError) {
         guard case .bridge(let continuation, _) = routes[agentID] else { return }
-        routes[agentID] = nil
+        _ = routes.remove(agentID)
         continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
     }
 
@@ -175,7 +167,7 @@ extension BridgeHub {
     func agentEvents(_ batch: [ACPAgentEvent], generation eventGeneration: Int) async {
         for event in batch {
             // An event may have replaced the agent: the rest of its batch is dropped as its later events would be.
-            guard eventGeneration == generation else { return }
+            guard eventGeneration == agentLink.generation else { return }
             if case .message(.notification(let notification)) = event, notification.method != ACPMethod.cancelRequest {
                 relay(notification)
             } else {
@@ -186,10 +178,10 @@ extension BridgeHub {
 
     /// Handles what an agent sent; events of an agent that has been replaced are dropped.
     func agentEvent(_ event: ACPAgentEvent, generation eventGeneration: Int) async {
-        guard eventGeneration == generation else { return }
+        guard eventGeneration == agentLink.generation else { return }
         switch event {
         case .message(.response(let response)):
-            guard case .int(let agentID) = response.id, let route = routes.removeValue(forKey: agentID) else {
+            guard case .int(let agentID) = response.id, let route = routes.remove(agentID) else {
                 logger.notice("the agent answered a request the bridge does not know", metadata: ["id": "\(response.id)"])
                 return
             }
@@ -220,7 +212,7 @@ extension BridgeHub {
         }
         if let scanned = notification.scannedUpdate, relayScanned(notification, scanned) { return }
         guard let session = notification.params?["sessionId"]?.stringValue else {
-            notify(connections.keys, method: notification.method, params: notification.params)  // initialized ones only
+            notify(connections.ids, method: notification.method, params: notification.params)  // initialized ones only
             return
         }
         if sessions[session] == nil, keepEarly(notification, session: session) { return }
@@ -274,7 +266,7 @@ extension BridgeHub {
                 request.method, detail: "the _oa/ namespace is the bridge's own; agents cannot send it")), generation: current)
             return
         }
-        guard case .running(let handle) = agentState, handle.generation == current else {
+        guard case .running(let handle) = agentLink.state, handle.generation == current else {
             answerAgent(request.id, .failure(JSONRPCError.internalError("the bridge is still starting this agent")), generation: current)
             return
         }
@@ -315,13 +307,10 @@ extension BridgeHub {
                 data: ["method": .string(request.method)])), generation: current)
             return
         }
-        let askID = nextAskID
-        nextAskID += 1
         // With nobody attached (the phone is reconnecting) the request waits: `_oa/session/resume` asks it again.
-        asks[askID] = PendingAsk(
+        let askID = asks.add(
             agentRequestID: request.id, method: request.method, sessionID: session, params: request.params,
-            targets: targets, generation: current, orphanedSince: targets.isEmpty ? configuration.clock.now : nil,
-            askedAt: configuration.clock.now)
+            targets: targets, generation: current, at: configuration.clock.now)
         for member in targets {
             guard let client = connections[member], let dialect = client.dialect else { continue }
             let forwarded = JSONRPCMessage.request(JSONRPCRequest(id: .int(askID), method: request.method, params: BridgeHub.toClient(request.params, method: request.method, dialect: dialect)))
@@ -339,8 +328,8 @@ extension BridgeHub {
     }
 
     func answerAgent(_ id: JSONRPCID, _ outcome: Result<JSONValue, JSONRPCError>, generation current: Int) {
-        guard let liveAgent, liveAgent.generation == current else { return }
-        try? liveAgent.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
+        guard let live = agentLink.launched(generation: current) else { return }
+        try? live.agent.send(.response(JSONRPCResponse(id: id, outcome: outcome)))
     }
 
     /// `fs/read_text_file` and `fs/write_text_file`, confined to the session's working directory by the kernel and
@@ -397,15 +386,12 @@ extension BridgeHub {
     /// Forgets the agent of generation `current`: fails what waits for it (except the `session/new`s it never
     /// received, returned to be sent to the next agent), drops its sessions, tells every client.
     private func dropAgent(reason: String, generation current: Int) -> [UndeliveredRequest] {
-        if case .running(let handle) = agentState, handle.generation == current {
-            agentState = .idle(lastFailure: reason)
-        }
-        let dead = liveAgent?.generation == current ? liveAgent?.agent : nil
-        if liveAgent?.generation == current { liveAgent = nil }
+        let dead = agentLink.ended(generation: current, reason: reason)?.agent
         let error = BridgeErrors.agentGone(reason)
         var undelivered: [UndeliveredRequest] = []
-        for (agentID, route) in routes where route.generation == current {
-            routes[agentID] = nil
+        for agentID in routes.ids(where: { $0.generation == current }) {
+            // One at a time, as each is settled: what a settled one looks up still sees the others.
+            guard let route = routes.remove(agentID) else { continue }
             switch route {
             case .bridge(let continuation, _): continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: error))
             case .client(let clientRoute) where clientRoute.method == ACPMethod.sessionNew:
@@ -418,13 +404,13 @@ extension BridgeHub {
             case .retention: break
             }
         }
-        asks = asks.filter { $0.value.generation != current }
+        asks.removeAll { $0.generation == current }
         terminals.releaseAll()
         earlyUpdates.removeAll()
         // Issue 25 item 2: the sessions wait for the next agent (restored when a client attaches), not forgotten.
         makeSessionsDormant()
-        for id in connections.keys { connections[id]?.sessions.removeAll() }
-        notify(Array(connections.keys), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
+        connections.detachAll()
+        notify(Array(connections.ids), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
         return undelivered
     }
 }

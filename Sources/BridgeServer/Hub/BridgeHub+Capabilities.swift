@@ -21,7 +21,7 @@ extension BridgeHub {
             "auth": ["terminal": false],
         ]
         var elicitation: [String: JSONValue] = [:]
-        for client in connections.values {
+        for client in connections.clients {
             guard let advertised = client.capabilities?["elicitation"], BridgeHub.advertises(advertised) else { continue }
             // Bare `elicitation` ({} or true) counts as form, as in ``answersMode(of:_:)``.
             if advertised.objectValue?.isEmpty == true || advertised == .bool(true) { elicitation["form"] = [:] }
@@ -53,7 +53,7 @@ extension BridgeHub {
     /// is refused with what to do there (`-32602`): a `terminal` method (the agent's own login program, run in a
     /// terminal), and an `env_var` method whose variables are not set in the agent's environment.
     func desktopOnlyAuthentication(_ params: JSONValue?) -> JSONRPCError? {
-        guard case .running(let handle) = agentState, let methodID = params?["methodId"]?.stringValue,
+        guard case .running(let handle) = agentLink.state, let methodID = params?["methodId"]?.stringValue,
               let method = handle.initializeResult["authMethods"]?.arrayValue?.first(where: { $0["id"]?.stringValue == methodID })
         else { return nil }
         let name = method["name"]?.stringValue ?? methodID

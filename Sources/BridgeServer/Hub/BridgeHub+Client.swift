@@ -26,12 +26,7 @@ extension BridgeHub {
                 case .message: return false
                 }
             }.count
-            var batch: UInt64?
-            if expected > 0 {
-                batch = nextBatchID
-                batches[nextBatchID] = BatchRecord(connection: id, remaining: expected)
-                nextBatchID += 1
-            }
+            let batch = expected > 0 ? batches.open(for: id, expecting: expected) : nil
             for (position, element) in elements.enumerated() {
                 if position > 0, position % BridgeHub.batchSlice == 0 {
                     // The hub is free while this task yields: other connections' messages are served in between.
@@ -164,7 +159,7 @@ extension BridgeHub {
             }
             return
         }
-        guard case .running(let handle) = agentState else {
+        guard case .running(let handle) = agentLink.state else {
             connections[id]?.logger.notice("notification dropped: the agent is not running", metadata: ["method": "\(notification.method)"])
             return
         }
@@ -404,7 +399,7 @@ extension BridgeHub {
         guard connections[id]?.sessions.contains(session) == true else {
             return sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
         }
-        guard case .running(let handle) = agentState else { return BridgeErrors.agentGone("the agent is not running") }
+        guard case .running(let handle) = agentLink.state else { return BridgeErrors.agentGone("the agent is not running") }
         connections[id]?.logger.info("cancelling the prompt", metadata: ["session": "\(session)"])
         return cancelTurn(session, params: params, agent: handle)
     }
@@ -420,8 +415,7 @@ extension BridgeHub {
         } catch {
             failure = error.rpcError
         }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
-            asks[askID] = nil
+        for (askID, ask) in asks.removeAll(where: { $0.sessionID == session }) {
             if ask.method == ACPMethod.requestPermission {
                 notify(ask.targets, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(session), "outcome": "cancelled"])
                 answerUnaskable(ask, reason: "the prompt was cancelled")
@@ -475,7 +469,7 @@ extension BridgeHub {
     /// ``forward(_:params:from:batch:files:additional:sessionID:requested:idempotencyKey:)`` without a suspension when the agent is
     /// running (what `ensureAgent` would answer at once); otherwise the work to run in a task of its own.
     func forwardNow(_ forwarded: ForwardedRequest, from id: ConnectionID) -> ReceiveWork? {
-        guard case .running(let handle) = agentState, shuttingDown || handle.agent.endReason == nil else {
+        guard case .running(let handle) = agentLink.state, shuttingDown || handle.agent.endReason == nil else {
             return .forward(forwarded)
         }
         guard let client = connections[id] else { return nil }
@@ -496,16 +490,14 @@ extension BridgeHub {
     /// the agent's error response on this route).
     private func sendToAgent(_ forwarded: ForwardedRequest, from id: ConnectionID, to handle: AgentHandle) {
         let request = forwarded.request
-        let agentID = nextAgentRequestID
-        nextAgentRequestID += 1
-        routes[agentID] = .client(ClientRoute(
+        let agentID = routes.add(.client(ClientRoute(
             connection: id, clientID: request.id, method: request.method, batch: forwarded.batch,
             files: forwarded.files, additional: forwarded.additional, sessionID: forwarded.sessionID, generation: handle.generation,
-            requested: forwarded.requested, started: .now, idempotencyKey: forwarded.idempotencyKey))
+            requested: forwarded.requested, started: configuration.clock.now, idempotencyKey: forwarded.idempotencyKey)))
         do {
             try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: request.method, params: forwarded.params)))
         } catch {
-            if case .client(let route) = routes.removeValue(forKey: agentID) {
+            if case .client(let route) = routes.remove(agentID) {
                 complete(route, outcome: .failure(BridgeErrors.agentGone(error.description)))
             }
         }
@@ -513,7 +505,7 @@ extension BridgeHub {
 
     /// Delivers the agent's answer to the client that asked, in its dialect, and keeps session membership right.
     func complete(_ route: ClientRoute, outcome: Result<JSONValue, JSONRPCError>) {
-        BridgeMetrics.relayLatency.record(duration: ContinuousClock.now - route.started)
+        BridgeMetrics.relayLatency.record(duration: configuration.clock.now - route.started)
         defer { BridgeMetrics.sessions.record(sessions.count) }
         if route.method == ACPMethod.sessionPrompt, route.idempotencyKey != nil {
             settlePrompt(session: route.sessionID, key: route.idempotencyKey, outcome: outcome)
@@ -537,7 +529,7 @@ extension BridgeHub {
                 registerSession(session, files: files, additional: route.additional, result: result, requester: route.connection)
             }
         case (ACPMethod.sessionNew, .failure), (ACPMethod.sessionFork, .failure):
-            if !sessionBeingCreated() { earlyUpdates.removeAll() }
+            if !routes.sessionBeingCreated { earlyUpdates.removeAll() }
         case (ACPMethod.sessionLoad, .success(let result)), (ACPMethod.sessionResume, .success(let result)):
             if let session = route.sessionID {
                 keepState(of: session, from: result)
@@ -577,7 +569,7 @@ extension BridgeHub {
     /// A client answered a request the agent sent through the bridge: the first success wins. An error waits while
     /// another client asked may still answer; once every client asked has failed, the agent gets the last error.
     private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) {
-        guard case .int(let askID) = response.id, var ask = asks[askID], ask.targets.contains(id) else {
+        guard case .int(let askID) = response.id, let ask = asks.asked(askID, of: id) else {
             connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])
             return
         }
@@ -591,21 +583,14 @@ extension BridgeHub {
                 outcome = .failure(error.rpcError(fromClient: true))
             }
         }
-        if case .failure(let error) = outcome {
-            ask.targets.remove(id)
-            ask.failed.insert(id)
-            ask.lastError = error
-            if !ask.targets.isEmpty {
-                asks[askID] = ask
-                connections[id]?.logger.debug("a client failed the agent's request; others may still answer", metadata: ["method": "\(ask.method)"])
-                return
-            }
+        guard case .settled(let settled, let others) = asks.answer(askID, from: id, outcome: outcome) else {
+            connections[id]?.logger.debug("a client failed the agent's request; others may still answer", metadata: ["method": "\(ask.method)"])
+            return
         }
-        asks[askID] = nil
-        for other in ask.targets where other != id {
+        for other in others {
             notify(other, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID)])
         }
-        guard case .running(let handle) = agentState, handle.generation == ask.generation else { return }
-        try? handle.agent.send(.response(JSONRPCResponse(id: ask.agentRequestID, outcome: outcome)))
+        guard case .running(let handle) = agentLink.state, handle.generation == settled.generation else { return }
+        try? handle.agent.send(.response(JSONRPCResponse(id: settled.agentRequestID, outcome: outcome)))
     }
 }

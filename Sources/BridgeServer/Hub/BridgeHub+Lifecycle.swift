@@ -101,7 +101,7 @@ extension BridgeHub {
         var meta = record.agentMeta
         meta["lastSeq"] = .int(record.nextSeq - 1)
         meta["replayed"] = .int(replayed)
-        meta["promptRunning"] = .bool(promptRunning(session))
+        meta["promptRunning"] = .bool(routes.promptRunning(session))
         // After a crash: the replay lacks what the store lost (issue 25, F7), said as `_oa/session/resume` says it.
         if let lost = record.unstored, let after, after < lost.upperBound {
             meta["lostUpdates"] = ["afterSeq": .int(lost.lowerBound - 1), "throughSeq": .int(lost.upperBound)]
@@ -210,7 +210,7 @@ extension BridgeHub {
         }
         sessions[session] = SessionRecord(files: files, additional: additional, members: [])
         sessions[session]?.device = connections[requester]?.device
-        sessions[session]?.createdAt = Date().timeIntervalSince1970
+        sessions[session]?.createdAt = configuration.clock.wallTime.timeIntervalSince1970
         droppedSessions.remove(session)
         keepState(of: session, from: result)
         keepAgentMeta(of: session, from: result)
@@ -220,21 +220,13 @@ extension BridgeHub {
             logger.debug("delivering updates sent before the session was answered", metadata: ["session": "\(session)", "updates": "\(early.count)"])
             for notification in early { relay(notification) }
         }
-        if !sessionBeingCreated() { earlyUpdates.removeAll() }
-    }
-
-    /// Whether a `session/new` or `session/fork` waits for the agent's answer.
-    func sessionBeingCreated() -> Bool {
-        routes.values.contains { route in
-            guard case .client(let client) = route else { return false }
-            return client.method == ACPMethod.sessionNew || client.method == ACPMethod.sessionFork
-        }
+        if !routes.sessionBeingCreated { earlyUpdates.removeAll() }
     }
 
     /// A notification for a session the bridge does not know yet: kept while a `session/new` or `session/fork` is
     /// waiting for its answer (the agent may announce commands or modes first). Returns whether it was kept.
     func keepEarly(_ notification: JSONRPCNotification, session: String) -> Bool {
-        guard sessionBeingCreated() else { return false }
+        guard routes.sessionBeingCreated else { return false }
         var kept = earlyUpdates[session] ?? []
         guard kept.count < BridgeHub.maxEarlyUpdates else {
             logger.warning("too many updates before the session was answered; dropping", metadata: ["session": "\(session)"])
@@ -254,8 +246,7 @@ extension BridgeHub {
         for member in record.members { connections[member]?.sessions.remove(session) }
         notify(record.members.filter { $0 != requester }, method: BridgeMethod.sessionClosed,
                params: ["sessionId": .string(session), "method": .string(method)])
-        for (askID, ask) in asks where ask.sessionID == session {
-            asks[askID] = nil
+        for (_, ask) in asks.removeAll(where: { $0.sessionID == session }) {
             answerAgent(ask.agentRequestID, .failure(JSONRPCError.internalError("session \(session) was closed (\(method))")), generation: ask.generation)
         }
         logger.info("session dropped", metadata: ["session": "\(session)", "method": "\(method)", "attached": "\(record.members.count)"])
@@ -301,11 +292,7 @@ extension BridgeHub {
             connections[id]?.logger.notice("$/cancel_request without a requestId")
             return
         }
-        let match = routes.first { entry in
-            guard case .client(let route) = entry.value else { return false }
-            return route.connection == id && route.clientID == requested
-        }
-        guard let (agentID, route) = match, case .running(let handle) = agentState, handle.generation == route.generation else {
+        guard let (agentID, route) = routes.clientRequest(of: id, id: requested), case .running(let handle) = agentLink.state, handle.generation == route.generation else {
             connections[id]?.logger.debug("$/cancel_request for nothing pending", metadata: ["id": "\(requested)"])
             return
         }
@@ -318,8 +305,7 @@ extension BridgeHub {
     /// error -32800 (a late answer of a client is ignored).
     func agentCancelledRequest(_ params: JSONValue?, generation current: Int) {
         guard let requested = params?["requestId"].flatMap(JSONRPCID.init) else { return }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.agentRequestID == requested && ask.generation == current {
-            asks[askID] = nil
+        for (askID, ask) in asks.removeAll(where: { $0.agentRequestID == requested && $0.generation == current }) {
             notify(ask.targets, method: ACPMethod.cancelRequest, params: ["requestId": .int(askID)])
             answerAgent(ask.agentRequestID, .failure(JSONRPCError(code: ACPMethod.requestCancelledCode, message: "Request cancelled")), generation: current)
         }

@@ -15,14 +15,8 @@ extension BridgeHub {
         let limit = configuration.maxSessionsPerConnection
         // Even if every request it has waiting became a session, it stays under the limit: nothing to count.
         guard client.sessions.count + client.pending >= limit else { return nil }
-        let joining = routes.values.reduce(into: 0) { count, route in
-            guard case .client(let pending) = route, pending.connection == id,
-                  [ACPMethod.sessionNew, ACPMethod.sessionLoad, ACPMethod.sessionResume, ACPMethod.sessionFork].contains(pending.method)
-            else { return }
-            // session/load attaches before it is forwarded: already counted in `sessions`.
-            if let loading = pending.sessionID, client.sessions.contains(loading) { return }
-            count += 1
-        }
+        // session/load attaches before it is forwarded: already counted in `sessions`.
+        let joining = routes.joining(id, attached: client.sessions)
         guard client.sessions.count + joining >= limit else { return nil }
         client.logger.warning("too many sessions on one connection", metadata: ["limit": "\(limit)"])
         return BridgeErrors.tooManySessions(limit)

@@ -23,7 +23,7 @@ extension BridgeHub {
     /// Queues the session's row (everything but its updates and keys) for the store.
     func persistSession(_ session: String) {
         guard let store, let record = sessions[session] else { return }
-        let now = Date().timeIntervalSince1970
+        let now = configuration.clock.wallTime.timeIntervalSince1970
         store.enqueue(.upsertSession(StoredSessionRow(
             id: session, agentSessionId: session, cwd: record.files.root,
             additionalDirectories: JSONValue.array(record.additional.map { .string($0.root) }).jsonText,
@@ -85,7 +85,7 @@ extension BridgeHub {
         var result: [String: SessionRecord] = [:]
         var unusable: [String] = []
         let now = configuration.clock.now
-        let wallNow = Date().timeIntervalSince1970
+        let wallNow = configuration.clock.wallTime.timeIntervalSince1970
         for session in stored {
             let row = session.row
             let files: WorkspaceFiles

@@ -77,7 +77,7 @@ extension BridgeHub {
         }
         var meta = members["_meta"]?.objectValue ?? [:]
         meta["lastSeq"] = .int(sessions.values[index].nextSeq - 1)
-        meta["promptRunning"] = .bool(promptRunning(session))
+        meta["promptRunning"] = .bool(routes.promptRunning(session))
         members["_meta"] = .object(meta)
         return .object(members)
     }

@@ -88,14 +88,6 @@ extension BridgeHub {
         }
     }
 
-    /// Whether a `session/prompt` of `session` is waiting for the agent's answer.
-    func promptRunning(_ session: String) -> Bool {
-        routes.values.contains { route in
-            if case .client(let client) = route { return client.method == ACPMethod.sessionPrompt && client.sessionID == session }
-            return false
-        }
-    }
-
     /// A prompt ended after the client that sent it went away: remember the stop reason for resume and tell the
     /// session's attached clients with `_oa/prompt_finished`.
     func promptEndedAway(session: String, outcome: Result<JSONValue, JSONRPCError>) {
@@ -170,7 +162,7 @@ extension BridgeHub {
         }
         askAgain(session, to: id)
         var result: [String: JSONValue] = [
-            "lastSeq": .int(latest), "replayed": .int(replayed), "promptRunning": .bool(promptRunning(session)),
+            "lastSeq": .int(latest), "replayed": .int(replayed), "promptRunning": .bool(routes.promptRunning(session)),
         ]
         if let reason = record.finishedWhileAway { result["finishedWhileAway"] = .string(reason) }
         // After a crash the store may have lost updates the phone has not seen (finding F7): said, never skipped over.
@@ -190,9 +182,7 @@ extension BridgeHub {
     /// not asked yet, under their original ids.
     func askAgain(_ session: String, to id: ConnectionID) {
         guard let dialect = connections[id]?.dialect else { return }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session && !ask.targets.contains(id) && !ask.failed.contains(id) && canAnswer(ask.method, id) {
-            asks[askID]?.targets.insert(id)
-            asks[askID]?.orphanedSince = nil
+        for (askID, ask) in asks.askAgain(session: session, client: id, canAnswer: { canAnswer($0, id) }) {
             let request = JSONRPCRequest(id: .int(askID), method: ask.method, params: BridgeHub.toClient(ask.params, method: ask.method, dialect: dialect))
             send(.text(JSONRPCMessage.request(request).jsonText), to: id)
         }

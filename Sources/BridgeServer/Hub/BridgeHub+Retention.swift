@@ -22,15 +22,13 @@ extension BridgeHub {
 
     /// Drops the routes of requests of connection `id` (gone) that only it could receive the answer of.
     private func releaseRequests(of id: ConnectionID) {
-        var released: [Int64] = []
-        for (agentID, route) in routes {
-            guard case .client(let client) = route, client.connection == id, client.method != ACPMethod.sessionPrompt else { continue }
-            released.append(agentID)
+        let released = routes.removeAll { route in
+            guard case .client(let client) = route else { return false }
+            return client.connection == id && client.method != ACPMethod.sessionPrompt
         }
         guard !released.isEmpty else { return }
-        let agent: AgentHandle? = if case .running(let handle) = agentState { handle } else { nil }
-        for agentID in released.sorted() {
-            guard let route = routes.removeValue(forKey: agentID) else { continue }
+        let agent: AgentHandle? = if case .running(let handle) = agentLink.state { handle } else { nil }
+        for (agentID, route) in released {
             guard let agent, agent.generation == route.generation else { continue }
             try? agent.agent.send(.notification(JSONRPCNotification(method: ACPMethod.cancelRequest, params: ["requestId": .int(agentID)])))
         }
@@ -47,7 +45,7 @@ extension BridgeHub {
         guard !sessions.isEmpty else { return nil }
         let retention = configuration.retention
         let now = configuration.clock.now
-        let running = runningPromptSessions()
+        let running = routes.promptSessions
         var idle: [(since: ContinuousClock.Instant, session: String, bytes: Int)] = []
         var nowIdle: [String] = []
         var nowBusy: [String] = []
@@ -94,8 +92,7 @@ extension BridgeHub {
         earlyUpdates[session] = nil
         terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) where ask.sessionID == session {
-            asks[askID] = nil
+        for (_, ask) in asks.removeAll(where: { $0.sessionID == session }) {
             answerUnaskable(ask, reason: "session \(session) was dropped for retention")
         }
         // A dormant or read-only session is not the running agent's: nothing to close there.
@@ -110,26 +107,21 @@ extension BridgeHub {
     /// Sends `session/close` for `session` to the running agent if it advertises `sessionCapabilities.close`; returns
     /// whether it was sent. Nobody waits for the answer (see ``retentionCloseAnswered(_:outcome:)``).
     private func closeInAgent(_ session: String) -> Bool {
-        guard case .running(let handle) = agentState, BridgeHub.canClose(handle.initializeResult) else { return false }
+        guard case .running(let handle) = agentLink.state, BridgeHub.canClose(handle.initializeResult) else { return false }
         // An agent that never answers session/close leaves at most `maxUnansweredCloses` routes behind.
-        let unanswered = routes.compactMap { entry -> Int64? in
-            if case .retention = entry.value { return entry.key }
-            return nil
-        }
-        if unanswered.count >= BridgeHub.maxUnansweredCloses, let oldest = unanswered.min() {
-            routes[oldest] = nil
+        let unanswered = routes.ids { $0.isRetention }
+        if unanswered.count >= BridgeHub.maxUnansweredCloses, let oldest = unanswered.first {
+            _ = routes.remove(oldest)
             logger.notice("the agent has not answered session/close for dropped sessions; forgetting the oldest", metadata: [
                 "waiting": "\(unanswered.count)", "limit": "\(BridgeHub.maxUnansweredCloses)",
             ])
         }
-        let agentID = nextAgentRequestID
-        nextAgentRequestID += 1
-        routes[agentID] = .retention(session: session, generation: handle.generation)
+        let agentID = routes.add(.retention(session: session, generation: handle.generation))
         do {
             try handle.agent.send(.request(JSONRPCRequest(id: .int(agentID), method: ACPMethod.sessionClose, params: ["sessionId": .string(session)])))
             return true
         } catch {
-            routes[agentID] = nil
+            _ = routes.remove(agentID)
             logger.notice("could not send session/close for a dropped session", metadata: ["session": "\(session)", "error": "\(error.description)"])
             return false
         }

@@ -13,15 +13,14 @@ extension BridgeHub {
         guard !shuttingDown else { return }
         shuttingDown = true
         logger.notice("shutting down: closing client connections", metadata: [
-            "clients": "\(connections.count)", "prompts": "\(runningPromptSessions().count)",
+            "clients": "\(connections.count)", "prompts": "\(routes.promptSessions.count)",
         ])
-        for id in connections.keys { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
+        for id in connections.ids { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
         // What waits on the bridge's own requests to the agent (an `initialize` of an agent being restarted, a
         // restore's `session/load`) ends now: a client's reader stuck behind it would keep serve from stopping within
         // 2 s (issue 25 item 1, finding F5). No new agent is started from here on (``ensureAgent()``).
-        for (agentID, route) in routes {
+        for (agentID, route) in routes.removeAll(where: { $0.isBridge }) {
             guard case .bridge(let continuation, _) = route else { continue }
-            routes[agentID] = nil
             continuation.resume(returning: JSONRPCResponse(id: .int(agentID), error: BridgeErrors.shuttingDown))
         }
     }
@@ -35,24 +34,15 @@ extension BridgeHub {
         }
     }
 
-    /// Sessions with a `session/prompt` waiting for the agent.
-    func runningPromptSessions() -> Set<String> {
-        var result = Set<String>()
-        for case .client(let route) in routes.values where route.method == ACPMethod.sessionPrompt {
-            if let session = route.sessionID { result.insert(session) }
-        }
-        return result
-    }
-
     /// Waits up to ``BridgeServerConfiguration/shutdownGracePeriod`` for prompts in flight to end, then cancels the
     /// rest (`session/cancel`, pending permissions answered `cancelled`) and waits up to one more second for them.
     func finishPrompts() async {
-        guard !Task.isCancelled, !runningPromptSessions().isEmpty else { return }
+        guard !Task.isCancelled, !routes.promptSessions.isEmpty else { return }
         let grace = configuration.shutdownGracePeriod
-        logger.notice("waiting for prompts in flight", metadata: ["prompts": "\(runningPromptSessions().count)", "grace": "\(grace.words)"])
+        logger.notice("waiting for prompts in flight", metadata: ["prompts": "\(routes.promptSessions.count)", "grace": "\(grace.words)"])
         await waitForPrompts(until: configuration.clock.now + grace)
-        let left = runningPromptSessions()
-        guard !left.isEmpty, !Task.isCancelled, case .running(let handle) = agentState else { return }
+        let left = routes.promptSessions
+        guard !left.isEmpty, !Task.isCancelled, case .running(let handle) = agentLink.state else { return }
         logger.notice("cancelling prompts still running after the grace period", metadata: ["prompts": "\(left.count)"])
         for session in left.sorted() {
             if let error = cancelTurn(session, params: nil, agent: handle) {
@@ -66,7 +56,7 @@ extension BridgeHub {
     /// running.
     private func waitForPrompts(until deadline: ContinuousClock.Instant) async {
         let clock = configuration.clock
-        while !runningPromptSessions().isEmpty, clock.now < deadline, !Task.isCancelled {
+        while !routes.promptSessions.isEmpty, clock.now < deadline, !Task.isCancelled {
             try? await clock.sleep(until: min(clock.now + .milliseconds(20), deadline), tolerance: nil)
         }
     }

@@ -20,7 +20,7 @@ extension BridgeHub {
     /// Cuts off the stuck clients and closes those whose token expired; returns when the next one can be due.
     private func sweepConnections() -> ContinuousClock.Instant? {
         var next: ContinuousClock.Instant?
-        for client in connections.values {
+        for client in connections.clients {
             if client.outbound.isStuck {
                 cutOff(client)
             } else if let due = client.outbound.stuckDeadline {
@@ -29,7 +29,7 @@ extension BridgeHub {
         }
         let now = configuration.clock.wallTime
         let clockNow = configuration.clock.now
-        for (id, device) in credentials where connections[id]?.outbound.isFinished == false {
+        for (id, device) in connections.authenticated where connections[id]?.outbound.isFinished == false {
             let remaining = device.accessTokenExpiresAt.timeIntervalSince(now)
             if remaining <= 0 {
                 tokenExpired(id)
@@ -63,8 +63,8 @@ extension BridgeHub {
 
     /// One run of the orphaned-request sweep; returns when the next thing it watches can be due.
     private func sweepOrphans() async -> ContinuousClock.Instant? {
-        await expireOrphanedAsks(olderThan: configuration.orphanedRequestTimeout)
-        var next = nextAskDeadline()
+        expireOrphanedAsks()
+        var next = asks.nextDeadline
         if let idle = enforceRetention() { next = min(next ?? idle, idle) }
         if configuration.authenticator?.store != nil {
             let now = configuration.clock.now
@@ -83,45 +83,28 @@ extension BridgeHub {
 
     /// The agent's pending requests changed: the sweep runs by the earliest instant one of them can be due.
     func asksChanged() {
-        if let due = nextAskDeadline() { orphanSweep.schedule(at: due) }
+        if let due = asks.nextDeadline { orphanSweep.schedule(at: due) }
     }
 
-    /// The earliest instant a pending request times out, or is orphaned long enough to be answered for nobody.
-    private func nextAskDeadline() -> ContinuousClock.Instant? {
-        var next: ContinuousClock.Instant?
-        for ask in asks.values {
-            var due = ask.askedAt + askTimeout(ask.method)
-            if ask.targets.isEmpty, let since = ask.orphanedSince { due = min(due, since + configuration.orphanedRequestTimeout) }
-            next = min(next ?? due, due)
-        }
-        return next
-    }
-
-    private func askTimeout(_ method: String) -> Duration {
-        method == ACPMethod.requestPermission ? configuration.permissionRequestTimeout : configuration.clientRequestTimeout
-    }
-
-    private func expireOrphanedAsks(olderThan timeout: Duration) async {
-        let now = configuration.clock.now
-        for (askID, ask) in asks.sorted(by: { $0.key < $1.key }) {
-            let limit = askTimeout(ask.method)
-            if now - ask.askedAt >= limit {
-                asks[askID] = nil
+    /// Answers the agent's requests that are due (``AskTable/expire(at:)``): nobody answered in time (the clients
+    /// asked are told, the agent gets an error), or nobody came back to answer (``answerUnaskable(_:reason:)``).
+    private func expireOrphanedAsks() {
+        for expiry in asks.expire(at: configuration.clock.now) {
+            switch expiry {
+            case .unanswered((let askID, let ask), let limit):
                 logger.notice("no client answered the agent's request in time", metadata: [
                     "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(limit.words)",
                 ])
-                for target in ask.targets {
+                for target in ask.targets.sorted() {
                     notify(target, method: ACPMethod.requestAnswered, params: ["requestId": .int(askID), "sessionId": .string(ask.sessionID), "outcome": "timeout"])
                 }
                 answerAgent(ask.agentRequestID, .failure(BridgeErrors.unanswered(ask.method, after: limit)), generation: ask.generation)
-                continue
+            case .orphaned((_, let ask), let timeout):
+                logger.notice("nobody came back to answer the agent's request", metadata: [
+                    "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(timeout.words)",
+                ])
+                answerUnaskable(ask, reason: "no client came back within \(timeout.words)")
             }
-            guard let since = ask.orphanedSince, now - since >= timeout, ask.targets.isEmpty else { continue }
-            asks[askID] = nil
-            logger.notice("nobody came back to answer the agent's request", metadata: [
-                "session": "\(ask.sessionID)", "method": "\(ask.method)", "waited": "\(timeout.words)",
-            ])
-            await answerUnaskable(ask, reason: "no client came back within \(timeout.words)")
         }
     }
 }

@@ -24,30 +24,21 @@ actor BridgeHub {
     nonisolated let launches: AsyncStream<LaunchedAgent>
     let launchSink: AsyncStream<LaunchedAgent>.Continuation
 
-    var connections: [ConnectionID: ClientRecord] = [:]
-    var nextConnectionID: ConnectionID = 1
-    var agentState: AgentState = .idle(lastFailure: nil)
-    var agentWaiters: [CheckedContinuation<Result<AgentHandle, JSONRPCError>, Never>] = []
-    /// The agent most recently launched (possibly still initializing).
-    var liveAgent: LaunchedAgent?
-    var generation = 0
-    var nextAgentRequestID: Int64 = 1
-    var routes: [Int64: Route] = [:]
+    /// The connected clients, and what each authenticated as.
+    var connections = ConnectionTable()
+    /// The agent: where it is in its life, its generation, who waits for it to start.
+    var agentLink = AgentLink()
+    /// The requests sent to the agent that wait for its answer, and where each answer goes.
+    var routes = RouteTable()
     var sessions: [String: SessionRecord] = [:]
     /// The agent's requests waiting for a client's answer; a change may move the orphaned-request sweep's timer.
-    var asks: [Int64: PendingAsk] = [:] {
+    var asks: AskTable {
         didSet { asksChanged() }
     }
     /// Notifications the agent sent for sessions it has not answered `session/new` / `session/fork` for yet.
     var earlyUpdates: [String: [JSONRPCNotification]] = [:]
-    var nextAskID: Int64 = 1
-    var batches: [UInt64: BatchRecord] = [:]
-    var nextBatchID: UInt64 = 1
-    /// The paired device and token family each connection authenticated as (auth on), for `_oa/me`, `_oa/logout`
-    /// and for closing it when its device or token family is revoked.
-    var credentials: [ConnectionID: AuthenticatedDevice] = [:]
-    /// Connections answering their own `_oa/logout`: closed once the answer is queued, not before.
-    var loggingOut: Set<ConnectionID> = []
+    /// The batches whose answers are being collected.
+    var batches = BatchTable()
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
     /// Sessions dropped for retention, so a resume of one gets a clear error (see ``SessionRetention``).
@@ -84,6 +75,9 @@ actor BridgeHub {
         terminals = TerminalHost(settings: configuration.terminal, clock: configuration.clock, logger: logger)
         stuckSweep = SweepTimer(clock: configuration.clock)
         orphanSweep = SweepTimer(clock: configuration.clock)
+        asks = AskTable(deadlines: AskTable.Deadlines(
+            permission: configuration.permissionRequestTimeout, other: configuration.clientRequestTimeout,
+            orphaned: configuration.orphanedRequestTimeout))
         if let store = configuration.sessionStore {
             // Issue 25 item 2: the sessions of the last run, dormant until a client attaches.
             var stored: [StoredSession] = []
@@ -152,22 +146,21 @@ actor BridgeHub {
         // A clean stop: the store's last write (after everything queued) says no reserved `seq` is unaccounted for.
         store?.enqueue(.releaseReservations)
         launchSink.finish()
-        if let liveAgent { await liveAgent.agent.stop() }
+        if let launched = agentLink.launched { await launched.agent.stop() }
     }
 
     // MARK: Connections
 
     /// Registers a new connection (of `device`, when auth is on); returns its id and the frames to write to it.
     func connect(remote: String?, device: AuthenticatedDevice? = nil) -> (ConnectionID, OutboundQueue) {
-        let id = nextConnectionID
-        nextConnectionID += 1
         let frames = OutboundQueue(capacity: BridgeHub.maxQueuedFrames, hardCapacity: BridgeHub.maxQueuedFramesWhileReading,
                                    stallTimeout: BridgeHub.clientStallTimeout, clock: configuration.clock, stuckTimer: stuckSweep)
-        // The connection's metadata is added as lines are written (ConnectionLogHandler): no metadata copy per connection.
-        let connectionLogger = ConnectionLogHandler.logger(logger, connection: id, remote: remote, device: device.map { "\($0.deviceID)" })
-        if let device { credentials[id] = device }
-        connections[id] = ClientRecord(outbound: frames, logger: connectionLogger, device: device?.deviceID)
-        connectionLogger.info("client connected", metadata: ["clients": "\(connections.count)"])
+        let id = connections.add(device: device) { [logger] id in
+            // The connection's metadata is added as lines are written (ConnectionLogHandler): no metadata copy per connection.
+            let connectionLogger = ConnectionLogHandler.logger(logger, connection: id, remote: remote, device: device.map { "\($0.deviceID)" })
+            return ClientRecord(outbound: frames, logger: connectionLogger, device: device?.deviceID)
+        }
+        connections[id]?.logger.info("client connected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)
         BridgeMetrics.connectionsTotal.increment()
         if shuttingDown { send(.close(.goingAway, BridgeHub.shuttingDownReason), to: id) }
@@ -176,35 +169,24 @@ actor BridgeHub {
 
     /// Forgets a connection: detaches it from its sessions and releases requests only it could answer.
     func disconnect(_ id: ConnectionID) async {
-        guard let client = connections.removeValue(forKey: id) else { return }
-        credentials[id] = nil
+        guard let client = connections.remove(id) else { return }
         client.outbound.finish()
         for session in client.sessions { sessions[session]?.members.remove(id) }
-        batches = batches.filter { $0.value.connection != id }
-        for (askID, var ask) in asks where ask.targets.contains(id) {
-            ask.targets.remove(id)
-            // A live session keeps its question for the next client that resumes it.
-            if ask.targets.isEmpty { ask.orphanedSince = configuration.clock.now }
-            if ask.targets.isEmpty, let error = ask.lastError {
+        batches.drop(connection: id)
+        // A live session keeps its questions for the next client that resumes it.
+        for settled in asks.clientLeft(id, at: configuration.clock.now, sessionExists: { sessions[$0] != nil }) {
+            switch settled {
+            case .failed(let entry, let error):
                 // Everyone else who was asked failed: the agent gets their error now.
-                asks[askID] = nil
-                answerAgent(ask.agentRequestID, .failure(error), generation: ask.generation)
-            } else if ask.targets.isEmpty && sessions[ask.sessionID] == nil {
-                asks[askID] = nil
-                answerUnaskable(ask, reason: "every client attached to session \(ask.sessionID) went away")
-            } else {
-                asks[askID] = ask
+                answerAgent(entry.ask.agentRequestID, .failure(error), generation: entry.ask.generation)
+            case .unaskable(let entry):
+                answerUnaskable(entry.ask, reason: "every client attached to session \(entry.ask.sessionID) went away")
             }
         }
         connectionLeft(id, client)
         client.logger.info("client disconnected", metadata: ["clients": "\(connections.count)"])
         BridgeMetrics.connections.record(connections.count)
         BridgeMetrics.sessions.record(sessions.count)
-    }
-
-    /// Whether the connection completed `initialize`.
-    func isInitialized(_ id: ConnectionID) -> Bool {
-        connections[id]?.dialect != nil
     }
 
     /// What the initialize deadline found.
@@ -261,16 +243,16 @@ actor BridgeHub {
     /// Sends a response, or adds it to its batch and sends the batch once complete.
     func deliver(_ response: JSONRPCResponse, to id: ConnectionID, batch: UInt64?) {
         let message = JSONRPCMessage.response(response)
-        // Changed in place (through the index): copying the record out would copy its answers each time, and a
-        // batch of n requests would cost n² copies.
-        if let batch, let index = batches.index(forKey: batch) {
-            batches.values[index].responses.append(message)
-            batches.values[index].remaining -= 1
-            if batches.values[index].remaining <= 0 {
-                let record = batches.remove(at: index).value
+        if let batch {
+            switch batches.add(message, to: batch) {
+            case .kept:
+                return
+            case .complete(let record):
                 send(.text(JSONRPCMessage.batchText(record.responses)), to: record.connection)
+                return
+            case .notInBatch:
+                break
             }
-            return
         }
         send(.message(message), to: id)
     }

@@ -120,25 +120,6 @@ struct BufferedUpdate: Sendable {
     }
 }
 
-/// Where the agent's answer to a forwarded request goes.
-enum Route {
-    /// Back to a client.
-    case client(ClientRoute)
-    /// To the bridge itself (its own `initialize`).
-    case bridge(CheckedContinuation<JSONRPCResponse, Never>, generation: Int)
-    /// The `session/close` the bridge sent for a session it dropped (see ``SessionRetention``): nobody waits for the
-    /// answer, it is only logged.
-    case retention(session: String, generation: Int)
-
-    var generation: Int {
-        switch self {
-        case .client(let route): return route.generation
-        case .bridge(_, let generation): return generation
-        case .retention(_, let generation): return generation
-        }
-    }
-}
-
 /// A client request forwarded to the agent under a bridge-chosen id.
 struct ClientRoute {
     let connection: ConnectionID
@@ -156,60 +137,9 @@ struct ClientRoute {
     var generation: Int
     /// For `session/set_mode` / `session/set_model`: the mode or model asked for, kept as current once the agent agrees.
     var requested: JSONValue? = nil
-    /// When the request came in, for the relay-latency metric.
-    var started: ContinuousClock.Instant = .now
+    /// When the request came in (on the configuration's clock), for the relay-latency metric.
+    var started: ContinuousClock.Instant
     /// For `session/prompt`: the client's idempotency key, whose outcome is kept (``IdempotencyLedger``).
     var idempotencyKey: String? = nil
 }
 
-/// An agent->client request sent to the clients attached to a session; the first answer wins.
-struct PendingAsk {
-    /// The id the agent used.
-    let agentRequestID: JSONRPCID
-    let method: String
-    let sessionID: String
-    /// The request's params (official spelling), to ask again on resume.
-    var params: JSONValue? = nil
-    /// The clients asked that have not gone away (empty while the session waits for a client to resume).
-    var targets: Set<ConnectionID>
-    let generation: Int
-    /// Since when nobody who could answer is connected; `nil` while someone is.
-    var orphanedSince: ContinuousClock.Instant? = nil
-    /// When the bridge received it (on the configuration's clock), for the answer deadline.
-    var askedAt: ContinuousClock.Instant
-    /// Clients that answered with an error (the first success of another still wins).
-    var failed: Set<ConnectionID> = []
-    /// The error of the last client that failed, official spelling: what the agent gets when nobody succeeds.
-    var lastError: JSONRPCError? = nil
-}
-
-/// Answers collected for a batch until all are in.
-struct BatchRecord {
-    let connection: ConnectionID
-    var remaining: Int
-    var responses: [JSONRPCMessage] = []
-}
-
-/// The running agent and what it said to the bridge's `initialize`.
-struct AgentHandle: Sendable {
-    let agent: any ACPAgent
-    let generation: Int
-    /// The agent's `initialize` result (official ACP).
-    let initializeResult: JSONValue
-}
-
-/// An agent to run and watch, handed to the hub's run loop.
-struct LaunchedAgent: Sendable {
-    let agent: any ACPAgent
-    let generation: Int
-}
-
-/// Where the agent is in its life.
-enum AgentState {
-    /// Not running; the last failure, if any.
-    case idle(lastFailure: String?)
-    /// Being started and initialized.
-    case starting
-    /// Ready.
-    case running(AgentHandle)
-}
