@@ -254,6 +254,19 @@ def test_a_copied_refresh_token_rotates_nothing_and_revocation_holds(bridge: Bri
     assert bridge.refresh(renewed["refresh_token"], device)[0] == 403
 
 
+def test_a_rotated_refresh_token_sent_again_without_the_key_revokes_the_family(bridge: Bridge) -> None:
+    """Reuse detection before the binding check: the thief's copy of a refresh token the device has since rotated,
+    sent with no proof or another key's, is theft whatever the proof, and the whole family goes."""
+    for thief in (None, DeviceKey()):
+        device = DeviceKey()
+        tokens = bridge.pair(device)
+        status, renewed, _ = bridge.refresh(tokens["refresh_token"], device)
+        assert status == 200, renewed
+        refused(bridge.refresh(tokens["refresh_token"], thief), 403, "refresh_token_reused")
+        assert bridge.status(renewed["access_token"], device)[0] == 403
+        refused(bridge.refresh(renewed["refresh_token"], device), 403, "token_revoked")
+
+
 def test_an_unbound_device_works_under_optional_and_is_refused_under_required() -> None:
     first = Bridge("optional")
     try:
