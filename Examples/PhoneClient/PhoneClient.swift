@@ -54,7 +54,7 @@ struct PhoneClient {
         //    resumes by itself if the link drops mid-answer, with tokens the vault refreshes.
         let session = try await BridgeClientSession.connect(
             to: candidates, options: BridgeSessionOptions(clientName: "phone-client-example", pin: try await vault.pin),
-            token: BridgeClientSession.token(vault: vault), logger: logger)
+            credential: BridgeClientSession.credential(vault: vault), logger: logger)
         print("connected to \(session.first.endpoint.url)")
         defer { session.close() }
 

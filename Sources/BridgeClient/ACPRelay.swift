@@ -19,7 +19,7 @@ import Logging
 /// twice are sent again; any other request whose answer was lost is answered with an error that says so.
 ///
 /// ```swift
-/// let relay = ACPRelay(candidates: candidates, options: options, token: BridgeClientSession.token(vault: vault),
+/// let relay = ACPRelay(candidates: candidates, options: options, credential: BridgeClientSession.credential(vault: vault),
 ///                      logger: logger, output: { line in print(line) }, onEvent: { event in … })
 /// await relay.run(lines: standardInputLines)
 /// ```
@@ -32,7 +32,7 @@ public actor ACPRelay {
 
     private let candidates: [BridgeEndpoint]
     private let options: BridgeSessionOptions
-    private let token: @Sendable () async throws -> String?
+    private let credential: @Sendable () async throws -> BridgeCredential?
     private let logger: Logger
     private let output: Output
     private let onEvent: @Sendable (ACPRelayEvent) -> Void
@@ -85,12 +85,14 @@ public actor ACPRelay {
     /// - Parameters:
     ///   - candidates: where the bridge may be (as ``BridgeCandidates`` finds them); each is dialled at ``acpPath``.
     ///   - options: timeouts, pings, the reconnect policy and the pin (with one, only `wss://` to that key).
-    ///   - token: the access token, asked at every attempt (see ``BridgeClientSession/token(given:vault:)``).
+    ///   - credential: what to present (the access token, with its DPoP key when bound), asked at every attempt (see
+    ///     ``BridgeClientSession/credential(given:vault:)``).
     ///   - noCandidates: what the editor's `initialize` is answered when there is no candidate at all.
     ///   - output: writes one message to the editor (called in order, one at a time).
     ///   - onEvent: hears of links made, lost and mended (for a log on stderr).
     public init(
-        candidates: [BridgeEndpoint], options: BridgeSessionOptions, token: @escaping @Sendable () async throws -> String?,
+        candidates: [BridgeEndpoint], options: BridgeSessionOptions,
+        credential: @escaping @Sendable () async throws -> BridgeCredential?,
         logger: Logger, noCandidates: String = "no bridge found and no address to try",
         output: @escaping Output, onEvent: @escaping @Sendable (ACPRelayEvent) -> Void = { _ in }
     ) {
@@ -100,7 +102,7 @@ public actor ACPRelay {
             return copy
         }
         self.options = options
-        self.token = token
+        self.credential = credential
         self.logger = logger
         self.noCandidates = noCandidates
         self.output = output
@@ -328,11 +330,11 @@ public actor ACPRelay {
     /// Races the candidates; the first that opens and answers `initialize` (with the editor's params) wins.
     private func open() async throws -> Opened {
         guard !candidates.isEmpty else { throw BridgeClientError.noCandidates(noCandidates) }
-        let (options, token, logger, text, id) = (self.options, self.token, self.logger, self.initializeText, self.initializeRequestID)
+        let (options, credential, logger, text, id) = (self.options, self.credential, self.logger, self.initializeText, self.initializeRequestID)
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
         let raced = try await race.race(BridgeConnection.distinct(candidates, pin: options.pin), attempt: { endpoint in
             let client = try await ACPRelayLink.connect(
-                to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
+                to: endpoint.url, credential: try await credential(), pin: options.pin, timeout: options.connectTimeout,
                 pingInterval: options.pingInterval, logger: logger)
             do {
                 // The editor's own initialize, as it came; the answer (a result or an error) reaches it as it comes.

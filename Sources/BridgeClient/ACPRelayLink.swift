@@ -39,20 +39,20 @@ final class ACPRelayLink: Sendable {
         (outboundStream, outbound) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .unbounded)
     }
 
-    /// Opens the WebSocket (as ``BridgeRPCClient/connect(to:token:pin:timeout:maxFrameSize:pingInterval:logger:)``
-    /// does: the pin, the token, the same errors) and returns once it is open.
+    /// Opens the WebSocket (as ``BridgeRPCClient/connect(to:credential:pin:timeout:maxFrameSize:pingInterval:logger:)``
+    /// does: the pin, the credential, the same errors) and returns once it is open.
     static func connect(
-        to url: String, token: String?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int = 1 << 24,
+        to url: String, credential: BridgeCredential?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int = 1 << 24,
         pingInterval: Duration?, logger: Logger
     ) async throws -> ACPRelayLink {
         let target = try WebSocketConnector.Target(url: url)
         let link = ACPRelayLink(url: url)
         do {
-            try await link.open(target: target, token: token, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize,
+            try await link.open(target: target, credential: credential, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize,
                                 pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
-            throw BridgeClientError.unauthorized(token == nil
+            throw BridgeClientError.unauthorized(credential == nil
                 ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
                 : "\(said): the bridge refused the token (expired or revoked)")
         }
@@ -116,7 +116,7 @@ final class ACPRelayLink: Sendable {
     // MARK: - The connection
 
     private func open(
-        target: WebSocketConnector.Target, token: String?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int,
+        target: WebSocketConnector.Target, credential: BridgeCredential?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int,
         pingInterval: Duration?, logger: Logger
     ) async throws {
         let connector = WebSocketConnector(timeout: timeout, maxMessageSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
@@ -128,7 +128,7 @@ final class ACPRelayLink: Sendable {
         let finish: @Sendable (String) -> Void = { [weak self] reason in self?.finish(reason: reason) }
         let task = Task {
             do {
-                let close = try await connector.connect(to: target, pin: pin, token: token) { connection in
+                let close = try await connector.connect(to: target, pin: pin, credential: credential) { connection in
                     setPin(connection.certificatePin)
                     openedContinuation.yield(.success(()))
                     try await withThrowingTaskGroup(of: Void.self) { group in

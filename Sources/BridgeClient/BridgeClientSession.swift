@@ -6,22 +6,22 @@ import Synchronization
 /// A client's session with one bridge, as `oa-bridge connect` and a phone app use it: races the candidates, sends
 /// `initialize`, keeps the link alive with pings, and when the connection drops mid-prompt reconnects with backoff
 /// (the endpoint that won first, then the others), resumes the session, and delivers every update exactly once, in
-/// order. Tokens come from `token` at every attempt, so a ``TokenVault`` refreshes them when they near expiry.
+/// order. Credentials come from `credential` at every attempt, so a ``TokenVault`` refreshes them when they near expiry.
 ///
 /// ```swift
 /// let vault = TokenVault(file: tokensFile)
-/// let session = try await BridgeClientSession.connect(to: candidates, token: BridgeClientSession.token(vault: vault), logger: logger)
+/// let session = try await BridgeClientSession.connect(to: candidates, credential: BridgeClientSession.credential(vault: vault), logger: logger)
 /// defer { session.close() }
 /// let sessionID = try await session.newSession(cwd: session.first.workingDirectory ?? ".")
 /// let stopReason = try await session.prompt(sessionID: sessionID, text: "hello") { update, _ in … } onPermission: { _ in nil }
 /// ```
 public final class BridgeClientSession: Sendable {
-    /// The connection made by ``connect(to:options:token:logger:)``: the race, the endpoint, `initialize`'s answer.
+    /// The connection made by ``connect(to:options:credential:logger:)``: the race, the endpoint, `initialize`'s answer.
     public let first: BridgeConnection
     private let current: Mutex<BridgeAgentClient>
     private let candidates: [BridgeEndpoint]
     private let options: BridgeSessionOptions
-    private let token: @Sendable () async throws -> String?
+    private let credential: @Sendable () async throws -> BridgeCredential?
     private let logger: Logger
     /// Each session's directory, to open a new one in the same place when the bridge forgot it.
     private let directories = Mutex<[String: String]>([:])
@@ -31,35 +31,36 @@ public final class BridgeClientSession: Sendable {
     private let trackers = Mutex<[String: SequenceTracker]>([:])
 
     private init(first: BridgeConnection, candidates: [BridgeEndpoint], options: BridgeSessionOptions,
-                 token: @escaping @Sendable () async throws -> String?, logger: Logger) {
+                 credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger) {
         self.first = first
         self.current = Mutex(first.client)
         self.candidates = candidates
         self.options = options
-        self.token = token
+        self.credential = credential
         self.logger = logger
     }
 
-    /// Connects to the first of `candidates` to answer `initialize` (see ``BridgeConnection/open(_:options:token:logger:)``).
-    /// - Parameter token: the access token, asked once for this race and once per attempt when reconnecting (`nil` for a bridge without auth); see ``token(given:vault:)``.
+    /// Connects to the first of `candidates` to answer `initialize` (see ``BridgeConnection/open(_:options:credential:logger:)``).
+    /// - Parameter credential: what to present (the access token, with its DPoP key when bound), asked once for this race
+    ///   and once per attempt when reconnecting (`nil` for a bridge without auth); see ``credential(given:vault:)``.
     /// - Throws: ``BridgeClientError`` when no candidate answers.
     public static func connect(
         to candidates: [BridgeEndpoint], options: BridgeSessionOptions = BridgeSessionOptions(),
-        token: @escaping @Sendable () async throws -> String?, logger: Logger
+        credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger
     ) async throws -> BridgeClientSession {
-        // One token for the whole first race: a refresh that fails is reported as such, not as N failed attempts.
-        let initial = try await token()
-        let first = try await BridgeConnection.open(candidates, options: options, token: { initial }, logger: logger)
-        return BridgeClientSession(first: first, candidates: candidates, options: options, token: token, logger: logger)
+        // One credential for the whole first race: a refresh that fails is reported as such, not as N failed attempts.
+        let initial = try await credential()
+        let first = try await BridgeConnection.open(candidates, options: options, credential: { initial }, logger: logger)
+        return BridgeClientSession(first: first, candidates: candidates, options: options, credential: credential, logger: logger)
     }
 
-    /// The token source most clients want: `given` when there is one, else the vault's access token (refreshed
-    /// first when it is about to expire) once it is paired, else none.
-    public static func token(given: String? = nil, vault: TokenVault?) -> @Sendable () async throws -> String? {
-        { () async throws -> String? in
-            if let given { return given }
+    /// The credential source most clients want: `given` (a bearer token) when there is one, else the vault's
+    /// credential (refreshed first when it is about to expire, with its DPoP key when bound) once it is paired, else none.
+    public static func credential(given: String? = nil, vault: TokenVault?) -> @Sendable () async throws -> BridgeCredential? {
+        { () async throws -> BridgeCredential? in
+            if let given { return .bearer(given) }
             guard let vault, await vault.current != nil else { return nil }
-            return try await vault.accessToken()
+            return try await vault.credential()
         }
     }
 
@@ -238,7 +239,7 @@ public final class BridgeClientSession: Sendable {
             try await Task.sleep(for: delay)
             let fresh: BridgeAgentClient
             do {
-                fresh = try await BridgeConnection.open(again, options: options, token: token, logger: logger).client
+                fresh = try await BridgeConnection.open(again, options: options, credential: credential, logger: logger).client
             } catch let error as BridgeClientError where error.isTransient {
                 lastReason = error.summary
                 continue

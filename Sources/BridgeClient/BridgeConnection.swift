@@ -26,14 +26,14 @@ public struct BridgeConnection: Sendable {
     }
 
     /// Races `candidates` (Happy Eyeballs: best first, the next after ``BridgeSessionOptions/attemptDelay`` or as soon
-    /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `token` is asked for each
-    /// attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
+    /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `credential` is asked for
+    /// each attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
     /// With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to that pin.
     /// - Throws: ``BridgeClientError`` (`noCandidates`, `needsPairing` when a bridge answered 401/403 and none answered,
-    ///   `noEndpointReachable`, or what `token` throws).
+    ///   `noEndpointReachable`, or what `credential` throws).
     public static func open(
         _ candidates: [BridgeEndpoint], options: BridgeSessionOptions,
-        token: @escaping @Sendable () async throws -> String?, logger: Logger
+        credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger
     ) async throws -> BridgeConnection {
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
         let reachable = BridgeConnection.distinct(candidates, pin: options.pin)
@@ -45,7 +45,7 @@ public struct BridgeConnection: Sendable {
                 let connection: BridgeRPCClient
                 do {
                     connection = try await BridgeRPCClient.connect(
-                        to: endpoint.url, token: try await token(), pin: options.pin, timeout: options.connectTimeout,
+                        to: endpoint.url, credential: try await credential(), pin: options.pin, timeout: options.connectTimeout,
                         pingInterval: options.pingInterval, logger: logger)
                 } catch BridgeClientError.unauthorized(let why) {
                     refused.record(address: endpoint.url, detail: why)

@@ -23,7 +23,8 @@ public final class BridgeRPCClient: Sendable {
 
 
     /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
-    /// longer than `timeout`. `token` is sent as `Authorization: Bearer`.
+    /// longer than `timeout`. `credential` is sent as `Authorization: Bearer`, or bound to a key as `Authorization: DPoP`
+    /// with a proof (``BridgeCredential``).
     ///
     /// `url` may name an IPv4 address, a host name, or an IPv6 address in brackets with its zone
     /// (`ws://[fe80::1%25eth0]:9099/`). `wss://` speaks TLS: with `pin` (stored at pairing) a certificate with
@@ -31,20 +32,30 @@ public final class BridgeRPCClient: Sendable {
     /// trusted on first use and ``certificatePin`` says its pin. A `401`/`403` to the upgrade throws
     /// ``BridgeClientError/unauthorized(_:)``; other failures are ``WebSocketConnectorError``s.
     public static func connect(
-        to url: String, token: String? = nil, pin: CertificatePin? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
+        to url: String, credential: BridgeCredential? = nil, pin: CertificatePin? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
         pingInterval: Duration? = nil, logger: Logger
     ) async throws -> BridgeRPCClient {
         let target = try WebSocketConnector.Target(url: url)
         let client = BridgeRPCClient(url: url)
         do {
-            try await client.open(target: target, token: token, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
+            try await client.open(target: target, credential: credential, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
-            throw BridgeClientError.unauthorized(token == nil
+            throw BridgeClientError.unauthorized(credential == nil
                 ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
                 : "\(said): the bridge refused the token (expired or revoked)")
         }
         return client
+    }
+
+    /// Connects with `token` sent as `Authorization: Bearer`; see
+    /// ``connect(to:credential:pin:timeout:maxFrameSize:pingInterval:logger:)``.
+    public static func connect(
+        to url: String, token: String?, pin: CertificatePin? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
+        pingInterval: Duration? = nil, logger: Logger
+    ) async throws -> BridgeRPCClient {
+        try await connect(to: url, credential: token.map(BridgeCredential.bearer), pin: pin, timeout: timeout,
+                          maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
     }
 
     /// The pin of the certificate the bridge presented (`wss://` only): with trust on first use, the pin to show
@@ -65,7 +76,7 @@ public final class BridgeRPCClient: Sendable {
     private let outboundStream: AsyncStream<String>
 
     private func open(
-        target: WebSocketConnector.Target, token: String?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int,
+        target: WebSocketConnector.Target, credential: BridgeCredential?, pin: CertificatePin?, timeout: Duration, maxFrameSize: Int,
         pingInterval: Duration?, logger: Logger
     ) async throws {
         let connector = WebSocketConnector(timeout: timeout, maxMessageSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
@@ -73,7 +84,7 @@ public final class BridgeRPCClient: Sendable {
         let (outboundStream, core, url) = (self.outboundStream, self.core, self.url)
         let task = Task {
             do {
-                let close = try await connector.connect(to: target, pin: pin, token: token) { connection in
+                let close = try await connector.connect(to: target, pin: pin, credential: credential) { connection in
                     core.state.withLock { $0.certificatePin = connection.certificatePin }
                     openedContinuation.yield(.success(()))
                     try await withThrowingTaskGroup(of: Void.self) { group in

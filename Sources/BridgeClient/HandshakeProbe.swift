@@ -48,14 +48,14 @@ public struct HandshakeProbe: Sendable {
 
     /// How long one probe may take before it counts as failed.
     public var timeout: Duration
-    /// The bearer token to present, if the bridge wants one.
-    public var token: String?
+    /// What to present, if the bridge wants a token (a bearer token, or one bound to this client's DPoP key).
+    public var credential: BridgeCredential?
     private let logger: Logger
 
     /// Creates a probe.
-    public init(timeout: Duration = .seconds(3), token: String? = nil, logger: Logger = Logger(label: "oa-bridge.probe")) {
+    public init(timeout: Duration = .seconds(3), credential: BridgeCredential? = nil, logger: Logger = Logger(label: "oa-bridge.probe")) {
         self.timeout = timeout
-        self.token = token
+        self.credential = credential
         self.logger = logger
     }
 
@@ -71,7 +71,7 @@ public struct HandshakeProbe: Sendable {
     /// Probes every address of `service` (``ProbeRunner``): the result is the best attempt, with all of them in
     /// ``Result/probes``.
     public func probe(_ service: ResolvedService) async -> Result {
-        let report = await ProbeRunner(timeout: timeout, token: token, logger: logger).probe(service)
+        let report = await ProbeRunner(timeout: timeout, credential: credential, logger: logger).probe(service)
         guard let best = report.best else {
             return Result(ok: false, url: "", milliseconds: 0, error: "the service has no address")
         }
@@ -80,7 +80,7 @@ public struct HandshakeProbe: Sendable {
 
     /// Probes one URL: IPv4, a name, or an IPv6 address in brackets with its zone.
     public func probe(url: String) async -> Result {
-        Result(await ProbeRunner(timeout: timeout, token: token, logger: logger).probe(url: url))
+        Result(await ProbeRunner(timeout: timeout, credential: credential, logger: logger).probe(url: url))
     }
 
     /// The seed-dialect `initialize` request a phone sends first.

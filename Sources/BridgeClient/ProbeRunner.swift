@@ -12,8 +12,8 @@ import Logging
 public struct ProbeRunner: Sendable {
     /// How long one address may take: TCP, TLS, the upgrade and the `initialize` answer.
     public var timeout: Duration
-    /// The bearer token to present, if any.
-    public var token: String?
+    /// What to present (a bearer token, or one bound to this client's DPoP key), if anything.
+    public var credential: BridgeCredential?
     /// The pin to hold a `wss://` bridge to; `nil` trusts the certificate it presents (and reports its pin).
     public var pin: CertificatePin?
     private let logger: Logger
@@ -22,9 +22,9 @@ public struct ProbeRunner: Sendable {
     static let maxConcurrent = 8
 
     /// Creates a prober.
-    public init(timeout: Duration = .seconds(3), token: String? = nil, pin: CertificatePin? = nil, logger: Logger = Logger(label: "oa-bridge.probe")) {
+    public init(timeout: Duration = .seconds(3), credential: BridgeCredential? = nil, pin: CertificatePin? = nil, logger: Logger = Logger(label: "oa-bridge.probe")) {
         self.timeout = timeout
-        self.token = token
+        self.credential = credential
         self.pin = pin
         self.logger = logger
     }
@@ -85,7 +85,7 @@ public struct ProbeRunner: Sendable {
         let elapsed = { (ContinuousClock.now - start).inMilliseconds }
         var result = ProbeAttempt(address: target.host, url: target.url, outcome: .error, ms: 0)
         do {
-            let (answer, pin) = try await connector.connect(to: target, pin: pin, token: token) { connection in
+            let (answer, pin) = try await connector.connect(to: target, pin: pin, credential: credential) { connection in
                 try await connection.send(text: HandshakeProbe.initializeRequest)
                 let answer = try await ProbeRunner.firstText(connection, until: deadline)
                 return (answer, connection.certificatePin)

@@ -6,7 +6,7 @@ import Logging
 
 /// A paired client's credentials: exchanges a pairing token, keeps the access and refresh
 /// tokens in a private file (mode 0600; the Keychain plays this part on iOS), and refreshes the
-/// access token before it expires. Concurrent callers of ``accessToken()`` share one refresh.
+/// access token before it expires. Concurrent callers of ``credential()`` share one refresh.
 ///
 /// Over `https://` the exchange and every refresh are held to the bridge's certificate pin: the one from the QR
 /// code, or (trust on first use, when the QR code had none) the one the bridge presented at pairing. The pin is kept
@@ -14,7 +14,8 @@ import Logging
 ///
 /// Pairing makes this client's DPoP key (RFC 9449, ``DPoPClientKey``) in `dpop/` beside the credentials file and sends
 /// a proof with the exchange: a bridge that binds the family (`token_type` `DPoP`) gets a proof with every refresh, and
-/// the access token is registered with its ``DPoPClientBinding`` so that every connection sends it with one.
+/// ``credential()`` hands out the access token with that key (a ``BridgeCredential``), so that every connection made
+/// with it sends a proof.
 public actor TokenVault {
     /// What is kept on disk.
     public struct Credentials: Sendable, Codable, Equatable {
@@ -86,7 +87,7 @@ public actor TokenVault {
         let pending = keyName.map { _ in keyFile("dpop/.pending-\(UUID().uuidString).key") }
         let signer = try pending.map { file throws(DPoPClientKeyError) in try DPoPClientKey.create(at: file) } ?? DPoPSigner()
         do {
-            let newBinding = DPoPClientBinding(signer: signer)
+            let newBinding = DPoPClientBinding(signer: signer, now: now)
             let answer = try await newBinding.request(
                 "POST", url: bridge + "/api/auth/exchange", using: connector, pin: expected,
                 headers: ["Content-Type": "application/json"], body: Array(body))
@@ -101,11 +102,8 @@ public actor TokenVault {
                 } else if let pending {
                     try? FileManager.default.removeItem(at: pending)
                 }
-                if let previous = credentials?.tokens.accessToken { DPoPClientBinding.unregister(accessToken: previous) }
                 binding = bound ? newBinding : nil
-                let paired = try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description, dpopKey: bound ? (keyName ?? "") : nil))
-                if bound { DPoPClientBinding.register(newBinding, accessToken: tokens.accessToken) }
-                return paired
+                return try store(Credentials(bridge: bridge, tokens: tokens, pin: kept?.description, dpopKey: bound ? (keyName ?? "") : nil))
             case 202:
                 throw BridgeClientError.unauthorized("the desktop has to approve this device first ('oa-bridge devices approve' on the desktop), then pair again")
             default:
@@ -117,21 +115,18 @@ public actor TokenVault {
         }
     }
 
-    /// A valid access token, refreshed first if it is about to expire.
-    /// A token bound to this client's key is registered with its ``DPoPClientBinding`` first, so that connections
-    /// send it with a proof.
-    /// - Throws: ``DPoPClientKeyError`` when the tokens are bound and the key is gone or unusable.
-    public func accessToken() async throws -> String {
-        guard let credentials else {
+    /// What to present to the bridge: a valid access token (refreshed first if it is about to expire), with this
+    /// client's key when the family is bound to it.
+    /// - Throws: ``DPoPClientKeyError`` when the tokens are bound and the key is gone or unusable;
+    ///   ``BridgeClientError/unauthorized(_:)`` when not paired or the bridge refused the refresh.
+    public func credential() async throws -> BridgeCredential {
+        guard var credentials else {
             throw BridgeClientError.unauthorized("this client is not paired")
         }
-        if credentials.tokens.accessTokenExpiresAt.timeIntervalSince(now()) > refreshMargin {
-            if let binding = try loadedBinding() {
-                DPoPClientBinding.register(binding, accessToken: credentials.tokens.accessToken)
-            }
-            return credentials.tokens.accessToken
+        if credentials.tokens.accessTokenExpiresAt.timeIntervalSince(now()) <= refreshMargin {
+            credentials = try await refresh()
         }
-        return try await refresh().tokens.accessToken
+        return BridgeCredential(accessToken: credentials.tokens.accessToken, proofKey: try loadedBinding())
     }
 
     /// The binding of bound credentials (its key read from disk the first time); `nil` for unbound ones.
@@ -146,7 +141,7 @@ public actor TokenVault {
         } else {
             signer = try DPoPClientKey.load(from: keyFile(name))
         }
-        let loaded = DPoPClientBinding(signer: signer)
+        let loaded = DPoPClientBinding(signer: signer, now: now)
         binding = loaded
         return loaded
     }
@@ -179,14 +174,8 @@ public actor TokenVault {
             guard answer.status == 200 else { throw BridgeClientError.unauthorized(TokenVault.message(data, status: answer.status)) }
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: data)
             let bound = binding != nil && tokens.tokenType.caseInsensitiveCompare("DPoP") == .orderedSame
-            let kept = try self.store(Credentials(bridge: credentials.bridge, tokens: tokens, pin: credentials.pin,
-                                                  dpopKey: bound ? credentials.dpopKey : nil))
-            if let binding, bound {
-                DPoPClientBinding.register(binding, accessToken: tokens.accessToken, replacing: credentials.tokens.accessToken)
-            } else {
-                DPoPClientBinding.unregister(accessToken: credentials.tokens.accessToken)
-            }
-            return kept
+            return try self.store(Credentials(bridge: credentials.bridge, tokens: tokens, pin: credentials.pin,
+                                              dpopKey: bound ? credentials.dpopKey : nil))
         }
         refreshing = task
         defer { refreshing = nil }
@@ -196,7 +185,6 @@ public actor TokenVault {
     /// Forgets the credentials and deletes the file.
     public func forget() {
         if let credentials {
-            DPoPClientBinding.unregister(accessToken: credentials.tokens.accessToken)
             if let name = credentials.dpopKey, !name.isEmpty { try? FileManager.default.removeItem(at: keyFile(name)) }
         }
         credentials = nil

@@ -4,7 +4,7 @@ import NIOHTTP1
 import NIOPosix
 
 extension WebSocketConnector {
-    /// The answer to ``request(_:url:pin:headers:body:)``.
+    /// The answer to ``request(_:url:pin:credential:headers:body:)``.
     public struct Answer: Sendable, Hashable {
         /// The HTTP status.
         public var status: Int
@@ -16,7 +16,7 @@ extension WebSocketConnector {
         public var headers: [String: String] = [:]
     }
 
-    /// The largest answer body ``request(_:url:pin:headers:body:)`` accepts.
+    /// The largest answer body ``request(_:url:pin:credential:headers:body:)`` accepts.
     public static let maxAnswerSize = 1 << 20
 
     /// One HTTP/1.1 request to the bridge with the same address handling and pin check as a WebSocket: the pairing
@@ -26,25 +26,25 @@ extension WebSocketConnector {
     ///   - method: `GET`, `POST`, …
     ///   - url: `http://` or `https://`, the host as in ``Target``.
     ///   - pin: for `https://`, the pin to hold the bridge to; `nil` trusts the certificate (the answer says its pin).
+    ///   - credential: sent as `Authorization: Bearer`, or bound to a key as `Authorization: DPoP` with a proof (tried
+    ///     again with the bridge's nonce, or on its clock, as ``DPoPClientBinding/request(_:url:accessToken:using:pin:headers:body:)``
+    ///     says).
     /// - Throws: ``WebSocketConnectorError`` when no answer came (refused, timed out, another key than `pin`…).
-    ///
-    /// `Authorization: Bearer <token>` with a token bound to this client's DPoP key (``DPoPClientBinding``) is sent as
-    /// `Authorization: DPoP <token>` with a proof instead.
     public func request(
-        _ method: String, url: String, pin: CertificatePin? = nil, headers: [String: String] = [:], body: [UInt8] = []
+        _ method: String, url: String, pin: CertificatePin? = nil, credential: BridgeCredential? = nil,
+        headers: [String: String] = [:], body: [UInt8] = []
     ) async throws -> Answer {
-        if let bearer = headers["Authorization"], bearer.hasPrefix("Bearer ") {
-            let token = String(bearer.dropFirst("Bearer ".count))
-            if let binding = DPoPClientBinding.binding(for: token) {
-                var rest = headers
-                rest["Authorization"] = nil
-                return try await binding.request(method, url: url, accessToken: token, using: self, pin: pin, headers: rest, body: body)
-            }
+        guard let credential else { return try await requestOnce(method, url: url, pin: pin, headers: headers, body: body) }
+        guard let binding = credential.proofKey else {
+            var sent = headers
+            sent["Authorization"] = credential.authorization
+            return try await requestOnce(method, url: url, pin: pin, headers: sent, body: body)
         }
-        return try await requestOnce(method, url: url, pin: pin, headers: headers, body: body)
+        return try await binding.request(
+            method, url: url, accessToken: credential.accessToken, using: self, pin: pin, headers: headers, body: body)
     }
 
-    /// One request as it is given (see ``request(_:url:pin:headers:body:)``).
+    /// One request as it is given (see ``request(_:url:pin:credential:headers:body:)``).
     func requestOnce(
         _ method: String, url: String, pin: CertificatePin? = nil, headers: [String: String] = [:], body: [UInt8] = []
     ) async throws -> Answer {

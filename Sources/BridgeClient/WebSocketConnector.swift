@@ -53,41 +53,83 @@ public struct WebSocketConnector: Sendable {
     ///   - pin: for `wss://`, the pin stored at pairing (`sha256/…`): a certificate with another key is refused with
     ///     ``WebSocketConnectorError/pinMismatch(expected:seen:)``. `nil` is trust on first use: any certificate is
     ///     accepted and its pin is ``Connection/certificatePin``, to show and to store.
-    ///   - token: sent as `Authorization: Bearer` (never logged); a token bound to this client's DPoP key
-    ///     (``DPoPClientBinding``) as `Authorization: DPoP` with a proof, sent once more with the bridge's nonce when
-    ///     it asks for one (`use_dpop_nonce`).
+    ///   - credential: the access token (never logged), sent as `Authorization: Bearer`, or, bound to a key
+    ///     (``BridgeCredential/proofKey``), as `Authorization: DPoP` with a proof: tried once more with the bridge's
+    ///     nonce when it asks for one (`use_dpop_nonce`), and once on the bridge's clock when it refused the proof
+    ///     (`invalid_dpop_proof`) and its clock is seconds away from this one's.
     ///   - headers: more request header fields.
     ///   - body: what to do with the connection.
     public func connect<Result: Sendable>(
-        to target: Target, pin: CertificatePin? = nil, token: String? = nil, headers: [String: String] = [:],
+        to target: Target, pin: CertificatePin? = nil, credential: BridgeCredential? = nil, headers: [String: String] = [:],
         _ body: (Connection) async throws -> Result
     ) async throws -> Result {
-        guard let token, let binding = DPoPClientBinding.binding(for: token) else {
-            return try await connectOnce(to: target, pin: pin, token: token, headers: headers, binding: nil, body)
+        guard let credential, let binding = credential.proofKey else {
+            var sent = headers
+            if let credential { sent["Authorization"] = credential.authorization }
+            return try await connectOnce(to: target, pin: pin, headers: sent, body).get()
         }
         let uri = DPoPClientBinding.uri(of: target)
         var bound = headers
-        bound["Authorization"] = "DPoP \(token)"
-        bound["DPoP"] = try await binding.proof(method: "GET", url: uri, accessToken: token)
-        do {
-            return try await connectOnce(to: target, pin: pin, token: nil, headers: bound, binding: binding, body)
-        } catch WebSocketConnectorError.upgradeRefused(_, "use_dpop_nonce"?, _) {
-            bound["DPoP"] = try await binding.proof(method: "GET", url: uri, accessToken: token)
-            return try await connectOnce(to: target, pin: pin, token: nil, headers: bound, binding: binding, body)
+        bound["Authorization"] = credential.authorization
+        var retriedForNonce = false
+        var retriedForClock = false
+        while true {
+            bound["DPoP"] = try await binding.proof(method: "GET", url: uri, accessToken: credential.accessToken)
+            let outcome = try await connectOnce(to: target, pin: pin, headers: bound, body)
+            guard case .refused(let refusal) = outcome else { return try outcome.get() }
+            binding.noteNonce(refusal.dpopNonce)
+            switch refusal.bridgeError.error {
+            case "use_dpop_nonce" where !retriedForNonce && refusal.dpopNonce != nil:
+                retriedForNonce = true
+            case "invalid_dpop_proof" where !retriedForClock:
+                // The bridge's clock: the refusal's `Date`, else its `/api/health` answer's.
+                var date = refusal.date
+                if date == nil { date = await serverDate(of: target, pin: pin) }
+                guard binding.correctClock(byServerDate: date) else { return try outcome.get() }
+                retriedForClock = true
+            default:
+                return try outcome.get()
+            }
         }
     }
 
-    /// One attempt of ``connect(to:pin:token:headers:_:)``; a refusal's `DPoP-Nonce` is kept in `binding`.
-    private func connectOnce<Result: Sendable>(
-        to target: Target, pin: CertificatePin?, token: String?, headers: [String: String], binding: DPoPClientBinding?,
+    /// Connects to `target` with `token` sent as `Authorization: Bearer` (see ``connect(to:pin:credential:headers:_:)``).
+    public func connect<Result: Sendable>(
+        to target: Target, pin: CertificatePin? = nil, token: String?, headers: [String: String] = [:],
         _ body: (Connection) async throws -> Result
     ) async throws -> Result {
+        try await connect(to: target, pin: pin, credential: token.map(BridgeCredential.bearer), headers: headers, body)
+    }
+
+    /// The bridge's `Date` from `GET /api/health` (a bridge's upgrade refusal may carry none), or `nil`.
+    private func serverDate(of target: Target, pin: CertificatePin?) async -> String? {
+        let base = (target.isSecure ? "https://" : "http://") + target.authority
+        return try? await requestOnce("GET", url: base + "/api/health", pin: pin).headers["date"]
+    }
+
+    /// How one attempt ended: `body`'s result, or the bridge's answer other than `101`.
+    private enum Outcome<Result: Sendable> {
+        case done(Result)
+        case refused(Refusal)
+
+        func get() throws -> Result {
+            switch self {
+            case .done(let result): return result
+            case .refused(let refusal): throw WebSocketConnector.error(for: refusal)
+            }
+        }
+    }
+
+    /// One attempt of ``connect(to:pin:credential:headers:_:)`` with `headers` as they are.
+    private func connectOnce<Result: Sendable>(
+        to target: Target, pin: CertificatePin?, headers: [String: String], _ body: (Connection) async throws -> Result
+    ) async throws -> Outcome<Result> {
         var logger = self.logger
         logger[metadataKey: "address"] = "\(target.displayAddress)"
         logger[metadataKey: "tls"] = "\(target.isSecure)"
         let attempt = Attempt(target: target, pin: pin, timeout: timeout)
         let context = try attempt.tlsContext()
-        let request = WebSocketConnector.requestHead(target: target, token: token, headers: headers)
+        let request = WebSocketConnector.requestHead(target: target, headers: headers)
         let maxMessageSize = self.maxMessageSize
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Pending> = { channel in
             channel.eventLoop.makeCompletedFuture {
@@ -121,9 +163,8 @@ public struct WebSocketConnector: Sendable {
             case .refused(let refusal):
                 let answer = try await refusal.get()
                 pending.channel.close(promise: nil)
-                binding?.noteNonce(answer.dpopNonce)
                 logger.debug("websocket upgrade refused", metadata: ["status": "\(answer.status)"])
-                throw WebSocketConnector.error(for: answer)
+                return .refused(answer)
             }
         } catch let error as WebSocketConnectorError {
             pending.channel.close(promise: nil)
@@ -135,7 +176,7 @@ public struct WebSocketConnector: Sendable {
         try Task.checkCancellation()
         logger.debug("websocket open", metadata: ["pin": "\(attempt.seenPin?.description ?? "-")"])
         let pingInterval = self.pingInterval
-        return try await upgraded.executeThenClose { inbound, _ in
+        return .done(try await upgraded.executeThenClose { inbound, _ in
             let connection = Connection(
                 target: target, certificatePin: attempt.seenPin, channel: upgraded.channel,
                 inbound: inbound, maxMessageSize: maxMessageSize)
@@ -146,15 +187,23 @@ public struct WebSocketConnector: Sendable {
                 defer { group.cancelAll() }
                 return try await body(connection)
             }
-        }
+        })
     }
 
-    /// Connects to the URL `url`; see ``connect(to:pin:token:headers:_:)``.
+    /// Connects to the URL `url`; see ``connect(to:pin:credential:headers:_:)``.
     public func connect<Result: Sendable>(
-        url: String, pin: CertificatePin? = nil, token: String? = nil, headers: [String: String] = [:],
+        url: String, pin: CertificatePin? = nil, credential: BridgeCredential? = nil, headers: [String: String] = [:],
         _ body: (Connection) async throws -> Result
     ) async throws -> Result {
-        try await connect(to: try Target(url: url), pin: pin, token: token, headers: headers, body)
+        try await connect(to: try Target(url: url), pin: pin, credential: credential, headers: headers, body)
+    }
+
+    /// Connects to the URL `url` with `token` as `Authorization: Bearer`; see ``connect(to:pin:credential:headers:_:)``.
+    public func connect<Result: Sendable>(
+        url: String, pin: CertificatePin? = nil, token: String?, headers: [String: String] = [:],
+        _ body: (Connection) async throws -> Result
+    ) async throws -> Result {
+        try await connect(to: try Target(url: url), pin: pin, credential: token.map(BridgeCredential.bearer), headers: headers, body)
     }
 
     /// Pings every `interval`; closes the connection when the previous ping got no pong.
@@ -174,12 +223,11 @@ public struct WebSocketConnector: Sendable {
     }
 
     /// The upgrade request: `Host` (an IPv6 zone as `%25`, RFC 6874), `Origin` as browsers and earlier clients
-    /// send it, `Authorization` when there is a token, and the permessage-deflate offer (RFC 7692).
-    static func requestHead(target: Target, token: String?, headers extra: [String: String]) -> HTTPRequestHead {
+    /// send it, the permessage-deflate offer (RFC 7692), and `extra` (`Authorization`, `DPoP`, …).
+    static func requestHead(target: Target, headers extra: [String: String]) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: target.authority)
         headers.add(name: "Origin", value: target.origin)
-        if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
         headers.add(name: PerMessageDeflateNegotiation.headerName, value: PerMessageDeflateNegotiation.clientOffer)
         for (name, value) in extra.sorted(by: { $0.key < $1.key }) { headers.replaceOrAdd(name: name, value: value) }
         return HTTPRequestHead(version: .http1_1, method: .GET, uri: target.path, headers: headers)

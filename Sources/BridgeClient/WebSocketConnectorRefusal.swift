@@ -11,6 +11,8 @@ extension WebSocketConnector {
         var body: [UInt8]
         /// The bridge's `DPoP-Nonce` header, if it sent one (RFC 9449 §8).
         var dpopNonce: String? = nil
+        /// The bridge's `Date` header, if it sent one: its clock, to correct a DPoP proof's `iat` by.
+        var date: String? = nil
 
         /// The bridge's `{"error":…,"message":…}`, when the body is that JSON.
         var bridgeError: (error: String?, message: String?) {
@@ -30,6 +32,7 @@ extension WebSocketConnector {
         private let promise: EventLoopPromise<Refusal>
         private var status: Int?
         private var dpopNonce: String?
+        private var date: String?
         private var body: [UInt8] = []
         private var completed = false
 
@@ -42,6 +45,7 @@ extension WebSocketConnector {
             case .head(let head):
                 status = Int(head.status.code)
                 dpopNonce = head.headers.first(name: "DPoP-Nonce")
+                date = head.headers.first(name: "Date")
             case .body(let buffer):
                 let room = RefusalCollector.maximumBody - body.count
                 if room > 0 { body += buffer.readableBytesView.prefix(room) }
@@ -68,7 +72,7 @@ extension WebSocketConnector {
             guard !completed else { return }
             completed = true
             if let status {
-                promise.succeed(Refusal(status: status, body: body, dpopNonce: dpopNonce))
+                promise.succeed(Refusal(status: status, body: body, dpopNonce: dpopNonce, date: date))
             } else {
                 promise.fail(WebSocketConnectorError.protocolViolation("the upgrade was answered without a status line"))
             }

@@ -109,12 +109,12 @@ extension Doctor {
     ) async -> DoctorCheck {
         let vault = TokenVault(file: saved.credentialsFile(for: bridge))
         let pairAgain = "pair again: scan the QR code 'oa-bridge pair' shows on the desktop (or 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints)"
-        var headers: [String: String] = [:]
+        var credential: BridgeCredential?
         var device: String?
         if let credentials = await vault.current {
             device = credentials.tokens.deviceID
             do {
-                headers["Authorization"] = "Bearer " + (try await vault.accessToken())
+                credential = try await vault.credential()
             } catch let error as BridgeClientError {
                 return DoctorCheck(name: name, status: .fail, detail: "answers at \(reached)\(pinText), but refused to renew this device's token: \(error.description)",
                                    fix: pairAgain)
@@ -127,7 +127,7 @@ extension Doctor {
         }
         let status: WebSocketConnector.Answer
         do {
-            status = try await connector.request("GET", url: reached + "/api/status", pin: pin, headers: headers)
+            status = try await connector.request("GET", url: reached + "/api/status", pin: pin, credential: credential)
         } catch {
             return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but the token could not be checked: \(Doctor.words(for: error))",
                                fix: "run 'oa-bridge doctor' again; if it persists, 'oa-bridge connect \(TerminalText.escapedLine(bridge.name))' shows the failure")

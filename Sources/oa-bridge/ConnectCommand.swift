@@ -203,13 +203,13 @@ struct ConnectCommand: AsyncParsableCommand {
                 }
             }
             await ConnectStdio(
-                candidates: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault),
+                candidates: candidates, options: options, credential: BridgeClientSession.credential(given: token, vault: vault),
                 nothingFound: nothingFound, logger: logger, remember: remember
             ).run()
             return
         }
         let session = try await BridgeClientSession.connect(
-            to: candidates, options: options, token: BridgeClientSession.token(given: token, vault: vault), logger: logger)
+            to: candidates, options: options, credential: BridgeClientSession.credential(given: token, vault: vault), logger: logger)
         defer { session.close() }
         let connected = session.first
         // Remember where it answered, under its identity (the pin it presented), for plain 'connect' next time.

@@ -8,14 +8,14 @@ import Logging
 struct ConnectStdio {
     let candidates: [BridgeEndpoint]
     let options: BridgeSessionOptions
-    let token: @Sendable () async throws -> String?
+    let credential: @Sendable () async throws -> BridgeCredential?
     let nothingFound: String
     let logger: Logger
     let remember: @Sendable (BridgeEndpoint, CertificatePin?) async -> Void
 
     func run() async {
         let relay = ACPRelay(
-            candidates: candidates, options: options, token: token, logger: logger, noCandidates: nothingFound,
+            candidates: candidates, options: options, credential: credential, logger: logger, noCandidates: nothingFound,
             output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
             onEvent: { event in ConnectStdio.report(event, remember: remember) })
         await relay.run(lines: ConnectStdio.standardInputLines())

@@ -25,7 +25,7 @@ struct ACPRelayTests {
 
     func relay(_ editor: Editor, candidates: [BridgeEndpoint] = []) -> ACPRelay {
         ACPRelay(candidates: candidates, options: BridgeSessionOptions(reconnectPolicy: ReconnectPolicy(maximumAttempts: 0)),
-                 token: { nil }, logger: Logger(label: "test"), noCandidates: "no bridge found: give an address", output: editor.output)
+                 credential: { nil }, logger: Logger(label: "test"), noCandidates: "no bridge found: give an address", output: editor.output)
     }
 
     @Test("a request before initialize is answered -32600 with its own id, a notification is dropped, nothing is sent")

@@ -85,22 +85,48 @@ struct DPoPClientTests {
         #expect(DPoPClientBinding.httpURI("ws://h:1/a") == "http://h:1/a")
     }
 
-    @Test("the access tokens a vault registered are found, replaced at a refresh and forgotten; the registry is bounded")
-    func registry() {
-        let binding = DPoPClientBinding(signer: DPoPSigner())
-        let first = "oa_s_" + UUID().uuidString
-        let second = "oa_s_" + UUID().uuidString
-        DPoPClientBinding.register(binding, accessToken: first)
-        #expect(DPoPClientBinding.binding(for: first) === binding)
-        DPoPClientBinding.register(binding, accessToken: second, replacing: first)
-        #expect(DPoPClientBinding.binding(for: first) == nil)
-        #expect(DPoPClientBinding.binding(for: second) === binding)
-        DPoPClientBinding.unregister(accessToken: second)
-        #expect(DPoPClientBinding.binding(for: second) == nil)
-        let many = (0..<(DPoPClientBinding.registryLimit + 10)).map { "oa_s_many_\($0)_\(UUID().uuidString)" }
-        for token in many { DPoPClientBinding.register(binding, accessToken: token) }
-        #expect(many.filter { DPoPClientBinding.binding(for: $0) != nil }.count <= DPoPClientBinding.registryLimit)
-        for token in many { DPoPClientBinding.unregister(accessToken: token) }
+    @Test("a credential names its scheme: Bearer alone, DPoP with a key; it never prints its token")
+    func credential() {
+        let bearer = BridgeCredential.bearer("oa_s_secret")
+        #expect(bearer.scheme == "Bearer" && bearer.authorization == "Bearer oa_s_secret" && bearer.proofKey == nil)
+        let bound = BridgeCredential(accessToken: "oa_s_secret", proofKey: DPoPClientBinding(signer: DPoPSigner()))
+        #expect(bound.scheme == "DPoP" && bound.authorization == "DPoP oa_s_secret")
+        #expect(!"\(bound)".contains("oa_s_secret") && !"\(bearer)".contains("oa_s_secret"))
+    }
+
+    @Test("a clock 10 minutes behind is corrected by the bridge's Date, and its proofs then pass the bridge's iat check")
+    func clockCorrected() async throws {
+        let server = Date(timeIntervalSince1970: 1_795_000_000)
+        let binding = DPoPClientBinding(signer: DPoPSigner(), now: { server.addingTimeInterval(-600) })
+        let nonces = DPoPNonceSource()
+        binding.noteNonce(nonces.current(at: server))
+        let request = DPoPRequest(method: "GET", uri: "https://h:1/", accessToken: "oa_s_token")
+        // On its own clock the proof is 10 minutes old: refused.
+        await #expect(throws: DPoPError.self) {
+            _ = try await DPoPVerifier(nonces: nonces).check(
+                try await binding.proof(method: "GET", url: "wss://h:1/", accessToken: "oa_s_token"), for: request, now: server)
+        }
+        let date = "Wed, 18 Nov 2026 11:06:40 GMT"
+        #expect(DPoPClientBinding.httpDate(date) == server)
+        #expect(binding.correctClock(byServerDate: date))
+        #expect(binding.clockOffset == 600)
+        // A second look at the same clock changes nothing (no second retry for it).
+        #expect(!binding.correctClock(byServerDate: date))
+        let checked = try await DPoPVerifier(nonces: nonces).check(
+            try await binding.proof(method: "GET", url: "wss://h:1/", accessToken: "oa_s_token"), for: request, now: server)
+        #expect(checked.claims.iat == Int64(server.timeIntervalSince1970))
+        // Seconds apart (an HTTP date's rounding) or no date at all: nothing to correct.
+        let close = DPoPClientBinding(signer: DPoPSigner(), now: { server.addingTimeInterval(-2) })
+        #expect(!close.correctClock(byServerDate: date) && close.clockOffset == 0)
+        #expect(!close.correctClock(byServerDate: "yesterday") && !close.correctClock(byServerDate: nil))
+    }
+
+    @Test("the RFC 9449 error of an answer: WWW-Authenticate's error, else the JSON body's")
+    func dpopError() {
+        #expect(DPoPClientBinding.dpopError(.init(status: 401, body: [], headers: [
+            "www-authenticate": #"DPoP error="invalid_dpop_proof", algs="ES256""#])) == "invalid_dpop_proof")
+        #expect(DPoPClientBinding.dpopError(.init(status: 400, body: Array(#"{"error":"invalid_dpop_proof"}"#.utf8))) == "invalid_dpop_proof")
+        #expect(DPoPClientBinding.dpopError(.init(status: 200, body: Array(#"{"error":"invalid_dpop_proof"}"#.utf8))) == nil)
     }
 
     @Test("an answer asks for the nonce: 400 use_dpop_nonce (exchange, refresh) or 401 WWW-Authenticate, with DPoP-Nonce")

@@ -14,7 +14,8 @@ struct WebSocketConnectorTargetTests {
         #expect(target.origin == "ws://[fe80::1]")
         #expect(target.displayAddress == "[fe80::1%eth0]:9099")
         #expect(target.url == "ws://[fe80::1%25eth0]:9099/path?x=1")
-        let head = WebSocketConnector.requestHead(target: target, token: "oa_at_x", headers: [:])
+        let head = WebSocketConnector.requestHead(
+            target: target, headers: ["Authorization": BridgeCredential.bearer("oa_at_x").authorization])
         #expect(head.headers["Host"] == ["[fe80::1%25eth0]:9099"])
         #expect(head.headers["Authorization"] == ["Bearer oa_at_x"])
         #expect(head.uri == "/path?x=1")

@@ -25,7 +25,7 @@ struct BridgeClientSessionTests {
             let tokenAsked = Mutex(0)
             let session = try await BridgeClientSession.connect(
                 to: candidates, options: BridgeSessionOptions(clientName: "session-test", pingInterval: nil),
-                token: {
+                credential: {
                     tokenAsked.withLock { $0 += 1 }
                     return nil
                 },
@@ -59,7 +59,7 @@ struct BridgeClientSessionTests {
         await #expect(throws: BridgeClientError.self) {
             _ = try await BridgeClientSession.connect(
                 to: [try BridgeEndpoint.manual("127.0.0.1:\(dead)")], options: BridgeSessionOptions(pingInterval: nil),
-                token: { nil }, logger: Logger(label: "test.session"))
+                credential: { nil }, logger: Logger(label: "test.session"))
         }
     }
 }

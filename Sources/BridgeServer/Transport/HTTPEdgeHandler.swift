@@ -37,8 +37,14 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private weak var connectionGuard: ConnectionGuard?
     /// A request's head came and its end has not.
     private var inRequest = false
-    /// The request in progress: dropped (answered here) or passed on, its answer started, its body, HEAD or not.
-    private var request: RequestInProgress
+    /// The request in progress is dropped (answered here); its parts are not passed on.
+    private var dropping = false
+    /// The answer to the request in progress has started (a final status, not `100`).
+    private var responded = false
+    /// Body bytes of the request in progress.
+    private var bodyBytes = 0
+    /// The request in progress is a HEAD: its answer goes out without a body.
+    private var isHead = false
     /// The connection closes after the answer in progress (HTTP/1.0 without keep-alive).
     private var closeAfterResponse = false
     /// The connection is closing (an answer of ours went out): nothing more is read or answered.
@@ -46,7 +52,6 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(maxBodySize: Int, connectionGuard: ConnectionGuard?) {
         self.maxBodySize = maxBodySize
-        self.request = RequestInProgress(maxBodySize: maxBodySize)
         self.connectionGuard = connectionGuard
     }
 
@@ -55,15 +60,18 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(var head):
             inRequest = true
-            request.start()
+            dropping = false
+            responded = false
+            bodyBytes = 0
+            isHead = false
             closeAfterResponse = false
             if let refusal = refusal(for: head) {
-                request.drop()
+                dropping = true
                 return answer(context, refusal.status, headers: refusal.headers)
             }
             if let busy = connectionGuard?.probationRefusal, !Self.isWebSocketUpgrade(head) {
                 // A connection on a reserve place that does not ask for a WebSocket (ConnectionAdmission).
-                request.drop()
+                dropping = true
                 var headers = HTTPHeaders()
                 for field in busy.headers { headers.add(name: field.name.rawName, value: field.value) }
                 headers.add(name: "content-type", value: "application/json")
@@ -73,18 +81,23 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
             adjust(&head, context)
             context.fireChannelRead(wrapInboundOut(.head(head)))
         case .body(let body):
-            switch request.body(body.readableBytes) {
-            case .pass: context.fireChannelRead(data)
-            case .drop: return
-            case .refuseTooLarge: answer(context, .payloadTooLarge)
-            case .closeTooLarge:
-                closing = true
-                context.close(promise: nil)
+            bodyBytes += body.readableBytes
+            if !dropping, bodyBytes > maxBodySize {
+                dropping = true
+                if responded {
+                    closing = true
+                    context.close(promise: nil)
+                } else {
+                    answer(context, .payloadTooLarge)
+                }
+                return
             }
+            guard !dropping else { return }
+            context.fireChannelRead(data)
         case .end:
             inRequest = false
             connectionGuard?.requestEnded()
-            guard !request.dropping else { return }
+            guard !dropping else { return }
             context.fireChannelRead(data)
         }
     }
@@ -92,7 +105,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard let error = error as? HTTPParserError else { return context.fireErrorCaught(error) }
         guard !closing else { return }
-        if request.responded {
+        if responded {
             // The request was answered already: one response per request.
             closing = true
             context.close(promise: nil)
@@ -108,13 +121,13 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch unwrapOutboundIn(data) {
         case .head(var head):
-            request.answerStarted(final: head.status.code >= 200 || head.status == .switchingProtocols)
+            if head.status.code >= 200 || head.status == .switchingProtocols { responded = true }
             if closeAfterResponse, head.status.code >= 200 {
                 head.headers.replaceOrAdd(name: "connection", value: "close")
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
-            if request.isHead {
+            if isHead {
                 promise?.succeed()
             } else {
                 context.write(data, promise: promise)
@@ -158,7 +171,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         Self.takingTheTargetsAuthority(&head)
         if head.method == .HEAD {
             head.method = .GET
-            request.isHead = true
+            isHead = true
         }
         // An Upgrade the bridge does not take is not there (RFC 9110 §7.8: a server may ignore it).
         let upgrades = head.headers["upgrade"]
@@ -217,7 +230,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if !body.isEmpty {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         }
-        request.answerStarted(final: true)
+        responded = true
         closing = true
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loopBound.value.close(promise: nil) }
