@@ -25,9 +25,6 @@ public enum ProbeOutcome: String, Sendable, Hashable, Codable, CaseIterable, Cus
         }
     }
 
-    /// Whether a bridge answered on that address at all (`answered` or `needs_pairing`).
-    public var bridgeIsThere: Bool { self == .answered || self == .needsPairing }
-
     /// The outcome a connector error stands for.
     public init(_ error: WebSocketConnectorError) {
         switch error {

@@ -58,5 +58,4 @@ public struct PairingPayload: Sendable, Equatable, Codable {
         guard let data = try? encoder.encode(self) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
-
 }

@@ -58,10 +58,6 @@ struct JSONWriter {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    mutating func writeRaw(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
-    }
-
     private mutating func writeASCII(_ text: String) {
         bytes.append(contentsOf: text.utf8)
     }

@@ -4,6 +4,7 @@
 // (and stamping latencies) happens right there, on the event loop, so the figure stays the server's.
 
 import CoreFoundation
+import Dispatch
 import Foundation
 import NIOCore
 import NIOPosix

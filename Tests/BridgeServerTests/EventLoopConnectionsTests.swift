@@ -3,7 +3,7 @@ import Testing
 
 /// ``BridgeServerConfiguration/eventLoopConnections``: the first connections run on their event loop, the ones that
 /// open while that many are open do not (the bridge says which at debug level).
-@Suite struct EventLoopConnectionsTests {
+@Suite(.tags(.loopback)) struct EventLoopConnectionsTests {
     static let onLoop = "connection runs on its event loop"
 
     @Test("only connections opened while at most eventLoopConnections are open run on their event loop")

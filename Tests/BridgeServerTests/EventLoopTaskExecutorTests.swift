@@ -14,7 +14,7 @@ private actor Probe {
 
 /// A connection's task prefers its channel's event loop (issue 14 goal 1): these check that it really runs there,
 /// after suspensions and inside a free default actor like the hub, and that an explicit preference moves work off it.
-@Suite struct EventLoopTaskExecutorTests {
+@Suite(.tags(.unit)) struct EventLoopTaskExecutorTests {
     @Test func taskRunsOnItsLoop() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         for loop in [group.next(), group.next()] {

@@ -59,7 +59,7 @@ enum LoopbackHTTP {
             guard count > 0 else { throw Failure(message: "send failed") }
             sent += count
         }
-        var data = [UInt8]()
+        var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         // To the server's close, or a complete Content-Length body (an upgrade refusal may keep the socket open).
         for _ in 0..<10_000 {

@@ -376,7 +376,7 @@ enum PairingHTTP {
             guard count > 0 else { throw Failure(message: "send failed") }
             sent += count
         }
-        var data = [UInt8]()
+        var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         for _ in 0..<10_000 {
             let count = recv(fd, &buffer, buffer.count, 0)

@@ -119,7 +119,7 @@ struct SessionTests {
                 var cancelAnswered = false
                 var stopReason: JSONValue?
                 let deadline = ContinuousClock.now + .seconds(10)
-                while (stopReason == nil || !cancelAnswered), ContinuousClock.now < deadline {
+                while stopReason == nil || !cancelAnswered, ContinuousClock.now < deadline {
                     let frame = try await client.next()
                     if frame["id"] == "c" {
                         cancelAnswered = frame["result"] == .null

@@ -7,10 +7,6 @@ public enum BridgeMethod {
     public static let sessionClosed = "_oa/session_closed"
     /// Request, no params: answered `{}` at once, before `initialize` too (the web app's heartbeat).
     public static let ping = "_oa/ping"
-    /// Formerly a notification showing another client's prompt (not sequenced, not replayed); no longer sent: every
-    /// prompt is recorded in the session's replay as a `session/update` with a `user_message_chunk` and
-    /// `_meta.oa = {"origin": "bridge", "promptId"}`, sent to every attached client.
-    public static let userMessage = "_oa/user_message"
     /// Notification: a prompt ended while the client that sent it was gone (`sessionId`, `stopReason`).
     public static let promptFinished = "_oa/prompt_finished"
     /// Error code of `_oa/session/resume` when the replay buffer no longer reaches back to `lastSeq + 1`.

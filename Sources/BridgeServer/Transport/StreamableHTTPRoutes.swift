@@ -35,8 +35,12 @@ struct StreamableHTTPRoutes {
         "session/prompt", "session/cancel", "session/set_mode", "session/set_config_option", "session/close",
         "session/set_model",
     ]
+    // Valid field names, so HTTPField.Name's failable initializer cannot fail for them.
+    // swift-format-ignore: NeverForceUnwrap
     static let connectionHeader = HTTPField.Name("Acp-Connection-Id")!
+    // swift-format-ignore: NeverForceUnwrap
     static let sessionHeader = HTTPField.Name("Acp-Session-Id")!
+    // swift-format-ignore: NeverForceUnwrap
     static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
     /// How often an idle stream gets a comment (proxies close quiet connections).
     static let keepalive = TimeAmount.seconds(15)
