@@ -28,16 +28,14 @@ final class HTTP2StreamGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let logger: Logger
     private var timer: Scheduled<Void>?
     private var ended = false
-    private var dropping = false
-    private var responded = false
-    private var isHead = false
-    private var bodyBytes = 0
+    private var request: RequestInProgress
 
     /// A guard for one stream (see the type's documentation); `busy` is the answer to every request on a connection
     /// on probation.
     init(timeout: TimeAmount, maxBodySize: Int, busy: JSONErrorResponse?, logger: Logger) {
         self.timeout = timeout
         self.maxBodySize = maxBodySize
+        self.request = RequestInProgress(maxBodySize: maxBodySize)
         self.busy = busy
         self.logger = logger
     }
@@ -59,32 +57,26 @@ final class HTTP2StreamGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(var head):
             if let refusal = refusal(for: head) {
-                dropping = true
+                request.drop()
                 return answer(context, refusal)
             }
             if head.method == .head {
                 head.method = .get
-                isHead = true
+                request.isHead = true
             }
             context.fireChannelRead(wrapInboundOut(.head(head)))
         case .body(let body):
-            bodyBytes += body.readableBytes
-            if !dropping, bodyBytes > maxBodySize {
-                dropping = true
-                if responded {
-                    context.close(promise: nil)
-                } else {
-                    answer(context, Self.tooLarge(maxBodySize))
-                }
-                return
+            switch request.body(body.readableBytes) {
+            case .pass: context.fireChannelRead(data)
+            case .drop: return
+            case .refuseTooLarge: answer(context, Self.tooLarge(maxBodySize))
+            case .closeTooLarge: context.close(promise: nil)
             }
-            guard !dropping else { return }
-            context.fireChannelRead(data)
         case .end:
             ended = true
             timer?.cancel()
             timer = nil
-            guard !dropping else { return }
+            guard !request.dropping else { return }
             context.fireChannelRead(data)
         }
     }
@@ -92,10 +84,10 @@ final class HTTP2StreamGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
-            if head.status.kind != .informational { responded = true }
+            request.answerStarted(final: head.status.kind != .informational)
             context.write(data, promise: promise)
         case .body:
-            if isHead {
+            if request.isHead {
                 promise?.succeed()
             } else {
                 context.write(data, promise: promise)
@@ -132,15 +124,12 @@ final class HTTP2StreamGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Writes `refusal` as the stream's response; a stream whose request is still arriving is then reset.
     private func answer(_ context: ChannelHandlerContext, _ refusal: JSONErrorResponse) {
-        guard !responded else { return }
-        responded = true
-        let body = context.channel.allocator.buffer(string: refusal.bodyText)
-        var fields = refusal.headers
-        fields[.contentType] = "application/json"
-        fields[.cacheControl] = "no-store"
-        fields[.contentLength] = "\(isHead ? 0 : body.readableBytes)"
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: refusal.status, headerFields: fields))), promise: nil)
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+        guard !request.responded else { return }
+        request.answerStarted(final: true)
+        var head = refusal.head()
+        if request.isHead { head.headerFields[.contentLength] = "0" }
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(refusal.body)), promise: nil)
         let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
             let (handler, context) = loopBound.value

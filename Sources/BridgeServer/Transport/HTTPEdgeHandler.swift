@@ -37,14 +37,8 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private weak var connectionGuard: ConnectionGuard?
     /// A request's head came and its end has not.
     private var inRequest = false
-    /// The request in progress is dropped (answered here); its parts are not passed on.
-    private var dropping = false
-    /// The answer to the request in progress has started (a final status, not `100`).
-    private var responded = false
-    /// Body bytes of the request in progress.
-    private var bodyBytes = 0
-    /// The request in progress is a HEAD: its answer goes out without a body.
-    private var isHead = false
+    /// The request in progress: dropped (answered here) or passed on, its answer started, its body, HEAD or not.
+    private var request: RequestInProgress
     /// The connection closes after the answer in progress (HTTP/1.0 without keep-alive).
     private var closeAfterResponse = false
     /// The connection is closing (an answer of ours went out): nothing more is read or answered.
@@ -52,6 +46,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     init(maxBodySize: Int, connectionGuard: ConnectionGuard?) {
         self.maxBodySize = maxBodySize
+        self.request = RequestInProgress(maxBodySize: maxBodySize)
         self.connectionGuard = connectionGuard
     }
 
@@ -60,18 +55,15 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(var head):
             inRequest = true
-            dropping = false
-            responded = false
-            bodyBytes = 0
-            isHead = false
+            request.start()
             closeAfterResponse = false
             if let refusal = refusal(for: head) {
-                dropping = true
+                request.drop()
                 return answer(context, refusal.status, headers: refusal.headers)
             }
             if let busy = connectionGuard?.probationRefusal, !Self.isWebSocketUpgrade(head) {
                 // A connection on a reserve place that does not ask for a WebSocket (ConnectionAdmission).
-                dropping = true
+                request.drop()
                 var headers = HTTPHeaders()
                 for field in busy.headers { headers.add(name: field.name.rawName, value: field.value) }
                 headers.add(name: "content-type", value: "application/json")
@@ -81,23 +73,18 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
             adjust(&head, context)
             context.fireChannelRead(wrapInboundOut(.head(head)))
         case .body(let body):
-            bodyBytes += body.readableBytes
-            if !dropping, bodyBytes > maxBodySize {
-                dropping = true
-                if responded {
-                    closing = true
-                    context.close(promise: nil)
-                } else {
-                    answer(context, .payloadTooLarge)
-                }
-                return
+            switch request.body(body.readableBytes) {
+            case .pass: context.fireChannelRead(data)
+            case .drop: return
+            case .refuseTooLarge: answer(context, .payloadTooLarge)
+            case .closeTooLarge:
+                closing = true
+                context.close(promise: nil)
             }
-            guard !dropping else { return }
-            context.fireChannelRead(data)
         case .end:
             inRequest = false
             connectionGuard?.requestEnded()
-            guard !dropping else { return }
+            guard !request.dropping else { return }
             context.fireChannelRead(data)
         }
     }
@@ -105,7 +92,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard let error = error as? HTTPParserError else { return context.fireErrorCaught(error) }
         guard !closing else { return }
-        if responded {
+        if request.responded {
             // The request was answered already: one response per request.
             closing = true
             context.close(promise: nil)
@@ -121,13 +108,13 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch unwrapOutboundIn(data) {
         case .head(var head):
-            if head.status.code >= 200 || head.status == .switchingProtocols { responded = true }
+            request.answerStarted(final: head.status.code >= 200 || head.status == .switchingProtocols)
             if closeAfterResponse, head.status.code >= 200 {
                 head.headers.replaceOrAdd(name: "connection", value: "close")
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
         case .body:
-            if isHead {
+            if request.isHead {
                 promise?.succeed()
             } else {
                 context.write(data, promise: promise)
@@ -171,7 +158,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         Self.takingTheTargetsAuthority(&head)
         if head.method == .HEAD {
             head.method = .GET
-            isHead = true
+            request.isHead = true
         }
         // An Upgrade the bridge does not take is not there (RFC 9110 §7.8: a server may ignore it).
         let upgrades = head.headers["upgrade"]
@@ -230,7 +217,7 @@ final class HTTPEdgeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if !body.isEmpty {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         }
-        responded = true
+        request.answerStarted(final: true)
         closing = true
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loopBound.value.close(promise: nil) }
