@@ -326,6 +326,7 @@ let package = Package(
                 "BridgeHTTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
+                "BridgeTime",
             ],
             swiftSettings: swiftSettings
         ),
@@ -461,28 +462,22 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiagnosticsTests",
-            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestSupport", "BridgeSandbox", "BridgePairing"],
+            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestKit", "BridgeSandbox", "BridgePairing"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgePairingTests",
             dependencies: [
-                "BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG", "BridgeDPoP",
+                "BridgePairing", "BridgePairingWire", "BridgePairingUI", "CPNG", "BridgeDPoP", "BridgeTestKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
-        // Test helpers shared by the test targets (the hand-moved clock); not a product.
-        .target(
-            name: "BridgeTestSupport",
-            dependencies: ["BridgeTime"],
-            path: "Tests/BridgeTestSupport",
-            swiftSettings: swiftSettings
-        ),
-        // The test kit: an in-process ACP agent a test scripts (BridgeServerConfiguration.inProcessAgent); not a product.
+        // The test kit shared by the test targets: the hand-moved clock, reserved ports, an in-process ACP agent a test
+        // scripts (BridgeServerConfiguration.inProcessAgent); not a product.
         .target(
             name: "BridgeTestKit",
-            dependencies: ["BridgeACP", "BridgeRPC"],
+            dependencies: ["BridgeACP", "BridgeRPC", "BridgeTime"],
             path: "Tests/BridgeTestKit",
             swiftSettings: swiftSettings
         ),
@@ -514,19 +509,19 @@ let package = Package(
             name: "BridgeWorkspaceTests",
             dependencies: [
                 "BridgeSandbox",
-                "BridgeWorkspace", "BridgeRPC", "BridgeTestSupport", "CWorkspaceFS", .product(name: "NIOPosix", package: "swift-nio"),
+                "BridgeWorkspace", "BridgeRPC", "BridgeTestKit", "CWorkspaceFS", .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeTerminalTests",
-            dependencies: ["BridgeTerminal", "BridgeTestSupport", .product(name: "Logging", package: "swift-log"), "BridgeSandbox"],
+            dependencies: ["BridgeTerminal", "BridgeTestKit", .product(name: "Logging", package: "swift-log"), "BridgeSandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BridgeTailscaleTests",
             dependencies: [
-                "BridgeTailscale", "BridgeTestSupport",
+                "BridgeTailscale", "BridgeTestKit",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -560,7 +555,7 @@ let package = Package(
         .testTarget(
             name: "BridgeClientTests",
             dependencies: [
-                "BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS", "BridgeDPoP",
+                "BridgeClient", "BridgeDiscovery", "BridgeRPC", "BridgeTLS", "BridgeDPoP", "BridgeTestKit", "BridgeTime",
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -571,7 +566,6 @@ let package = Package(
                 "BridgeServer",
                 "BridgePairingWire",
                 "BridgeSessionStore",
-                "BridgeTestSupport",
                 "BridgeTestKit",
                 "BridgeDiscovery",
                 "BridgeWebApp",

@@ -1,4 +1,5 @@
 import BridgeDiscovery
+import BridgeTime
 
 /// Races connection attempts in the spirit of RFC 8305: start the best candidate, start the next
 /// one after `attemptDelay` (or at once when an attempt fails), take the first to succeed, cancel
@@ -18,10 +19,13 @@ public struct HappyEyeballs: Sendable {
 
     /// The pause before starting the next candidate while earlier ones are still trying.
     public var attemptDelay: Duration
+    /// The clock the delay and the attempts' times are measured on (a test moves one by hand).
+    public var clock: any BridgeClock
 
     /// Creates a racer.
-    public init(attemptDelay: Duration = .milliseconds(250)) {
+    public init(attemptDelay: Duration = .milliseconds(250), clock: any BridgeClock = ContinuousClock()) {
         self.attemptDelay = attemptDelay
+        self.clock = clock
     }
 
     /// Runs the race. `attempt` must honour cancellation. Returns the winner with its value and
@@ -35,9 +39,10 @@ public struct HappyEyeballs: Sendable {
         closeLoser: @escaping @Sendable (Value) async -> Void = { _ in }
     ) async throws(BridgeClientError) -> (endpoint: BridgeEndpoint, value: Value, attempts: [Attempt]) {
         guard !candidates.isEmpty else { throw .noCandidates("no address to try") }
-        let start = ContinuousClock.now
+        let clock = self.clock
+        let start = clock.now
         let seconds: @Sendable () -> Double = {
-            (ContinuousClock.now - start).inSeconds
+            (clock.now - start).inSeconds
         }
         var attempts: [Attempt] = []
         let outcome: (Int, Value)? = await withTaskGroup(of: RaceEvent<Value>.self) { group in
@@ -60,7 +65,7 @@ public struct HappyEyeballs: Sendable {
                 if next < candidates.count {
                     let delay = attemptDelay
                     group.addTask {
-                        try? await Task.sleep(for: delay)
+                        try? await clock.sleep(for: delay)
                         return .delayElapsed
                     }
                 }

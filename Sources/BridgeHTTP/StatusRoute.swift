@@ -8,10 +8,10 @@ import Hummingbird
 package enum StatusRoute {
     /// Adds `GET status` to `group`: the bridge's `name` and `version`, whether it uses tokens (`tokensInUse`), its
     /// WebSocket `path`, the endpoint of ACP's remote-transport RFD (`acp`: WebSocket and Streamable HTTP), and the
-    /// seconds since `started`.
+    /// seconds from `started` to `now()` (the bridge's clock).
     package static func register<Context: RequestContext>(
         on group: RouterGroup<Context>, name: String, version: String, tokensInUse: Bool, path: String, acpPath: String,
-        started: Date
+        started: Date, now: @escaping @Sendable () -> Date
     ) {
         group.get("status") { _, _ -> Response in
             let body: [String: String] = [
@@ -21,7 +21,7 @@ package enum StatusRoute {
                 "auth": tokensInUse ? "token" : "none",
                 "path": path,
                 "acp": acpPath,
-                "uptime_seconds": String(Int(Date().timeIntervalSince(started))),
+                "uptime_seconds": String(Int(now().timeIntervalSince(started))),
             ]
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

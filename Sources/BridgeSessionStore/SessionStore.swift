@@ -28,14 +28,20 @@ public final class SessionStore: Sendable {
 
     private let pool: DatabasePool
     private let logger: Logger
+    /// What the rows' times are read from (a test moves one by hand).
+    private let clock: any BridgeClock
     private let pending = Mutex<[SessionStoreChange]>([])
 
     /// Opens (creating if needed) `sessions.sqlite` in `directory`, which must exist. A database that cannot be used
-    /// is moved aside (see ``recovery``). Throws when even a new database cannot be made there.
-    public init(directory: URL, logger: Logger = Logger(label: "oa-bridge.sessions")) throws(SessionStoreError) {
+    /// is moved aside (see ``recovery``). Throws when even a new database cannot be made there. Rows are stamped with
+    /// `clock`'s wall time.
+    public init(
+        directory: URL, logger: Logger = Logger(label: "oa-bridge.sessions"), clock: any BridgeClock = ContinuousClock()
+    ) throws(SessionStoreError) {
         let url = directory.appendingPathComponent(Self.databaseFileName, isDirectory: false)
         databaseURL = url
         self.logger = logger
+        self.clock = clock
         switch Self.tryOpen(url) {
         case .success(let opened):
             pool = opened
@@ -43,7 +49,7 @@ public final class SessionStore: Sendable {
         case .failure(.storage(let failure)):
             throw failure
         case .failure(.unusable(let reason)):
-            let movedTo = try Self.moveAside(url)
+            let movedTo = try Self.moveAside(url, at: clock.wallTime)
             recovery = SessionStoreRecovery(path: url.path, movedTo: movedTo, reason: reason)
             switch Self.tryOpen(url) {
             case .success(let opened): pool = opened
@@ -123,16 +129,16 @@ public final class SessionStore: Sendable {
     }
 
     /// Renames the database and its `-wal` / `-shm` files to `<name>.unusable-<UTC time>`; returns the new path.
-    private static func moveAside(_ url: URL) throws(SessionStoreError) -> String {
+    private static func moveAside(_ url: URL, at time: Date) throws(SessionStoreError) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        var target = url.path + ".unusable-" + formatter.string(from: Date())
+        var target = url.path + ".unusable-" + formatter.string(from: time)
         var attempt = 1
         while FileManager.default.fileExists(atPath: target) {
             attempt += 1
-            target = url.path + ".unusable-" + formatter.string(from: Date()) + "-\(attempt)"
+            target = url.path + ".unusable-" + formatter.string(from: time) + "-\(attempt)"
         }
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
             do {
@@ -231,7 +237,7 @@ public final class SessionStore: Sendable {
             return queue
         }
         guard !changes.isEmpty else { return 0 }
-        let now = Date().timeIntervalSince1970
+        let now = clock.wallTime.timeIntervalSince1970
         do {
             try await pool.write { db in try Self.apply(changes, at: now, in: db) }
         } catch is CancellationError {

@@ -1,4 +1,5 @@
 import BridgeRPC
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization
@@ -14,10 +15,13 @@ struct ACPRelayTests {
     /// The lines the relay wrote to the editor, parsed.
     final class Editor: Sendable {
         let lines = Mutex<[JSONValue]>([])
+        /// Told of every line, so a test waits for the answer it expects rather than for a time.
+        let changes = ChangeSignal()
         var output: ACPRelay.Output {
             { line in
                 let value = (try? JSONValue(parsing: line)) ?? .string(line)
                 self.lines.withLock { $0.append(value) }
+                self.changes.notify()
             }
         }
         var all: [JSONValue] { lines.withLock { $0 } }
@@ -55,10 +59,7 @@ struct ACPRelayTests {
         let editor = Editor()
         let relay = relay(editor)
         await relay.receive(line: #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#)
-        for _ in 0..<1_000 where editor.all.isEmpty {
-            await Task.yield()
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        _ = await editor.changes.wait(timeout: .seconds(10)) { !editor.all.isEmpty }
         let answer = try #require(editor.all.first)
         #expect(answer["id"] == .int(0))
         #expect(answer["error"]?["message"]?.stringValue?.contains("no bridge found: give an address") == true)

@@ -1,3 +1,4 @@
+import BridgeTestKit
 import Testing
 @testable import BridgeClient
 
@@ -9,31 +10,42 @@ struct HappyEyeballsTests {
     let b = BridgeEndpoint(source: .manual, host: "b")
     let c = BridgeEndpoint(source: .tailscale, host: "c")
 
+    /// On a clock the test moves (issue 31 item 4): the second candidate starts when the delay has passed on it
+    /// (at 0.25 s exactly, whatever the machine's load).
     @Test("a slow first candidate loses to a fast second one started after the delay")
     func slowFirstLoses() async throws {
-        let race = HappyEyeballs(attemptDelay: .milliseconds(50))
-        let result = try await race.race([a, b]) { endpoint in
-            if endpoint.host == "a" { try await Task.sleep(for: .seconds(5)) }
-            return endpoint.host
+        let clock = ManualBridgeClock()
+        let race = HappyEyeballs(attemptDelay: .milliseconds(250), clock: clock)
+        let (a, b) = (a, b)
+        let racing = Task {
+            try await race.race([a, b]) { endpoint in
+                // The first candidate never answers: it ends only when the race cancels it.
+                if endpoint.host == "a" { try await clock.sleep(for: .seconds(3600)) }
+                return endpoint.host
+            }
         }
+        // The first attempt and the delay before the second both sleep on the clock.
+        #expect(await clock.waitForSleepers(2))
+        clock.advance(by: .milliseconds(250))
+        let result = try await racing.value
         #expect(result.value == "b")
         #expect(result.attempts.count == 2)
         #expect(result.attempts[0].outcome == "cancelled")
         #expect(result.attempts[1].outcome == "won")
-        #expect(result.attempts[1].startedAt >= 0.04)
+        #expect(result.attempts[1].startedAt == 0.25)
     }
 
     @Test("a failure starts the next candidate at once")
     func failureStartsNext() async throws {
-        // A delay far longer than any scheduling hiccup of a loaded CI machine: "at once" is then unmistakable.
-        let race = HappyEyeballs(attemptDelay: .seconds(60))
+        // The clock stands still: only a failure can start the next candidate.
+        let race = HappyEyeballs(attemptDelay: .seconds(1), clock: ManualBridgeClock())
         let result = try await race.race([a, b, c]) { endpoint in
             if endpoint.host != "c" { throw Refused() }
             return endpoint.host
         }
         #expect(result.value == "c")
         #expect(result.attempts.map(\.endpoint.host) == ["a", "b", "c"])
-        #expect(result.attempts[2].startedAt < 10)
+        #expect(result.attempts[2].startedAt == 0)
     }
 
     @Test("the first candidate wins when it answers within the delay, and no other is started")

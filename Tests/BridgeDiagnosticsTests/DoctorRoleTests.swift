@@ -1,5 +1,5 @@
 import BridgeDiagnostics
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Testing
 

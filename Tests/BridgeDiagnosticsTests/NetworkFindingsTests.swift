@@ -1,6 +1,6 @@
 @testable import BridgeDiagnostics
 import BridgeDiscovery
-import BridgeTestSupport
+import BridgeTestKit
 import Testing
 
 /// doctor's readings of /proc and `ip neigh`, from text: no system state, no network.

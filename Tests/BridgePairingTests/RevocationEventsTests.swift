@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeTestKit
 import Foundation
 import Synchronization
 import Testing
@@ -34,17 +35,21 @@ struct RevocationEventsTests {
         until done: @escaping @Sendable ([TokenRevocation]) -> Bool
     ) async -> [TokenRevocation] {
         let seen = Mutex<[TokenRevocation]>([])
+        let changes = ChangeSignal()
         let collector = Task {
             for await event in stream {
-                if seen.withLock({ $0.append(event); return done($0) }), settle == .zero { return }
+                let finished = seen.withLock { $0.append(event); return done($0) }
+                changes.notify()
+                if finished, settle == .zero { return }
             }
         }
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        for _ in 0..<100_000 where ContinuousClock.now < deadline && !done(seen.withLock({ $0 })) {
-            try? await Task.sleep(for: .milliseconds(10))
+        defer { collector.cancel() }
+        _ = await changes.wait(timeout: .seconds(seconds)) { done(seen.withLock { $0 }) }
+        if settle > .zero {
+            // A window in which nothing more may come: it ends early only if something does.
+            let count = seen.withLock { $0.count }
+            _ = await changes.wait(timeout: settle) { seen.withLock { $0.count } > count }
         }
-        if settle > .zero { try? await Task.sleep(for: settle) }
-        collector.cancel()
         return seen.withLock { $0 }
     }
 

@@ -1,3 +1,4 @@
+import BridgeProcess
 import BridgeSandbox
 import Foundation
 import Testing

@@ -1,6 +1,6 @@
 import BridgeClient
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization

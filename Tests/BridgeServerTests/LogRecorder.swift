@@ -1,3 +1,4 @@
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization
@@ -6,6 +7,7 @@ import Synchronization
 /// being handled, a request expiring) instead of sleeping. Logs go on to stderr too when `TEST_LOG` is set.
 final class LogRecorder: Sendable {
     private let messages = Mutex<[String]>([])
+    private let changes = ChangeSignal()
 
     /// A logger that records here (every level).
     func logger(label: String) -> Logger {
@@ -19,7 +21,10 @@ final class LogRecorder: Sendable {
         return logger
     }
 
-    fileprivate func record(_ message: String) { messages.withLock { $0.append(message) } }
+    fileprivate func record(_ message: String) {
+        messages.withLock { $0.append(message) }
+        changes.notify()
+    }
 
     /// How many recorded messages are exactly `message`.
     func count(of message: String) -> Int {
@@ -28,12 +33,7 @@ final class LogRecorder: Sendable {
 
     /// Waits until `message` was logged at least `times` times; false if that takes longer than `timeout`.
     func waitFor(_ message: String, times: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while count(of: message) < times {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        await changes.wait(timeout: timeout) { count(of: message) >= times }
     }
 
     private struct Handler: LogHandler {

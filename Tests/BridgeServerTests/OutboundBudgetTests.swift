@@ -1,5 +1,5 @@
 @testable import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import NIOCore
 import Testing
 

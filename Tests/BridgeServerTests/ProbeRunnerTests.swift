@@ -2,7 +2,7 @@ import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import BridgeTLS
 import Foundation
 import Testing

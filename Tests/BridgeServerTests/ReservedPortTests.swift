@@ -1,4 +1,4 @@
-import BridgeTestSupport
+import BridgeTestKit
 import NIOCore
 import NIOPosix
 import Testing

@@ -1,46 +1,35 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Testing
 
 /// The relay of `session/update`s the agent reader scanned instead of parsing (official clients only): every client
 /// gets the same spliced frame with an unbroken seq, updates that change the session's kept state still change it,
 /// and a seed client resuming later gets them all in its spelling.
-@Suite("Relay of scanned updates", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
+@Suite("Relay of scanned updates", .timeLimit(.minutes(1)), .tags(.loopback))
 struct ScannedRelayTests {
-    /// A stdio agent with one session, `s1` (mode `slow`), that answers a prompt with a chunk, a mode change to `fast`,
-    /// a chunk for a session it never created, and a last chunk, each line as written here.
-    static let script = #"""
-    import json, sys
-    out = sys.stdout.buffer
-    def send(m):
-        out.write(json.dumps(m).encode() + b"\n")
-        out.flush()
-    LINES = [
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"one \\u00e9"}}}}',
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"fast"}}}',
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"nobody","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lost"}}}}',
-        b'{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"three","type":"text"},"sessionUpdate":"agent_message_chunk"},"sessionId":"s1"}}',
-    ]
-    for line in sys.stdin:
-        msg = json.loads(line)
-        method = msg.get("method")
-        if "id" not in msg or method is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [], "agentInfo": {"name": "scan", "version": "1"}}})
-        elif method == "session/new":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s1", "modes": {"currentModeId": "slow", "availableModes": [{"id": "slow", "name": "Slow"}, {"id": "fast", "name": "Fast"}]}}})
-        elif method == "session/prompt":
-            out.write(b"\n".join(LINES) + b"\n")
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
-        else:
-            send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no " + method}})
-    """#
+    /// The agent's `session/update` lines, each as written here.
+    static let lines: [[UInt8]] = [
+        #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"one \u00e9"}}}}"#,
+        #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"current_mode_update","currentModeId":"fast"}}}"#,
+        #"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"nobody","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lost"}}}}"#,
+        #"{"jsonrpc":"2.0","method":"session/update","params":{"update":{"content":{"text":"three","type":"text"},"sessionUpdate":"agent_message_chunk"},"sessionId":"s1"}}"#,
+    ].map { Array($0.utf8) }
+
+    /// An agent with one session, `s1` (mode `slow`), that answers a prompt with a chunk, a mode change to `fast`, a
+    /// chunk for a session it never created, and a last chunk, each line written as a stdio agent writes it
+    /// (``ScriptedAgent/Peer/write(line:)``: the bytes go through the stdio agent's scan, no process needed).
+    static func agent() -> ScriptedAgent {
+        SplicedRelayTests.relayAgent(name: "scan", lines: lines, session: [
+            "sessionId": "s1",
+            "modes": ["currentModeId": "slow", "availableModes": [["id": "slow", "name": "Slow"], ["id": "fast", "name": "Fast"]]],
+        ])
+    }
 
     @Test("official clients get one spliced frame per update, seq unbroken; a mode change is kept; a seed client resuming gets all")
     func scannedRelay() async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = ["python3", "-u", "-c", Self.script] }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { Self.agent() } }) { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)
                 let session = try await first.newSession(seed: false)

@@ -21,17 +21,25 @@ struct ScriptedAgentBridgeTests {
             _ = await gate.next()
             peer.respond(to: request.id, result: ["protocolVersion": 1, "agentCapabilities": [:], "authMethods": []])
         }
-        // 1.5 s leaves a loaded 2-core machine room to read the client's initialize (at 300 ms a CI run closed the
-        // client before its initialize was seen); the agent answers after 3.5 s, more than two deadlines later.
+        // The deadline runs on a clock the test moves (issue 31 item 4): two deadlines pass while the agent starts.
+        let clock = ManualClock()
         try await TestBridge.with(configure: {
             $0.inProcessAgent = { agent }
-            $0.initializeTimeout = .milliseconds(1_500)
+            $0.clock = clock
+            $0.initializeTimeout = .seconds(10)
         }) { port, _ in
+            try #require(await clock.waitForSleepers(2))
+            let idle = clock.sleeperCount
             try await TestClient.with(port: port) { client in
                 client.send(HandshakeTests.seedInitialize)
                 var started = asked.makeAsyncIterator()
                 _ = await started.next()
-                try await Task.sleep(for: .milliseconds(3_500))
+                for _ in 0..<2 {
+                    try #require(await clock.waitForSleepers(idle + 1), "the deadline is armed (again)")
+                    clock.advance(by: .seconds(10))
+                }
+                // The second deadline found the initialize still answered and armed a third.
+                #expect(await clock.waitForSleepers(idle + 1))
                 releaseSink.yield()
                 let answer = try await client.next(timeout: .seconds(30))
                 #expect(answer["result"]?["protocol_version"] == "0.2.2")

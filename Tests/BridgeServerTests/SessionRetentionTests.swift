@@ -1,6 +1,6 @@
 import BridgeRPC
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Testing
 

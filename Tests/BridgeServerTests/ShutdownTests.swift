@@ -1,6 +1,6 @@
 import BridgeRPC
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -26,6 +26,8 @@ struct ShutdownTests {
         let clock = ManualClock()
         configuration.clock = clock
         configuration.shutdownGracePeriod = .seconds(3)
+        // Each connection's initialize deadline sleeps on the clock too, until the clock passes it.
+        configuration.initializeTimeout = .seconds(1)
         var logger = Logger(label: "test.shutdown")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
@@ -47,6 +49,9 @@ struct ShutdownTests {
                     // The demo prompt ends up waiting for a permission nobody will give: it runs until cancelled.
                     phone.prompt(seed: false, session: session, text: "a prompt in flight")
                     _ = try await phone.next { $0["method"] == "session/request_permission" }
+                    // Both clients initialized: their initialize deadlines pass and leave the clock, so that only the
+                    // sweeps sleep on it (and then the wait for the prompt).
+                    clock.advance(by: .seconds(1))
                     let shutdownAt = ContinuousClock.now
                     let graceStart = clock.now
                     await group.triggerGracefulShutdown()

@@ -1,12 +1,13 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Testing
 
 /// The relay's splice of `_meta.seq` into the agent's own bytes (``SplicedUpdate``): what clients and the replay buffer
 /// get is what the parse-stamp-encode path gives (same seq, valid JSON, `_meta` merged), and a replay is byte for
 /// byte the frame an ACP v1 client got live.
-@Suite("Relay of the agent's own bytes", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
+@Suite("Relay of the agent's own bytes", .timeLimit(.minutes(1)), .tags(.loopback))
 struct SplicedRelayTests {
     /// The agent's `session/update` lines for session `s1`, as bytes (the last one is not UTF-8), and the params each
     /// must arrive with (official spelling, before `_meta.seq`).
@@ -28,30 +29,27 @@ struct SplicedRelayTests {
          ["sessionId": "s1", "update": ["sessionUpdate": "agent_message_chunk", "content": ["type": "text", "text": "five \u{FFFD}"]]]),
     ]
 
-    /// A stdio agent with one session, `s1`, that answers a prompt with ``lines`` (given as hex in its argument).
-    static let script = """
-    import json, sys
-    LINES = [bytes.fromhex(h) for h in sys.argv[1].split(",")]
-    out = sys.stdout.buffer
-    def send(m):
-        out.write(json.dumps(m).encode() + b"\\n")
-        out.flush()
-    for line in sys.stdin:
-        msg = json.loads(line)
-        method = msg.get("method")
-        if "id" not in msg or method is None:
-            continue
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [], "agentInfo": {"name": "splice", "version": "1"}}})
-        elif method == "session/new":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s1"}})
-        elif method == "session/prompt":
-            for raw in LINES:
-                out.write(raw + b"\\n")
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
-        else:
-            send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no " + method}})
-    """
+    /// An agent with one session (`session/new` answers `session`) that answers a prompt with `lines`, each written as
+    /// a stdio agent writes a line of its output (``ScriptedAgent/Peer/write(line:)``: the bytes go through the stdio
+    /// agent's scan and parse as they would from a process), then `end_turn`; other requests get -32601.
+    static func relayAgent(name: String, lines: [[UInt8]], session: JSONValue = ["sessionId": "s1"]) -> ScriptedAgent {
+        ScriptedAgent { message, peer in
+            guard case .request(let request) = message else { return }
+            switch request.method {
+            case "initialize":
+                peer.respond(to: request.id, result: [
+                    "protocolVersion": 1, "agentCapabilities": [:], "authMethods": [], "agentInfo": ["name": .string(name), "version": "1"],
+                ])
+            case "session/new":
+                peer.respond(to: request.id, result: session)
+            case "session/prompt":
+                for line in lines { peer.write(line: line) }
+                peer.respond(to: request.id, result: ["stopReason": "end_turn"])
+            default:
+                peer.respond(to: request.id, error: JSONRPCError(code: -32601, message: "no " + request.method))
+            }
+        }
+    }
 
     /// The params `expected` with `seq` merged into its `_meta`.
     static func stamped(_ expected: JSONValue, seq: Int64) -> JSONValue {
@@ -77,8 +75,9 @@ struct SplicedRelayTests {
 
     @Test("official and seed clients, live and replayed, get every update with its seq and `_meta` merged; a replay is the live frame byte for byte")
     func spliced() async throws {
-        let hex = Self.lines.map { $0.line.map { String(format: "%02x", $0) }.joined() }.joined(separator: ",")
-        try await TestBridge.with(configure: { $0.agentCommand = ["python3", "-u", "-c", Self.script, hex] }) { port, _ in
+        try await TestBridge.with(configure: {
+            $0.inProcessAgent = { Self.relayAgent(name: "splice", lines: Self.lines.map(\.line)) }
+        }) { port, _ in
             try await TestClient.with(port: port) { official in
                 try await official.initialize(seed: false)
                 let session = try await official.newSession(seed: false)

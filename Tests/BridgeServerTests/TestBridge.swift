@@ -1,4 +1,5 @@
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization
@@ -59,20 +60,15 @@ enum TestBridge {
 
     /// Whether `task` ends within `limit` (its error, if any, is not looked at: the test is over).
     private static func finishes(_ task: Task<Void, any Error>, within limit: Duration) async -> Bool {
-        let (ends, endSink) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+        let ended = Mutex(false)
+        let changes = ChangeSignal()
         let waiter = Task {
             _ = await task.result
-            endSink.yield(true)
+            ended.withLock { $0 = true }
+            changes.notify()
         }
-        let timer = Task {
-            try? await Task.sleep(for: limit)
-            endSink.yield(false)
-        }
-        var iterator = ends.makeAsyncIterator()
-        let ended = await iterator.next() ?? false
-        waiter.cancel()
-        timer.cancel()
-        return ended
+        defer { waiter.cancel() }
+        return await changes.wait(timeout: limit) { ended.withLock { $0 } }
     }
 }
 

@@ -1,4 +1,5 @@
 import BridgeRPC
+import BridgeTestKit
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -18,15 +19,21 @@ final class TestClient: Sendable {
     private let ended = Mutex(false)
     private let closeFrame = Mutex<WebSocketCloseFrame?>(nil)
     private let commands: AsyncStream<Command>.Continuation
+    /// Told of every frame and of the end: the waits below wait for those, not for time.
+    private let changes = ChangeSignal()
 
     init(commands: AsyncStream<Command>.Continuation) {
         self.commands = commands
     }
 
-    func push(_ text: String) { inbox.withLock { $0.append(text) } }
+    func push(_ text: String) {
+        inbox.withLock { $0.append(text) }
+        changes.notify()
+    }
     func finish(_ frame: WebSocketCloseFrame?) {
         closeFrame.withLock { $0 = frame }
         ended.withLock { $0 = true }
+        changes.notify()
     }
 
     /// Sends a text frame.
@@ -40,13 +47,15 @@ final class TestClient: Sendable {
 
     /// The next text frame, within `timeout`.
     func nextText(timeout: Duration = .seconds(10)) async throws -> String {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let text = inbox.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return text }
-            if ended.withLock({ $0 }), inbox.withLock({ $0.isEmpty }) { throw TestClientError.closed }
-            try await Task.sleep(for: .milliseconds(5))
+        var text: String?
+        var closed = false
+        _ = await changes.wait(timeout: timeout) {
+            text = inbox.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            closed = text == nil && ended.withLock { $0 } && inbox.withLock { $0.isEmpty }
+            return text != nil || closed
         }
-        throw TestClientError.timeout
+        if let text { return text }
+        throw closed ? TestClientError.closed : TestClientError.timeout
     }
 
     /// The next frame, parsed.
@@ -69,18 +78,13 @@ final class TestClient: Sendable {
 
     /// Whether anything arrives within `duration`.
     func receivesNothing(for duration: Duration) async throws -> Bool {
-        try await Task.sleep(for: duration)
-        return inbox.withLock { $0.isEmpty }
+        await !changes.wait(timeout: duration) { !inbox.withLock { $0.isEmpty } }
     }
 
     /// Waits (bounded) for the connection to end; returns the close frame.
     func waitForEnd(timeout: Duration = .seconds(10)) async throws -> WebSocketCloseFrame? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if ended.withLock({ $0 }) { return closeFrame.withLock { $0 } }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw TestClientError.timeout
+        guard await changes.wait(timeout: timeout, for: { ended.withLock { $0 } }) else { throw TestClientError.timeout }
+        return closeFrame.withLock { $0 }
     }
 
     /// Connects to `ws://127.0.0.1:port/path`, runs `body`, then closes.

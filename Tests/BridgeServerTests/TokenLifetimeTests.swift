@@ -1,7 +1,7 @@
 import BridgePairing
 import BridgeRPC
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import BridgeTime
 import Foundation
 import HummingbirdWSClient

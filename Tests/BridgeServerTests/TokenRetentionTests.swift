@@ -1,6 +1,6 @@
 import BridgePairing
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization

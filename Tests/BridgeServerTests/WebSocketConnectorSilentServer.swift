@@ -1,3 +1,4 @@
+import BridgeTestKit
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -9,9 +10,16 @@ enum SilentServer {
     /// What happened to the connections it accepted.
     final class Events: Sendable {
         private let counts = Mutex((accepted: 0, closed: 0))
+        private let changes = ChangeSignal()
 
-        func accepted() { counts.withLock { $0.accepted += 1 } }
-        func closed() { counts.withLock { $0.closed += 1 } }
+        func accepted() {
+            counts.withLock { $0.accepted += 1 }
+            changes.notify()
+        }
+        func closed() {
+            counts.withLock { $0.closed += 1 }
+            changes.notify()
+        }
 
         /// Whether a connection was accepted within `timeout`.
         func waitForAccept(timeout: Duration) async throws -> Bool {
@@ -24,12 +32,7 @@ enum SilentServer {
         }
 
         private func wait(_ timeout: Duration, until done: ((accepted: Int, closed: Int)) -> Bool) async throws -> Bool {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if counts.withLock({ done($0) }) { return true }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            return false
+            await changes.wait(timeout: timeout) { counts.withLock { done($0) } }
         }
     }
 

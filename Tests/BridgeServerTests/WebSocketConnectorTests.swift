@@ -2,7 +2,7 @@ import BridgeClient
 import BridgePairing
 import BridgeRPC
 import BridgeServer
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Logging
 import NIOCore

@@ -1,5 +1,5 @@
 @testable import BridgeTailscale
-import BridgeTestSupport
+import BridgeTestKit
 import Crypto
 import Foundation
 import Logging

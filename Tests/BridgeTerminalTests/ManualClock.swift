@@ -1,4 +1,4 @@
-import BridgeTestSupport
+import BridgeTestKit
 
 /// The shared hand-moved clock (``ManualBridgeClock``); this name wins over BridgePairing's `ManualClock` here.
 typealias ManualClock = ManualBridgeClock

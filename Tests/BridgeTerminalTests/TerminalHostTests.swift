@@ -1,5 +1,5 @@
 @testable import BridgeTerminal
-import BridgeTestSupport
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization

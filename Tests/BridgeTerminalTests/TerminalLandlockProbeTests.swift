@@ -1,5 +1,5 @@
 import BridgeSandbox
-import BridgeTestSupport
+import BridgeTestKit
 import Logging
 import Testing
 

@@ -21,6 +21,8 @@ public final class ManualBridgeClock: BridgeClock {
     }
 
     private let state: Mutex<State>
+    /// Told whenever a task begins to sleep on the clock (what ``waitForSleepers(_:timeout:)`` waits for).
+    private let changes = ChangeSignal()
     private let start: ContinuousClock.Instant
     private let wallStart: Date
 
@@ -60,7 +62,7 @@ public final class ManualBridgeClock: BridgeClock {
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
                     return nil
                 }
-                if let outcome { continuation.resume(with: outcome) }
+                if let outcome { continuation.resume(with: outcome) } else { changes.notify() }
             }
         } onCancel: {
             let sleeper = state.withLock { state -> Sleeper? in
@@ -87,12 +89,7 @@ public final class ManualBridgeClock: BridgeClock {
     /// Waits until at least `count` tasks sleep on the clock (their timers are armed: whatever they did since they
     /// last woke is done); false if that takes longer than `timeout` of real time.
     public func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while sleeperCount < count {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return true
+        await changes.wait(timeout: timeout) { sleeperCount >= count }
     }
 }
 

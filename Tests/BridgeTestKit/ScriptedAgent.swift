@@ -34,6 +34,25 @@ public final class ScriptedAgent: ACPAgent {
             agent.emit(.request(JSONRPCRequest(id: id, method: method, params: params)))
         }
 
+        /// Writes `line` as a stdio agent writes a line of its output: the bridge gets what ``StdioAgent``'s reader makes
+        /// of those bytes (a `session/update` scanned, not parsed, its bytes kept for the relay; anything else parsed;
+        /// a line that is not JSON-RPC dropped), so a script can send what no ``JSONValue`` spells (the agent's key
+        /// order and escapes, repeated keys, bytes that are not UTF-8).
+        public func write(line: [UInt8]) {
+            if let update = JSONRPCNotification(scanning: line, method: ACPMethod.sessionUpdate) {
+                agent.emit(.notification(update))
+                return
+            }
+            let elements: [JSONRPCFrame.Element]
+            switch JSONRPCFrame(parsingUTF8: line) {
+            case .single(let element): elements = [element]
+            case .batch(let batch): elements = batch
+            }
+            for case .message(let message) in elements {
+                agent.emit(message)
+            }
+        }
+
         /// Sends a request of the agent's own and waits for its answer (an error response if the agent ends first).
         /// The answer is taken as it arrives, not behind the messages the script has still to see.
         public func ask(_ method: String, params: JSONValue) async -> JSONRPCResponse {

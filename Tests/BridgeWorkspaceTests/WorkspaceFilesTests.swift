@@ -1,4 +1,4 @@
-import BridgeTestSupport
+import BridgeTestKit
 @testable import BridgeWorkspace
 import BridgeRPC
 import CWorkspaceFS

@@ -44,7 +44,7 @@ def test_the_script_prints_every_library_with_its_in_package_dependencies(packag
     lines = {line.split()[0]: line for line in result.stdout.splitlines()}
     assert "BridgeServer" in lines and "BridgeWorkspace" in lines
     assert "CWorkspaceFS" in lines["BridgeWorkspace"]
-    assert "BridgeTestSupport" not in lines and "CWorkspaceFS" not in lines
+    assert "BridgeTestKit" not in lines and "CWorkspaceFS" not in lines
     targets = {t["name"]: t for t in json.loads(package_json.read_text())["targets"]}
     for name, line in lines.items():
         named = line.partition("→")[2]

@@ -3,6 +3,7 @@ import BridgeHTTP
 import BridgePairing
 import BridgeRPC
 import BridgeTailscale
+import BridgeTime
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -39,7 +40,7 @@ public struct BridgeServer: Service {
         let slots = ConnectionSlots(limit: configuration.maxConnections)
         let admission = ConnectionAdmission(for: configuration)
         let refusals = UpgradeRefusals()
-        let http = BridgeHTTPRouter(configuration: configuration, gate: gate, started: Date(), logger: logger)
+        let http = BridgeHTTPRouter(configuration: configuration, gate: gate, started: configuration.clock.wallTime, logger: logger)
 
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)
         let authorizeUpgrade = configuration.authorizeUpgrade ?? configuration.authenticator?.upgradeAuthorizer()

@@ -1,5 +1,6 @@
 import BridgeHTTP
 import BridgePairing
+import BridgeTime
 import BridgeWebApp
 import Foundation
 import Hummingbird
@@ -55,7 +56,7 @@ struct BridgeHTTPRouter {
         StatusRoute.register(
             on: protectedAPI, name: configuration.serverName, version: configuration.serverVersion,
             tokensInUse: configuration.authenticator != nil, path: configuration.path, acpPath: BridgeServer.acpPath,
-            started: started)
+            started: started, now: { [clock = configuration.clock] in clock.wallTime })
         if let authenticator = configuration.authenticator { AccountRoutes.register(on: protectedAPI, authenticator: authenticator, logger: logger, prefix: "/api") }
         self.router = router
         self.protectedAPI = protectedAPI

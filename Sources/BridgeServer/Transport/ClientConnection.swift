@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeTime
 import Foundation
 import Logging
 import NIOCore
@@ -39,15 +40,46 @@ struct ClientConnection {
     /// WebSocket handler does after its own close).
     static let closeTimeout: Duration = .seconds(15)
 
-    /// The initialize deadline, as a timer on the connection's event loop rather than a task: at the deadline the hub
-    /// closes the connection if it has not initialized; an `initialize` still being answered (a slow agent starting)
-    /// earns another period.
-    static func watchInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> Scheduled<Void> {
+    /// The initialize deadline: at it the hub closes the connection if it has not initialized; an `initialize` still
+    /// being answered (a slow agent starting) earns another period. It runs on the hub's clock
+    /// (``BridgeServerConfiguration/clock``): on the system clock as a timer on the connection's event loop (an idle
+    /// connection keeps no task for it), on any other clock (a test's, moved by hand) as a task sleeping on that clock,
+    /// so a test moves the clock past the deadline instead of waiting for it.
+    static func watchInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> InitializeWatch {
+        let clock = hub.configuration.clock
+        guard clock is ContinuousClock else {
+            return .task(Task {
+                repeat {
+                    do { try await clock.sleep(for: timeout) } catch { return }
+                } while await hub.initializeDeadline(id) == .inProgress
+            })
+        }
+        return .timer(scheduleInitialize(id, hub: hub, on: eventLoop, after: timeout))
+    }
+
+    /// The system clock's initialize deadline: a timer on the event loop, armed again while `initialize` is answered.
+    private static func scheduleInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> Scheduled<Void> {
         eventLoop.scheduleTask(in: TimeAmount(timeout)) {
             Task {
                 if await hub.initializeDeadline(id) == .inProgress {
-                    _ = watchInitialize(id, hub: hub, on: eventLoop, after: timeout)
+                    _ = scheduleInitialize(id, hub: hub, on: eventLoop, after: timeout)
                 }
+            }
+        }
+    }
+
+    /// A connection's initialize deadline, cancelled when the connection ends.
+    enum InitializeWatch {
+        /// On the system clock: the event loop's timer.
+        case timer(Scheduled<Void>)
+        /// On an injected clock: the task sleeping on it.
+        case task(Task<Void, Never>)
+
+        /// Stops watching.
+        func cancel() {
+            switch self {
+            case .timer(let scheduled): scheduled.cancel()
+            case .task(let task): task.cancel()
             }
         }
     }
@@ -69,6 +101,8 @@ struct ClientConnection {
         // The messages end when the peer closes (or answers the bridge's close), or the channel closes (a cut-off,
         // the close timeout, a ping timeout, a protocol error).
         await read(messages, from: id)
+        // Before the hub hears of the end: nothing of the connection is left waiting on the clock by then.
+        initializeDeadline.cancel()
         await hub.disconnect(id)
     }
 
