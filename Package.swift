@@ -549,7 +549,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OABridgeCLITests",
-            dependencies: ["oa-bridge", "BridgeConfig", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "oa-bridge", "BridgeConfig", "BridgePairing", "BridgeServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

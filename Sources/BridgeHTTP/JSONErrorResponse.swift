@@ -2,22 +2,24 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// An HTTP refusal with a JSON body `{"error": code, "message": …, …}`; thrown from the upgrade check or returned
-/// by middleware.
-package struct JSONErrorResponse: HTTPResponseError {
+/// An HTTP refusal as a typed value: its status, a machine-readable code, a message, extra members of the JSON body
+/// and header fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`…). Thrown from the upgrade check, returned by
+/// middleware and routes, carried by an upgrade authorizer's denial, and written in one shape by ``head(closing:)``
+/// and ``body`` whichever layer writes it (Hummingbird, the HTTP/1.1 or HTTP/2 codec, or raw bytes before any codec).
+public struct JSONErrorResponse: HTTPResponseError, Equatable {
     /// The HTTP status.
-    package let status: HTTPResponse.Status
+    public let status: HTTPResponse.Status
     /// Machine-readable code, e.g. `forbidden_network`.
-    package let code: String
+    public let code: String
     /// What happened and what to do.
-    package let message: String
-    /// Extra members of the body.
-    package var extra: [String: Int] = [:]
+    public let message: String
+    /// Extra members of the body (e.g. `retry_after`).
+    public var extra: [String: Int] = [:]
     /// Extra header fields (e.g. `Retry-After`).
-    package var headers: HTTPFields = [:]
+    public var headers: HTTPFields = [:]
 
     /// A refusal with `status`, `code` and `message`, and `extra` members and `headers` when given.
-    package init(
+    public init(
         status: HTTPResponse.Status, code: String, message: String, extra: [String: Int] = [:], headers: HTTPFields = [:]
     ) {
         self.status = status
@@ -27,23 +29,45 @@ package struct JSONErrorResponse: HTTPResponseError {
         self.headers = headers
     }
 
-    /// The body's JSON text.
-    package var bodyText: String {
+    /// The body's JSON text: `{"error": code, "message": …}` and the ``extra`` members.
+    public var bodyText: String {
         var members: [String: Any] = ["error": code, "message": message]
         for (key, value) in extra { members[key] = value }
         let data = (try? JSONSerialization.data(withJSONObject: members, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// The response.
-    package var response: Response {
+    /// The body's bytes.
+    public var body: ByteBuffer { ByteBuffer(string: bodyText) }
+
+    /// The response head every writer sends: the status, ``headers``, `Content-Type: application/json`,
+    /// `Cache-Control: no-store` and `Content-Length`; with `closing`, `Connection: close` (HTTP/1.1 only).
+    public func head(closing: Bool = false) -> HTTPResponse {
         var fields = headers
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(string: bodyText)))
+        fields[.contentLength] = "\(bodyText.utf8.count)"
+        if closing { fields[.connection] = "close" }
+        return HTTPResponse(status: status, headerFields: fields)
     }
 
-    package func response(from request: Request, context: some RequestContext) throws -> Response {
+    /// The HTTP/1.1 text of the whole answer with `Connection: close`, for a writer that has no HTTP codec.
+    public var closingHTTP1Text: String {
+        let head = head(closing: true)
+        var text = "HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n"
+        for field in head.headerFields { text += "\(field.name.rawName): \(field.value)\r\n" }
+        return text + "\r\n" + bodyText
+    }
+
+    /// The response (Hummingbird sets its `Content-Length`).
+    public var response: Response {
+        var fields = head().headerFields
+        fields[.contentLength] = nil
+        return Response(status: status, headers: fields, body: .init(byteBuffer: body))
+    }
+
+    /// The response (``HTTPResponseError``).
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
         response
     }
 }

@@ -270,7 +270,7 @@ extension Authenticator {
         } catch let error as PairingError {
             return AccessDecision(denying: error)
         } catch {
-            return AccessDecision(denying: .storage("\(error)"))
+            return AccessDecision(denying: .storage(PairingStorageFailure(.read, path: TokenStore.databaseFileName, error: error)))
         }
     }
 }

@@ -28,8 +28,9 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
     case ambiguousDevice(String)
     /// Too many failed attempts from this address; retry after this many seconds (429).
     case rateLimited(retryAfterSeconds: Int)
-    /// The state directory or database could not be created, opened or written (500).
-    case storage(String)
+    /// The state directory or database could not be created, opened, read or written (500): what was being done, on
+    /// which path, and the cause (errno, or SQLite's result code as GRDB gives it).
+    case storage(PairingStorageFailure)
     /// A DPoP proof was missing or refused (RFC 9449): 401 on a token's use, 400 on the exchange and refresh.
     case dpop(DPoPError)
 
@@ -90,8 +91,9 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
             return "More than one device ID starts with '\(Redaction.redactTokens(in: id))'. Type more characters of the ID ('oa-bridge devices list')."
         case .rateLimited(let seconds):
             return "Too many failed sign-in attempts from this address. Try again in \(seconds) s."
-        case .storage(let detail):
-            return "The pairing database failed: \(Redaction.redactTokens(in: detail)). Check that the state directory is writable by this user, or pass --state-dir."
+        case .storage(let failure):
+            return "The pairing database failed: \(Redaction.redactTokens(in: failure.description)). "
+                + "Check that the state directory is writable by this user and its disk is not full."
         case .dpop(let error):
             return error.message.prefix(1).uppercased() + error.message.dropFirst() + "."
         }

@@ -38,17 +38,17 @@ public enum StateDirectory {
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
-            throw .storage("cannot create the directory \(parent) (\(error.localizedDescription))")
+            throw .storage(PairingStorageFailure(.createDirectory, path: parent, cause: .other(error.localizedDescription)))
         }
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw .storage("cannot create the state directory \(path) (\(String(cString: strerror(errno))))")
+            throw .storage(PairingStorageFailure(.createDirectory, path: path, cause: .system(errno: errno)))
         }
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw .storage("\(path) exists but is not a directory")
+            throw .storage(PairingStorageFailure(.createDirectory, path: path, cause: .notADirectory))
         }
         guard chmod(path, 0o700) == 0 else {
-            throw .storage("cannot make \(path) private with mode 0700 (\(String(cString: strerror(errno))))")
+            throw .storage(PairingStorageFailure(.restrict, path: path, cause: .system(errno: errno)))
         }
     }
 
@@ -57,7 +57,7 @@ public enum StateDirectory {
         let path = file.path
         let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw .storage("cannot create \(path) (\(String(cString: strerror(errno))))")
+            throw .storage(PairingStorageFailure(.createFile, path: path, cause: .system(errno: errno)))
         }
         close(descriptor)
         try restrictIfPresent(file)
@@ -66,7 +66,7 @@ public enum StateDirectory {
     /// Sets the mode of `file` to 0600 when it exists; does nothing when it does not.
     static func restrictIfPresent(_ file: URL) throws(PairingError) {
         if chmod(file.path, 0o600) != 0 && errno != ENOENT {
-            throw .storage("cannot make \(file.path) private with mode 0600 (\(String(cString: strerror(errno))))")
+            throw .storage(PairingStorageFailure(.restrict, path: file.path, cause: .system(errno: errno)))
         }
     }
 

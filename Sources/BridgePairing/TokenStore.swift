@@ -71,7 +71,7 @@ public final class TokenStore: Sendable {
             pool = try DatabasePool(path: databaseURL.path, configuration: config)
             try Self.migrator.migrate(pool)
         } catch {
-            throw .storage("cannot open \(databaseURL.path) (\(error))")
+            throw .storage(PairingStorageFailure(.open, path: databaseURL.path, error: error))
         }
         for suffix in ["-wal", "-shm"] {
             try StateDirectory.restrictIfPresent(URL(fileURLWithPath: databaseURL.path + suffix))
@@ -580,8 +580,10 @@ public final class TokenStore: Sendable {
         return migrator
     }
 
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction, mapping database errors to ``PairingError/storage(_:)``.
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction, mapping database errors to ``PairingError/storage(_:)`` (with
+    /// SQLite's result code).
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(PairingError) -> T {
+        let path = databaseURL.path
         do {
             return try await pool.writeWithoutTransaction { db in
                 var output: T?
@@ -589,14 +591,16 @@ public final class TokenStore: Sendable {
                     output = try body(db)
                     return .commit
                 }
-                guard let output else { throw PairingError.storage("transaction produced no result") }
+                guard let output else {
+                    throw PairingError.storage(PairingStorageFailure(.write, path: path, cause: .other("the transaction produced no result")))
+                }
                 return output
             }
         } catch let error as PairingError {
             throw error
         } catch {
             logger.error("pairing database write failed", metadata: ["error": "\(Redaction.redactTokens(in: "\(error)"))"])
-            throw .storage("write to \(databaseURL.path) failed (\(error))")
+            throw .storage(PairingStorageFailure(.write, path: databaseURL.path, error: error))
         }
     }
 
@@ -604,7 +608,7 @@ public final class TokenStore: Sendable {
         do {
             return try await pool.read(body)
         } catch {
-            throw .storage("read from \(databaseURL.path) failed (\(error))")
+            throw .storage(PairingStorageFailure(.read, path: databaseURL.path, error: error))
         }
     }
 

@@ -107,7 +107,7 @@ public final class SessionStore: Sendable {
         } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode) {
             throw .unusable("it is not a SQLite database, or a damaged one (\(error.resultCode))")
         } catch {
-            throw .storage(.storage(path: url.path, reason: "cannot open it (\(error))"))
+            throw .storage(.storage(path: url.path, "cannot open it", error))
         }
         return pool
     }
@@ -213,7 +213,7 @@ public final class SessionStore: Sendable {
                 return rows.map { StoredSession(row: $0, updates: updates[$0.id] ?? [], keys: keys[$0.id] ?? []) }
             }
         } catch {
-            throw .storage(path: databaseURL.path, reason: "cannot read it (\(error))")
+            throw .storage(path: databaseURL.path, "cannot read it", error)
         }
     }
 
@@ -247,7 +247,7 @@ public final class SessionStore: Sendable {
             throw .cancelled
         } catch {
             logger.error("could not write the session store", metadata: ["path": "\(databaseURL.path)", "changes": "\(changes.count)", "error": "\(error)"])
-            throw .storage(path: databaseURL.path, reason: "write failed (\(error))")
+            throw .storage(path: databaseURL.path, "write failed", error)
         }
         return changes.count
     }

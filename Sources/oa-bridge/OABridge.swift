@@ -40,7 +40,8 @@ struct OABridge: AsyncParsableCommand {
             let code = exitCode(for: error)
             // --help and --version end in run() too (ArgumentParser's help command), as does an explicit ExitCode.
             if code == .success || error is ExitCode || error is CleanExit { exit(withError: error) }
-            let text = message(for: error)
+            var text = message(for: error)
+            if let advice = FlagAdvice.advice(for: error) { text += " " + advice }
             if !text.isEmpty { FileHandle.standardError.write(Data("Error: \(text)\n".utf8)) }
             Foundation.exit(code == .validationFailure ? 2 : code.rawValue == 0 ? 1 : code.rawValue)
         }

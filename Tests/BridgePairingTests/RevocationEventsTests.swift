@@ -18,7 +18,7 @@ struct RevocationEventsTests {
     func pair(_ store: TokenStore, name: String = "phone") async throws -> DeviceSession {
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token, deviceName: name) else {
-            throw PairingError.storage("not paired")
+            throw PairingError.storage(PairingStorageFailure(.read, path: "pairing.sqlite", cause: .other("not paired")))
         }
         return session
     }

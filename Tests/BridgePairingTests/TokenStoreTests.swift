@@ -411,8 +411,8 @@ struct TokenStoreTests {
         #expect {
             _ = try TokenStore(directory: file, clock: clock.tokenClock)
         } throws: { error in
-            guard let error = error as? PairingError, case .storage = error else { return false }
-            return error.message.contains("--state-dir")
+            guard let error = error as? PairingError, case .storage(let failure) = error else { return false }
+            return failure.path == file.path && failure.cause == .notADirectory
         }
     }
 

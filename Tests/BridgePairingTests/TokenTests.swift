@@ -89,7 +89,7 @@ struct TokenTests {
         #expect(PairingError.refreshTokenReused.httpStatus == 403)
         #expect(PairingError.rateLimited(retryAfterSeconds: 5).httpStatus == 429)
         let token = TokenSecret.generate(.access)
-        let storage = PairingError.storage("failed near \(token)")
+        let storage = PairingError.storage(PairingStorageFailure(.write, path: "/state/pairing.sqlite", cause: .other("failed near \(token)")))
         #expect(!storage.message.contains(token))
         #expect(!PairingError.unknownDevice(token).message.contains(token))
         let body = AuthErrorBody(.rateLimited(retryAfterSeconds: 7))

@@ -23,9 +23,11 @@ struct BridgeServerErrorTests {
 
     @Test("an error that only mentions a bind problem in its text is passed on as it is")
     func notByText() {
-        let storage = PairingError.storage("open /var/lib/oa-bridge/pairing.db: Permission denied (errno: 13)")
+        let storage = PairingError.storage(
+            PairingStorageFailure(.open, path: "/var/lib/oa-bridge/pairing.sqlite", cause: .other("Permission denied (errno: 13)")))
         #expect(BridgeServer.explain(storage, host: "::", port: 9099) as? PairingError == storage)
-        let busy = PairingError.storage("Address already in use (errno: 98) in a bind( call of another library")
+        let busy = PairingError.storage(PairingStorageFailure(
+            .write, path: "/state/pairing.sqlite", cause: .other("Address already in use (errno: 98) in a bind( call of another library")))
         #expect(BridgeServer.explain(busy, host: "::", port: 9099) as? PairingError == busy)
     }
 }

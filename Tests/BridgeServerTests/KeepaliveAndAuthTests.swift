@@ -57,7 +57,8 @@ struct KeepaliveAndAuthTests {
         try await TestBridge.with(configure: { configuration in
             configuration.authorizeUpgrade = { request in
                 seen.withLock { $0.append(request.remoteAddress ?? "none") }
-                return request.headers[.authorization] == "Bearer good" ? .allow : .deny(status: 401, message: "token_missing: send a token")
+                return request.headers[.authorization] == "Bearer good"
+                    ? .allow : .deny(status: .unauthorized, code: "token_missing", message: "send a token")
             }
         }) { port, _ in
             // Refused: the connection never becomes a WebSocket.

@@ -1,3 +1,4 @@
+import BridgeHTTP
 import BridgePairing
 import BridgePairingUI
 @testable import BridgeServer
@@ -299,17 +300,18 @@ struct PairingRoutesTests {
             #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)") == false)
         }
 
-        // The authorizer's answers: status and a "<code>: <message>" reason without the token.
+        // The authorizer's answers: typed refusals (status, code, message) without the token.
         let authorize = authenticator.upgradeAuthorizer()
         let revoked = await authorize(BridgeUpgradeRequest(
             path: "/?token=\(access)", headers: [:], remoteAddress: "127.0.0.1", host: "127.0.0.1:9099"))
-        guard case .deny(let status, let message, _) = revoked else {
+        guard case .deny(let refusal) = revoked else {
             Issue.record("expected a denial")
             return
         }
-        #expect(status == 403 && message.hasPrefix("device_revoked: ") && !message.contains(access))
+        #expect(refusal.status == .forbidden && refusal.code == PairingError.deviceRevoked(deviceID: session.deviceID).code)
+        #expect(!refusal.message.contains(access) && !refusal.bodyText.contains(access))
         let missing = await authorize(BridgeUpgradeRequest(path: "/", headers: [:], remoteAddress: "127.0.0.1", host: "127.0.0.1:9099"))
-        #expect(missing == .deny(status: 401, message: "missing_token: \(PairingError.missingToken.message)"))
+        #expect(missing == .deny(status: .unauthorized, code: PairingError.missingToken.code, message: PairingError.missingToken.message))
     }
 
     @Test("guessing tokens from one address gets 429 with Retry-After")

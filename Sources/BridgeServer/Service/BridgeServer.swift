@@ -81,12 +81,13 @@ public struct BridgeServer: Service {
                     break
                 case .authenticated(let device):
                     context.upgradeOutcome.device = device
-                case .deny(let status, let message, let headers):
+                case .deny(let refusal):
                     BridgeMetrics.authFailures.increment()
                     logger.notice("WebSocket upgrade refused", metadata: [
-                        "status": "\(status)", "reason": "\(message)", "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
+                        "status": "\(refusal.status.code)", "reason": "\(refusal.code)", "message": "\(refusal.message)",
+                        "remote": "\(context.remoteAddress?.ipAddress ?? "?")",
                     ])
-                    throw refusals.refuse(JSONErrorResponse(denial: status, message, headers: headers), on: context)
+                    throw refusals.refuse(refusal, on: context)
                 }
             }
             return Response(status: .ok)

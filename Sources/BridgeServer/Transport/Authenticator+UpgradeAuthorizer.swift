@@ -7,8 +7,9 @@ extension Authenticator {
     /// A ``BridgeUpgradeAuthorizer`` for ``BridgeServerConfiguration/authorizeUpgrade``: browser Origin check, per-address
     /// rate limit, token from `Authorization: Bearer`/`DPoP` or `?token=`, and with DPoP on, the proof from the `DPoP`
     /// header or a browser's `?dpop=` (its `htu` the request's URL without query, `http`/`https` by the connection).
-    /// Denials carry `"<code>: <message>"` (e.g. `token_expired: …`), never the token, and with DPoP on a
-    /// `DPoP-Nonce` (and `WWW-Authenticate: DPoP …` for a refused proof).
+    /// Denials are typed answers (``JSONErrorResponse``: status, code such as `token_expired`, message, a
+    /// `Retry-After` when rate limited), never carrying the token, and with DPoP on a `DPoP-Nonce` (and
+    /// `WWW-Authenticate: DPoP …` for a 401).
     ///
     /// The Origin check compares against the request's `Host` (``BridgeUpgradeRequest/host``); a request with an
     /// `Origin` but no `Host` is refused. Native clients send no `Origin` and are unaffected.
@@ -36,14 +37,18 @@ extension Authenticator {
             switch decision {
             case .allow(let device):
                 return .authenticated(device)
-            case .deny(let status, let body, _):
-                var headers = HTTPFields()
-                if let nonce = self.activeDPoP?.currentNonce() { DPoPFields.setNonce(nonce, in: &headers) }
+            case .deny(let status, let body, let retryAfter):
+                var refusal = JSONErrorResponse(status: HTTPResponse.Status(code: status), code: body.error, message: body.message)
+                if let retryAfter {
+                    refusal.headers[.retryAfter] = "\(retryAfter)"
+                    refusal.extra["retry_after"] = retryAfter
+                }
+                if let nonce = self.activeDPoP?.currentNonce() { DPoPFields.setNonce(nonce, in: &refusal.headers) }
                 if status == 401, self.activeDPoP != nil {
                     let named = ["invalid_dpop_proof", "use_dpop_nonce", "invalid_token"].contains(body.error)
-                    headers[.wwwAuthenticate] = named ? "DPoP error=\"\(body.error)\", algs=\"ES256\"" : "DPoP algs=\"ES256\""
+                    refusal.headers[.wwwAuthenticate] = named ? "DPoP error=\"\(body.error)\", algs=\"ES256\"" : "DPoP algs=\"ES256\""
                 }
-                return .deny(status: status, message: "\(body.error): \(body.message)", headers: headers)
+                return .deny(refusal)
             }
         }
     }
@@ -52,9 +57,9 @@ extension Authenticator {
 extension Authenticator {
     /// The refusal of `error` before any check ran, with the nonce when DPoP is on.
     static func denial(_ error: PairingError, policy: DPoPPolicy?) -> BridgeUpgradeDecision {
-        var headers = HTTPFields()
-        if let nonce = policy?.currentNonce() { DPoPFields.setNonce(nonce, in: &headers) }
-        headers[.wwwAuthenticate] = "DPoP error=\"\(error.code)\", algs=\"ES256\""
-        return .deny(status: error.httpStatus, message: "\(error.code): \(error.message)", headers: headers)
+        var refusal = JSONErrorResponse(status: HTTPResponse.Status(code: error.httpStatus), code: error.code, message: error.message)
+        if let nonce = policy?.currentNonce() { DPoPFields.setNonce(nonce, in: &refusal.headers) }
+        refusal.headers[.wwwAuthenticate] = "DPoP error=\"\(error.code)\", algs=\"ES256\""
+        return .deny(refusal)
     }
 }

@@ -1,5 +1,6 @@
 import BridgeHTTP
 import BridgePairing
+import HTTPTypes
 import Hummingbird
 
 /// The seam where authentication plugs in: called with the HTTP upgrade request before a WebSocket is accepted.
@@ -42,20 +43,13 @@ public enum BridgeUpgradeDecision: Sendable, Equatable {
     /// Accept the WebSocket of this paired device: the connection is closed with 4001 when its access token
     /// expires, and with 4003 as soon as the device is revoked.
     case authenticated(AuthenticatedDevice)
-    /// Refuse it with an HTTP status (401, 403, 429...), a message for the client (`"<code>: <text>"`), and header
-    /// fields for the answer (`WWW-Authenticate`, `DPoP-Nonce`).
-    case deny(status: Int, message: String, headers: HTTPFields)
+    /// Refuse it with this answer: its status (401, 403, 429...), error code and message for the client, and header
+    /// fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`), written as they are.
+    case deny(JSONErrorResponse)
 
-    /// A refusal without extra header fields.
-    public static func deny(status: Int, message: String) -> BridgeUpgradeDecision {
-        .deny(status: status, message: message, headers: [:])
-    }
-}
-
-extension JSONErrorResponse {
-    /// The answer to a refused upgrade: ``init(denial:_:)`` with the decision's header fields.
-    init(denial status: Int, _ message: String, headers: HTTPFields) {
-        self.init(denial: status, message)
-        for field in headers { self.headers[field.name] = field.value }
+    /// A refusal with `status`, an error `code` (`"missing_token"`) and a `message` for the client, and no extra
+    /// header fields.
+    public static func deny(status: HTTPResponse.Status, code: String, message: String) -> BridgeUpgradeDecision {
+        .deny(JSONErrorResponse(status: status, code: code, message: message))
     }
 }

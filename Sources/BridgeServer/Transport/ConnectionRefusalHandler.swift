@@ -58,7 +58,7 @@ final class ConnectionRefusalHandler: ChannelInboundHandler {
     private func answer(context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
-        let bytes = context.channel.allocator.buffer(string: UpgradeRefusals.bytes(of: refusal))
+        let bytes = context.channel.allocator.buffer(string: refusal.closingHTTP1Text)
         context.writeAndFlush(NIOAny(bytes), promise: nil)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         // Behind TLS this sends close_notify first (NIOSSLHandler's output close).

@@ -275,10 +275,12 @@ struct StreamableHTTPRoutes {
             return .success(nil)
         case .authenticated(let device):
             return .success(device)
-        case .deny(let status, let message, let headers):
+        case .deny(let refusal):
             BridgeMetrics.authFailures.increment()
-            logger.notice("/acp request refused", metadata: ["status": "\(status)", "reason": "\(message)", "remote": "\(remote ?? "?")"])
-            return .failure(JSONErrorResponse(denial: status, message, headers: headers))
+            logger.notice("/acp request refused", metadata: [
+                "status": "\(refusal.status.code)", "reason": "\(refusal.code)", "message": "\(refusal.message)", "remote": "\(remote ?? "?")",
+            ])
+            return .failure(refusal)
         }
     }
 

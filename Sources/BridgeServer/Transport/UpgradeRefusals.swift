@@ -26,19 +26,6 @@ final class UpgradeRefusals: Sendable {
     func take(_ channel: ObjectIdentifier) -> JSONErrorResponse? {
         pending.withLock { $0.removeValue(forKey: channel) }
     }
-
-    /// The HTTP/1.1 bytes of a refusal (the connection closes after it), for answers written before any HTTP codec
-    /// (``ConnectionRefusalHandler``).
-    static func bytes(of refusal: JSONErrorResponse) -> String {
-        let body = refusal.bodyText
-        var head = "HTTP/1.1 \(refusal.status.code) \(refusal.status.reasonPhrase)\r\n"
-        head += "Content-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n"
-        head += "Content-Length: \(body.utf8.count)\r\n"
-        for field in refusal.headers where field.name != .contentType && field.name != .cacheControl {
-            head += "\(field.name.rawName): \(field.value)\r\n"
-        }
-        return head + "\r\n" + body
-    }
 }
 
 /// Answers a refused upgrade with what the upgrade check recorded in ``UpgradeRefusals``: the first response on a
@@ -63,14 +50,8 @@ final class RefusalResponseHandler: ChannelOutboundHandler, RemovableChannelHand
                 return
             }
             replacing = true
-            let body = ByteBuffer(string: refusal.bodyText)
-            var fields = refusal.headers
-            fields[.contentType] = "application/json"
-            fields[.cacheControl] = "no-store"
-            fields[.connection] = "close"
-            fields[.contentLength] = "\(body.readableBytes)"
-            context.write(wrapOutboundOut(.head(HTTPResponse(status: refusal.status, headerFields: fields))), promise: nil)
-            context.write(wrapOutboundOut(.body(body)), promise: promise)
+            context.write(wrapOutboundOut(.head(refusal.head(closing: true))), promise: nil)
+            context.write(wrapOutboundOut(.body(refusal.body)), promise: promise)
         case .body:
             if replacing { promise?.succeed() } else { context.write(data, promise: promise) }
         case .end:
@@ -89,19 +70,5 @@ extension UpgradeRefusals {
     func refuse(_ refusal: JSONErrorResponse, on context: BridgeWebSocketRequestContext) -> JSONErrorResponse {
         record(refusal, for: context.channelID)
         return refusal
-    }
-}
-
-extension JSONErrorResponse {
-    /// The answer for an upgrade authorizer's denial; a message `"code: text"` (as from
-    /// ``BridgePairing/Authenticator/upgradeAuthorizer(allowedOrigins:)``) becomes `{"error": code, "message": text}`.
-    init(denial status: Int, _ message: String) {
-        var code = "upgrade_refused"
-        var text = message
-        if let colon = message.range(of: ": "), !message[..<colon.lowerBound].contains(" "), !message[..<colon.lowerBound].isEmpty {
-            code = String(message[..<colon.lowerBound])
-            text = String(message[colon.upperBound...])
-        }
-        self.init(status: HTTPResponse.Status(code: status), code: code, message: text)
     }
 }
