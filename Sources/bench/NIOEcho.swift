@@ -67,7 +67,10 @@ private final class EchoOnLoopHandler: ChannelInboundHandler {
         case .ping:
             context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
-            context.close(promise: nil)
+            // Answer the close (RFC 6455 5.5.1) before closing: a client that waits for it (`bench reconnect`) would
+            // otherwise wait for ever.
+            let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(close)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         default:
             break
         }

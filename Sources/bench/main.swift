@@ -210,6 +210,7 @@ func runIdle(_ args: Args) async throws {
     let clients = args.int("clients", 100)
     let hold = min(args.double("hold", 3), 120)
     let openTimeout = min(args.double("open-timeout", 60), 300)
+    let tls = benchTLS(url, groups: args.string("groups", "default"))
     let stats = Stats()
     let release = AsyncStream<Void>.makeStream()
     let t0 = now()
@@ -217,7 +218,7 @@ func runIdle(_ args: Args) async throws {
         for _ in 0..<clients {
             group.addTask {
                 do {
-                    try await WebSocketClient.connect(url: url, configuration: benchClientConfiguration(url), tlsConfiguration: benchTLS(url), logger: benchLogger) { inbound, outbound, _ in
+                    try await WebSocketClient.connect(url: url, configuration: benchClientConfiguration(url), tlsConfiguration: tls, logger: benchLogger) { inbound, outbound, _ in
                         var iterator = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                         try await outbound.write(.text(initializeFrame))
                         _ = try await iterator.next()
@@ -345,7 +346,7 @@ func runLatency(_ args: Args) throws {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: bench echo|nioecho|bridge|load|idle|reconnect|relay|sserelay|sseload|latency|parse [--key value]...\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench echo|nioecho|bridge|load|idle|reconnect|relay|sserelay|sseload|latency|parse|tlscontext [--key value]...\n".utf8))
     exit(2)
 }
 let args = Args(arguments.dropFirst(2))
@@ -362,6 +363,7 @@ case "sseload": try runSSELoad(args)
 case "latency": try runLatency(args)
 case "parse": runParse(args)
 case "dpop": try await runDPoP(args)
+case "tlscontext": try runTLSContextCost(args)
 default:
     FileHandle.standardError.write(Data("unknown mode \(arguments[1])\n".utf8))
     exit(2)
