@@ -82,8 +82,11 @@ let package = Package(
         ),
         /// openat2(2) for the workspace file code (Swift cannot call the variadic syscall(2)).
         .target(name: "CWorkspaceFS"),
-        /// Landlock's system calls and the confined spawn (code between fork and exec) of BridgeSandbox.
+        /// Landlock's system calls for BridgeSandbox's rulesets.
         .target(name: "CSandbox"),
+        /// The one spawn of BridgeProcess: code between fork and exec (directory by descriptor, signals reset, Landlock,
+        /// a supervisor that dies with the bridge).
+        .target(name: "CProcess"),
 
         // MARK: Library modules, dependencies pointing one way
 
@@ -91,9 +94,21 @@ let package = Package(
             name: "BridgeRPC",
             swiftSettings: swiftSettings
         ),
+        /// Child processes: the one type every program the bridge starts goes through (CProcess's spawn), typed launch
+        /// errors with errno, short commands' output on SwiftNIO pipes.
+        .target(
+            name: "BridgeProcess",
+            dependencies: [
+                "CProcess",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "BridgeACP",
             dependencies: [
+                "BridgeProcess",
                 "BridgeRPC",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -202,6 +217,7 @@ let package = Package(
         .target(
             name: "BridgeTerminal",
             dependencies: [
+                "BridgeProcess",
                 "BridgeSandbox",
                 "BridgeRPC",
                 "BridgeACP",
@@ -217,6 +233,7 @@ let package = Package(
         .target(
             name: "BridgeTailscale",
             dependencies: [
+                "BridgeProcess",
                 "BridgeTime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -257,6 +274,7 @@ let package = Package(
         .target(
             name: "BridgeServer",
             dependencies: [
+                "BridgeProcess",
                 "BridgeSandbox",
                 "BridgeRPC",
                 "BridgeACP",
@@ -335,6 +353,7 @@ let package = Package(
         .target(
             name: "BridgeDiagnostics",
             dependencies: [
+                "BridgeProcess",
                 "BridgeSandbox",
                 "BridgeClient",
                 "BridgeDiscovery",
@@ -348,10 +367,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        /// Confinement of what the agent starts: the bridge's own files, Landlock rulesets, the confined spawn.
+        /// Confinement of what the agent starts: the bridge's own files, Landlock rulesets (applied by BridgeProcess's spawn).
         .target(
             name: "BridgeSandbox",
-            dependencies: ["CSandbox"],
+            dependencies: ["CSandbox", "BridgeProcess"],
             swiftSettings: swiftSettings
         ),
 
@@ -376,6 +395,7 @@ let package = Package(
         .executableTarget(
             name: "oa-bridge",
             dependencies: [
+                "BridgeProcess",
                 "BridgeServer",
                 "BridgeTerminal",
                 "BridgeConfig",
@@ -451,7 +471,8 @@ let package = Package(
         .testTarget(
             name: "BridgeACPTests",
             dependencies: [
-                "BridgeACP", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                "BridgeACP", "BridgeProcess", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -531,8 +552,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "BridgeProcessTests",
+            dependencies: ["BridgeProcess"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "BridgeSandboxTests",
-            dependencies: ["BridgeSandbox"],
+            dependencies: ["BridgeSandbox", "BridgeProcess"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

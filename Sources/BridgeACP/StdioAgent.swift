@@ -1,3 +1,4 @@
+import BridgeProcess
 import BridgeRPC
 import Foundation
 import Logging
@@ -13,8 +14,8 @@ import Darwin
 /// An ACP agent in a child process: NDJSON JSON-RPC, one message per line, on its stdin and stdout.
 /// Its stderr lines go to the log. Real agents (`gemini --acp`, `claude-code-acp`) run unchanged.
 ///
-/// Create it with ``launch(_:launcher:logger:)`` (which starts the process, through a ``StdioAgentLauncher``: Foundation's
-/// `Process` by default, a sandboxed spawn in `oa-bridge serve`), then run ``run()`` in a task you own: it reads
+/// Create it with ``launch(_:launcher:logger:)`` (which starts the process, through a ``StdioAgentLauncher``: a direct
+/// ``ChildProcess`` by default, a supervised and sandboxed one in `oa-bridge serve`), then run ``run()`` in a task you own: it reads
 /// and writes the agent's pipes (SwiftNIO channels, no threads of its own) and returns once the process is gone;
 /// cancelling it stops the process (SIGTERM, then SIGKILL). ``send(_:)`` queues a line for stdin without waiting.
 /// Its events come one by one on ``events``, or, taken with ``takeEventBatches()`` before it runs, the messages of
@@ -28,8 +29,7 @@ public final class StdioAgent: ACPEventBatching {
     /// Lines for stdin, in the order ``send(_:)`` queued them; finished when the agent stops or ends.
     private let outgoing: AsyncStream<OutgoingLine>
     private let outgoingSink: AsyncStream<OutgoingLine>.Continuation
-    private let process: any StdioAgentProcess
-    private let exit: ProcessExit
+    private let process: ChildProcess
     private let pipes: StdioAgentPipes
     private let outstanding = OutstandingRequests()
     private let stopping = Mutex(false)
@@ -63,23 +63,22 @@ public final class StdioAgent: ACPEventBatching {
     static let outputGrace: TimeAmount = .seconds(2)
 
     /// The process id, for logs.
-    public var processIdentifier: Int32 { process.processIdentifier }
+    public var processIdentifier: Int32 { process.pid }
 
     /// Why this agent can take no more requests, or nil while it can: its process ended, its stdin is closed, a
     /// write to it failed or its stdout ended. The pipes tell this as soon as the process dies; the process's end
     /// is reported later (the launcher learns it on a thread of its own, tens of ms on a busy machine),
     /// and a request sent in between would fail to be written.
     public var endReason: String? {
-        if let reason = exit.reason { return reason }
+        if let exit = process.exit { return Self.reason(exit) }
         if let reason = broken.withLock({ $0 }) { return reason }
         return pipes.stdin.channel.isActive ? nil : "the agent's stdin is closed"
     }
 
-    private init(process: any StdioAgentProcess, exit: ProcessExit, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
+    private init(process: ChildProcess, pipes: StdioAgentPipes, configuration: StdioAgentConfiguration, logger: Logger) {
         (events, eventSink) = AsyncStream.makeStream(of: ACPAgentEvent.self)
         (outgoing, outgoingSink) = AsyncStream.makeStream(of: OutgoingLine.self)
         self.process = process
-        self.exit = exit
         self.pipes = pipes
         self.configuration = configuration
         self.logger = logger
@@ -104,17 +103,26 @@ public final class StdioAgent: ACPEventBatching {
         // A write to an agent that has just died must fail with EPIPE, not kill the bridge.
         signal(SIGPIPE, SIG_IGN)
 
-        guard let input = StdioAgentPipes.makePipe() else { throw ACPAgentError.launchFailed("no pipe for the agent's stdin: \(errnoText())") }
-        guard let output = StdioAgentPipes.makePipe() else {
-            closeAll(input.read, input.write)
-            throw ACPAgentError.launchFailed("no pipe for the agent's stdout: \(errnoText())")
-        }
-        guard let errors = StdioAgentPipes.makePipe() else {
-            closeAll(input.read, input.write, output.read, output.write)
-            throw ACPAgentError.launchFailed("no pipe for the agent's stderr: \(errnoText())")
+        let input: ChildProcessPipe, output: ChildProcessPipe, errors: ChildProcessPipe
+        do throws(ChildProcessError) {
+            input = try ChildProcessPipe(for: executable)
+            do throws(ChildProcessError) {
+                output = try ChildProcessPipe(for: executable)
+            } catch {
+                closeAll(input.read, input.write)
+                throw error
+            }
+            do throws(ChildProcessError) {
+                errors = try ChildProcessPipe(for: executable)
+            } catch {
+                closeAll(input.read, input.write, output.read, output.write)
+                throw error
+            }
+        } catch {
+            throw .spawnFailed(error)
         }
 
-        let process: any StdioAgentProcess
+        let process: ChildProcess
         do throws(ACPAgentError) {
             process = try launcher.launch(StdioAgentLaunchRequest(
                 executable: executable, arguments: Array(configuration.command.dropFirst()), environment: environment,
@@ -123,14 +131,12 @@ public final class StdioAgent: ACPEventBatching {
             closeAll(input.read, input.write, output.read, output.write, errors.read, errors.write)
             throw error
         }
-        let exit = ProcessExit()
-        Task { exit.ended(reason: await process.wait().description) }
         // The child has its ends now.
         closeAll(input.read, output.write, errors.write)
 
         var agentLogger = logger
         agentLogger[metadataKey: "agent"] = "\(name)"
-        agentLogger[metadataKey: "pid"] = "\(process.processIdentifier)"
+        agentLogger[metadataKey: "pid"] = "\(process.pid)"
         let pipes: StdioAgentPipes
         do {
             pipes = try await StdioAgentPipes.wrap(stdin: input.write, stdout: output.read, stderr: errors.read, maxLineLength: configuration.maxLineLength)
@@ -139,7 +145,7 @@ public final class StdioAgent: ACPEventBatching {
             throw ACPAgentError.launchFailed("could not connect the agent's pipes: \(error)")
         }
         agentLogger.info("agent process started", metadata: ["command": "\(configuration.command.joined(separator: " "))"])
-        return StdioAgent(process: process, exit: exit, pipes: pipes, configuration: configuration, logger: agentLogger)
+        return StdioAgent(process: process, pipes: pipes, configuration: configuration, logger: agentLogger)
     }
 
     /// Finds `name` on `path` unless it already names a file.
@@ -157,12 +163,16 @@ public final class StdioAgent: ACPEventBatching {
         throw ACPAgentError.launchFailed("\(name) was not found on PATH (\(path)); give its full path or install it")
     }
 
-    private static func closeAll(_ descriptors: CInt...) {
-        for descriptor in descriptors { close(descriptor) }
+    /// `the agent process exited with status 3`, `the agent process was killed by signal 9`.
+    static func reason(_ exit: ChildProcess.Exit) -> String {
+        switch exit {
+        case .exited(let status): return "the agent process exited with status \(status)"
+        case .signaled(let signal): return "the agent process was killed by signal \(signal)"
+        }
     }
 
-    private static func errnoText() -> String {
-        String(cString: strerror(errno))
+    private static func closeAll(_ descriptors: CInt...) {
+        for descriptor in descriptors { close(descriptor) }
     }
 
     // MARK: Running
@@ -181,7 +191,7 @@ public final class StdioAgent: ACPEventBatching {
         } onCancel: {
             self.stop()
         }
-        let reason = await exit.wait()
+        let reason = Self.reason(await process.wait())
         var last = outstanding.failAll(reason: reason).map(ACPAgentEvent.message)
         last.append(.exited(reason: reason))
         emit(last)
@@ -211,7 +221,7 @@ public final class StdioAgent: ACPEventBatching {
 
     /// Waits for the process to end, then stops taking lines for it and gives its output a grace period.
     private func watchExit() async {
-        let reason = await exit.wait()
+        let reason = Self.reason(await process.wait())
         logger.notice("agent process ended", metadata: ["reason": "\(reason)"])
         outgoingSink.finish()
         let pipes = self.pipes
@@ -340,15 +350,14 @@ public final class StdioAgent: ACPEventBatching {
             defer { stopping = true }
             return !stopping
         }
-        guard first, exit.reason == nil else { return }
+        guard first, process.exit == nil else { return }
         logger.info("stopping the agent process")
         outgoingSink.finish()
         process.terminate()
         let process = self.process
-        let exit = self.exit
         let logger = self.logger
         pipes.stdin.channel.eventLoop.scheduleTask(in: TimeAmount(configuration.terminationGrace)) {
-            guard exit.reason == nil else { return }
+            guard process.exit == nil else { return }
             logger.warning("the agent ignored SIGTERM; killing it")
             process.kill()
         }
@@ -358,12 +367,12 @@ public final class StdioAgent: ACPEventBatching {
     /// Throws ``ACPAgentError/notRunning(_:)`` once the agent has ended or is stopping. A write that fails later
     /// answers the request (if it is one) with an error response on ``events``.
     public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
-        if let reason = exit.reason { throw ACPAgentError.notRunning(reason) }
+        if let exit = process.exit { throw ACPAgentError.notRunning(Self.reason(exit)) }
         outstanding.sent(message)
         let line = OutgoingLine(message)
         guard case .terminated = outgoingSink.yield(line) else { return }
         if let id = line.requestID { outstanding.forget(id) }
-        throw ACPAgentError.notRunning(exit.reason ?? "the agent is stopping")
+        throw ACPAgentError.notRunning(process.exit.map(Self.reason) ?? "the agent is stopping")
     }
 
     /// Takes back the request with `id` if its write failed: it never reached this agent, so its owner may send it

@@ -1,3 +1,5 @@
+import BridgeProcess
+
 /// What a ``StdioAgentLauncher`` starts: the agent's program (resolved to a path), its arguments, environment and
 /// working directory, and the child's ends of its three pipes.
 public struct StdioAgentLaunchRequest: Sendable {
@@ -31,38 +33,11 @@ public struct StdioAgentLaunchRequest: Sendable {
     }
 }
 
-/// How an agent's process ended.
-public enum StdioAgentExit: Sendable, Equatable, CustomStringConvertible {
-    /// It exited with this status.
-    case exited(Int32)
-    /// This signal ended it.
-    case signaled(Int32)
-
-    /// `the agent process exited with status 3`, `the agent process was killed by signal 9`.
-    public var description: String {
-        switch self {
-        case .exited(let status): return "the agent process exited with status \(status)"
-        case .signaled(let signal): return "the agent process was killed by signal \(signal)"
-        }
-    }
-}
-
-/// A started agent process, as its launcher runs it.
-public protocol StdioAgentProcess: Sendable {
-    /// Its process id (for logs).
-    var processIdentifier: Int32 { get }
-    /// Asks it to end (SIGTERM).
-    func terminate()
-    /// Ends it and whatever it started that stayed with it (SIGKILL).
-    func kill()
-    /// Waits until it has ended; not cut short by cancellation.
-    func wait() async -> StdioAgentExit
-}
-
 /// Starts an agent's process: the seam through which the bridge runs the agent in a sandbox of its own (BridgeServer
-/// fills it with a confined spawn; BridgeACP knows nothing of sandboxes). The default is
-/// ``StdioAgentProcessLauncher`` (Foundation's `Process`).
+/// fills it with a supervised, Landlock-confined ``ChildProcess``; BridgeACP knows nothing of sandboxes). The default
+/// is ``StdioAgentProcessLauncher`` (a direct, unconfined ``ChildProcess``).
 public protocol StdioAgentLauncher: Sendable {
-    /// Starts `request`, or throws ``ACPAgentError/launchFailed(_:)`` saying why it could not.
-    func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> any StdioAgentProcess
+    /// Starts `request`, or throws ``ACPAgentError/spawnFailed(_:)`` (the program, the step and the `errno`) or
+    /// ``ACPAgentError/launchFailed(_:)`` saying why it could not.
+    func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> ChildProcess
 }

@@ -64,30 +64,4 @@ struct StdioAgentPipes: Sendable {
         stdout.channel.close(promise: nil)
         stderr.channel.close(promise: nil)
     }
-
-    /// A pipe whose ends are closed in child processes' exec; `nil` if the system refuses one.
-    static func makePipe() -> (read: CInt, write: CInt)? {
-        var ends: [CInt] = [-1, -1]
-        // The child gets its ends by dup2, which clears the flag. pipe2 sets it in the same call: with pipe and then
-        // fcntl, a process spawned by another thread in between inherits the ends, and an agent's stdin with a
-        // reader left in that process never fails a write when the agent dies (seen in parallel test runs).
-        #if canImport(Glibc)
-        if let pipe2 = pipe2Function() {
-            guard pipe2(&ends, O_CLOEXEC) == 0 else { return nil }
-            return (ends[0], ends[1])
-        }
-        #endif
-        guard pipe(&ends) == 0 else { return nil }
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        return (ends[0], ends[1])
-    }
-
-    #if canImport(Glibc)
-    /// pipe2(2), looked up at run time: Glibc's Swift module does not export it (it needs _GNU_SOURCE).
-    private static func pipe2Function() -> (@convention(c) (UnsafeMutablePointer<CInt>, CInt) -> CInt)? {
-        guard let symbol = dlsym(nil, "pipe2") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<CInt>, CInt) -> CInt).self)
-    }
-    #endif
 }

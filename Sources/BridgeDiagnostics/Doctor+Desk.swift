@@ -1,4 +1,5 @@
 import BridgeDiscovery
+import BridgeProcess
 import Foundation
 import NIOPosix
 
@@ -157,20 +158,13 @@ extension Doctor {
         return nil
     }
 
-    /// Runs a command briefly (on NIO's blocking pool) and returns its exit status and output (stdout and stderr).
+    /// Runs a command briefly (a ``ChildProcess``) and returns its exit status (128 + the signal if one ended it) and
+    /// output (stdout and stderr); -1 and no output when it cannot start.
     static func runWithStatus(_ executable: String, _ arguments: [String]) async -> (status: Int32, output: String) {
-        let result = try? await NIOThreadPool.singleton.runIfActive { () -> (Int32, String) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            do { try process.run() } catch { return (-1, "") }
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        guard let completed = try? await ChildProcess.run(executable, arguments, withErrors: true) else { return (-1, "") }
+        switch completed.exit {
+        case .exited(let code): return (code, completed.text)
+        case .signaled(let signal): return (128 + signal, completed.text)
         }
-        return result.map { (status: $0.0, output: $0.1) } ?? (status: -1, output: "")
     }
 }

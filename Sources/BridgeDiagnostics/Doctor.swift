@@ -1,6 +1,7 @@
 import BridgeClient
 import BridgeDiscovery
 import BridgePairing
+import BridgeProcess
 import BridgeTailscale
 import BridgeTLS
 import Foundation
@@ -479,23 +480,10 @@ public struct Doctor: Sendable {
         return DoctorCheck(name: "clock", status: .ok, detail: "\(ISO8601DateFormatter().string(from: Date()))")
     }
 
-    /// Runs a command briefly and returns its output (empty on failure). The wait for the child happens on NIO's
-    /// blocking-work thread pool, never on the cooperative pool that the rest of doctor runs on.
+    /// Runs a command briefly (a ``ChildProcess``, its output read on a SwiftNIO pipe: no thread waits) and returns
+    /// its output, standard output and error together (empty when it cannot start).
     static func run(_ executable: String, _ arguments: [String]) async -> String {
-        (try? await NIOThreadPool.singleton.runIfActive { blockingRun(executable, arguments) }) ?? ""
-    }
-
-    private static func blockingRun(_ executable: String, _ arguments: [String]) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return "" }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        (try? await ChildProcess.run(executable, arguments, withErrors: true))?.text ?? ""
     }
 }
 

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A Landlock ruleset made from a ``SandboxPolicy``, ready for ``ConfinedProcess/spawn(_:)``: its descriptor (held
+/// A Landlock ruleset made from a ``SandboxPolicy``, ready for a confined `ChildProcess` (BridgeProcess): its descriptor (held
 /// until this is released).
 ///
 /// Landlock only adds permissions: a rule on a directory covers everything beneath it. So a directory with a

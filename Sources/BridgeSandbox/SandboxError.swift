@@ -4,8 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Why the sandbox could not be set up or a confined command could not start. Matched by case; ``description`` says
-/// what to do.
+/// Why the sandbox could not be set up (a command that cannot start is BridgeProcess's `ChildProcessError`). Matched by
+/// case; ``description`` says what to do.
 public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kernel offers no Landlock (older than 5.13, or the LSM is not enabled: `lsm=` on the kernel command line).
     case landlockUnavailable(errno: Int32)
@@ -17,9 +17,6 @@ public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
     case unreadable(path: String, errno: Int32)
     /// One of the bridge's own files could not be found or created to be protected.
     case unprotectable(path: String, errno: Int32)
-    /// The command could not be started: the step that failed (`stage`: pipe, fork, chdir, no_new_privs, landlock,
-    /// exec) and its `errno`.
-    case spawnFailed(stage: String, errno: Int32)
 
     /// What went wrong, with the system's reason.
     public var description: String {
@@ -36,8 +33,6 @@ public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
             return "cannot open \(path) for the sandbox: \(Self.reason(code))"
         case .unprotectable(let path, let code):
             return "cannot protect the bridge's own file \(path): \(Self.reason(code))"
-        case .spawnFailed(let stage, let code):
-            return "could not start the command (\(stage)): \(Self.reason(code))"
         }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Reads the tailnet identity: from tailscaled's LocalAPI over its unix socket, or failing that
 /// from `tailscale status --json`. Nothing blocks a thread: the socket and the command's output are
@@ -44,24 +43,6 @@ public struct TailscaleStatusReader: Sendable {
         }
         let output = try await TailscaleCommand(executable: executable, timeout: timeout).statusJSON()
         return try TailnetIdentity(statusJSON: output, source: "cli")
-    }
-
-    /// Reads the identity from synchronous code, blocking the calling thread until ``read()`` is done (at most
-    /// about twice ``timeout``). Only for callers that cannot await; never call it on the cooperative pool.
-    @available(*, deprecated, message: "blocks the calling thread; use the async read()")
-    public func read() throws(TailscaleError) -> TailnetIdentity {
-        let outcome = Mutex<Result<TailnetIdentity, TailscaleError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let reader = self
-        Task.detached {
-            let result: Result<TailnetIdentity, TailscaleError>
-            do throws(TailscaleError) { result = .success(try await reader.read()) } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else { throw .unreachable("the status read did not finish") }
-        return try result.get()
     }
 
     /// Finds a command on PATH, or checks an explicit path.

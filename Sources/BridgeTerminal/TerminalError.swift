@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgeProcess
 import BridgeRPC
 
 /// Why an agent's `terminal/*` request was refused or failed. Matched by case; ``rpcError`` is the answer the agent
@@ -21,6 +22,8 @@ package enum TerminalError: Error, Equatable, Sendable {
     case badDirectory(JSONRPCError)
     /// The command could not be started.
     case launchFailed(command: String, reason: String)
+    /// The command's process could not be started: the step and the `errno` (``ChildProcessError``).
+    case spawnFailed(command: String, ChildProcessError)
     /// The command cannot be confined (`reason`: the kernel has no Landlock, or a rule was refused), so it is not run.
     case unconfinable(reason: String)
 
@@ -58,6 +61,10 @@ package enum TerminalError: Error, Equatable, Sendable {
                     + "start the bridge with --terminal-confinement unconfined to run them anyway")
         case .launchFailed(let command, let reason):
             return JSONRPCError.internalError("could not start \(command): \(reason)", data: ["command": .string(command)])
+        case .spawnFailed(let command, let error):
+            return JSONRPCError.internalError(
+                "could not start \(command): \(error)",
+                data: ["command": .string(command), "errno": .int(Int64(error.errno)), "stage": .string(error.stage.rawValue)])
         }
     }
 }

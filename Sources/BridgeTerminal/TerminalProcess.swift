@@ -1,3 +1,4 @@
+import BridgeProcess
 import BridgeSandbox
 import Foundation
 
@@ -8,10 +9,11 @@ import Darwin
 #endif
 
 /// A terminal's command in a child process: `/bin/sh -c '<command> <args…>'` (the command line as the agent wrote it,
-/// each argument quoted), as Zed runs one, started by ``ConfinedProcess``: from the directory's descriptor (no path
-/// that could be swapped meanwhile), under a Landlock ruleset when one is given, in its own process group whose every
-/// member dies with the bridge, stdin from `/dev/null`, stdout and stderr into one pipe whose read end
-/// ``outputDescriptor`` the caller reads (with SwiftNIO) and closes.
+/// each argument quoted), as Zed runs one, started as a supervised `ChildProcess` (BridgeProcess): from the directory's
+/// descriptor (no path that could be swapped meanwhile), under a Landlock ruleset when one is given, in its own process
+/// group whose every member dies with the bridge, stdin from `/dev/null`, stdout and stderr into one pipe whose read
+/// end ``outputDescriptor`` the caller reads (with SwiftNIO) and closes. This type adds only that to the
+/// `ChildProcess` it holds: the command line, the output pipe, the exit in the terminal's words.
 ///
 /// ``kill()`` sends SIGKILL to the whole process group, so the children the command started go too (a child that
 /// moved to a group of its own escapes it).
@@ -20,9 +22,9 @@ package final class TerminalProcess: Sendable {
     let pid: Int32
     /// The read end of the output pipe (close-on-exec); the caller owns it.
     let outputDescriptor: CInt
-    private let process: ConfinedProcess
+    private let process: ChildProcess
 
-    private init(process: ConfinedProcess, outputDescriptor: CInt) {
+    private init(process: ChildProcess, outputDescriptor: CInt) {
         self.process = process
         self.pid = process.pid
         self.outputDescriptor = outputDescriptor
@@ -43,23 +45,23 @@ package final class TerminalProcess: Sendable {
     static func launch(
         command: String, args: [String], environment: [(String, String)], directory: Int32, ruleset: LandlockRuleset?
     ) throws(TerminalError) -> TerminalProcess {
-        var ends: [CInt] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            throw .launchFailed(command: command, reason: "no pipe for its output: \(String(cString: strerror(errno)))")
+        let pipe: ChildProcessPipe
+        do {
+            pipe = try ChildProcessPipe(for: "/bin/sh")
+        } catch {
+            throw .spawnFailed(command: command, error)
         }
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         var variables = ProcessInfo.processInfo.environment
         for (name, value) in environment { variables[name] = value }
-        defer { close(ends[1]) }  // the child has its copy
+        defer { close(pipe.write) }  // the child has its copy
         do {
-            let process = try ConfinedProcess.spawn(ConfinedProcess.Request(
+            let process = try ChildProcess.spawn(ChildProcess.Request(
                 executable: "/bin/sh", arguments: ["-c", commandLine(command, args)], environment: variables,
-                directory: directory, output: ends[1], ruleset: ruleset))
-            return TerminalProcess(process: process, outputDescriptor: ends[0])
+                directory: .descriptor(directory), output: pipe.write, error: pipe.write, confinement: ruleset, supervised: true))
+            return TerminalProcess(process: process, outputDescriptor: pipe.read)
         } catch {
-            close(ends[0])
-            throw .launchFailed(command: command, reason: error.description)
+            close(pipe.read)
+            throw .spawnFailed(command: command, error)
         }
     }
 
@@ -90,10 +92,10 @@ package final class TerminalProcess: Sendable {
         process.kill()
     }
 
-    /// Nothing left to free: the supervisor was reaped by ``ConfinedProcess`` when it ended.
+    /// Nothing left to free: the supervisor was reaped by its `ChildProcess` when it ended.
     func reap() {}
 
-    private static func status(_ exit: ConfinedProcess.Exit) -> TerminalExitStatus {
+    private static func status(_ exit: ChildProcess.Exit) -> TerminalExitStatus {
         switch exit {
         case .exited(let code): return .exited(code)
         case .signaled(let signal): return .killed(by: signal)

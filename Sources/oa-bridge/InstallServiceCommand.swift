@@ -1,9 +1,10 @@
 import ArgumentParser
 import BridgeConfig
+import BridgeProcess
 import Foundation
 
 /// `oa-bridge install-service`: run the bridge as a systemd user service on a headless box.
-struct InstallServiceCommand: ParsableCommand {
+struct InstallServiceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "install-service",
         abstract: "Write and enable a systemd user unit that runs 'oa-bridge serve'.",
@@ -30,7 +31,7 @@ struct InstallServiceCommand: ParsableCommand {
     @Argument(parsing: .postTerminator, help: "Options passed to 'oa-bridge serve'.")
     var serveArguments: [String] = []
 
-    func run() throws {
+    func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let executable = SystemdUnit.executable(
             argument0: CommandLine.arguments.first ?? "oa-bridge", currentDirectory: FileManager.default.currentDirectoryPath,
@@ -46,7 +47,7 @@ struct InstallServiceCommand: ParsableCommand {
         try unit.write(toFile: path, atomically: true, encoding: .utf8)
         Swift.print("wrote \(path)")
         for arguments in [["--user", "daemon-reload"], ["--user", "enable", "--now", unitName]] {
-            let status = InstallServiceCommand.systemctl(arguments)
+            let status = try await InstallServiceCommand.systemctl(arguments)
             guard status == 0 else {
                 throw ValidationError("'systemctl \(arguments.joined(separator: " "))' failed (exit \(status)). Is there a user systemd instance? On a headless box: 'sudo loginctl enable-linger $USER', then log in again.")
             }
@@ -55,16 +56,15 @@ struct InstallServiceCommand: ParsableCommand {
         Swift.print("headless: 'sudo loginctl enable-linger \(environment["USER"] ?? "$USER")' keeps it running without a login")
     }
 
-    static func systemctl(_ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["systemctl"] + arguments
-        do {
-            try process.run()
-        } catch {
-            return 127
+    /// Runs `systemctl` (through `/usr/bin/env`, on PATH) with the terminal's input and output; its exit status (128 +
+    /// the signal if one ended it). Throws ``ChildProcessError`` (with its errno) when it cannot start.
+    static func systemctl(_ arguments: [String]) async throws -> Int32 {
+        let process = try ChildProcess.spawn(ChildProcess.Request(
+            executable: "/usr/bin/env", arguments: ["systemctl"] + arguments, environment: ProcessInfo.processInfo.environment,
+            input: STDIN_FILENO, output: STDOUT_FILENO, error: STDERR_FILENO, supervised: false))
+        switch await process.wait() {
+        case .exited(let code): return code
+        case .signaled(let signal): return 128 + signal
         }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }

@@ -6,54 +6,6 @@ import Testing
 import Glibc
 #endif
 
-/// What running an agent (a long-lived command on three pipes) through ``ConfinedProcess`` needs beyond a terminal.
-@Suite("ConfinedProcess for an agent", .tags(.externalTool))
-struct ConfinedAgentTests {
-    @Test("terminate() reaches the command (passed on by the supervisor), which ends gracefully with its own status")
-    func terminateIsPassedOn() async throws {
-        var ends: [Int32] = [-1, -1]
-        #expect(pipe(&ends) == 0)
-        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        let reader = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
-        let process = try ConfinedProcess.spawn(ConfinedProcess.Request(
-            executable: "/bin/sh", arguments: ["-c", "trap 'echo graceful; exit 7' TERM; echo ready; while :; do sleep 0.05; done"],
-            environment: ["PATH": "/usr/bin:/bin"], directory: nil, output: ends[1], ruleset: nil))
-        close(ends[1])
-        var seen = ""
-        while !seen.contains("ready\n") {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        process.terminate()
-        #expect(await process.wait() == .exited(7))
-        seen += String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
-        #expect(seen == "ready\ngraceful\n")
-    }
-
-    @Test("standard input, output and error are the three descriptors given")
-    func threePipes() async throws {
-        var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
-        #expect(pipe(&input) == 0 && pipe(&output) == 0 && pipe(&errors) == 0)
-        for fd in input + output + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let process = try ConfinedProcess.spawn(ConfinedProcess.Request(
-            executable: "/bin/sh", arguments: ["-c", "read line; echo \"out:$line\"; echo \"err:$line\" >&2"],
-            environment: ["PATH": "/usr/bin:/bin"], directory: nil, output: output[1], error: errors[1], input: input[0], ruleset: nil))
-        close(input[0])
-        close(output[1])
-        close(errors[1])
-        let line = Array("hello\n".utf8)
-        #expect(write(input[1], line, line.count) == line.count)
-        close(input[1])
-        let out = FileHandle(fileDescriptor: output[0], closeOnDealloc: true).readDataToEndOfFile()
-        let err = FileHandle(fileDescriptor: errors[0], closeOnDealloc: true).readDataToEndOfFile()
-        #expect(await process.wait() == .exited(0))
-        #expect(String(decoding: out, as: UTF8.self) == "out:hello\n")
-        #expect(String(decoding: err, as: UTF8.self) == "err:hello\n")
-    }
-}
-
 @Suite("Landlock's usable ABI", .tags(.unit))
 struct LandlockABITests {
     @Test("no Landlock, or an ABI older than 3 (no truncate right), is unusable; 3 and later are used")

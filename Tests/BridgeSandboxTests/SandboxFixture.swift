@@ -1,3 +1,4 @@
+import BridgeProcess
 import BridgeSandbox
 import Foundation
 import Testing
@@ -51,24 +52,22 @@ func realPath(_ path: String) -> String {
     return String(cString: resolved)
 }
 
-/// Runs `/bin/sh -c script` through ``ConfinedProcess`` from `directory`; returns its exit and its output.
-func runConfined(_ script: String, directory: Int32?, ruleset: LandlockRuleset?) async throws -> (ConfinedProcess.Exit, String) {
-    var ends: [Int32] = [-1, -1]
-    guard pipe(&ends) == 0 else { throw POSIXError(.EMFILE) }
-    _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
-    _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-    let process: ConfinedProcess
+/// Runs `/bin/sh -c script` as a supervised ``ChildProcess`` under `ruleset` from `directory`; returns its exit and
+/// its output.
+func runConfined(_ script: String, directory: Int32?, ruleset: LandlockRuleset?) async throws -> (ChildProcess.Exit, String) {
+    let pipe = try ChildProcessPipe(for: "/bin/sh")
+    let process: ChildProcess
     do {
-        process = try ConfinedProcess.spawn(ConfinedProcess.Request(
+        defer { close(pipe.write) }
+        process = try ChildProcess.spawn(ChildProcess.Request(
             executable: "/bin/sh", arguments: ["-c", script], environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"],
-            directory: directory, output: ends[1], ruleset: ruleset))
+            directory: directory.map { .descriptor($0) } ?? .inherited, output: pipe.write, error: pipe.write,
+            confinement: ruleset, supervised: true))
     } catch {
-        close(ends[0])
-        close(ends[1])
+        close(pipe.read)
         throw error
     }
-    close(ends[1])
-    let handle = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
+    let handle = FileHandle(fileDescriptor: pipe.read, closeOnDealloc: true)
     let data = handle.readDataToEndOfFile()
     let exit = await process.wait()
     return (exit, String(decoding: data, as: UTF8.self))

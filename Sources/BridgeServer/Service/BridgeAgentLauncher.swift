@@ -1,4 +1,5 @@
 import BridgeACP
+import BridgeProcess
 import BridgeSandbox
 import BridgeWorkspace
 import Logging
@@ -10,7 +11,7 @@ import Darwin
 #endif
 
 /// How `oa-bridge serve` starts a stdio agent (the ``StdioAgentLauncher`` BridgeACP leaves open). With ``sandbox``:
-/// through ``ConfinedProcess``, so that it starts from its directory's descriptor (no path to race on) in a process
+/// as a supervised `ChildProcess`, so that it starts from its directory's descriptor (no path to race on) in a process
 /// group of its own whose every member is killed when the bridge dies, however it dies, and under a Landlock
 /// ruleset (``SandboxPolicy/agent(writable:installation:protected:)``): writes only in its working directory, the
 /// `--fs-scope` directory and a temporary directory of its own (its `TMPDIR`, removed when it ends), reads those, the
@@ -21,15 +22,16 @@ struct BridgeAgentLauncher: StdioAgentLauncher {
     let sandbox: SandboxPolicy?
     let logger: Logger
 
-    func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> any StdioAgentProcess {
-        // An unconfined agent starts with Foundation's Process, as before this launcher existed: with every agent under
-        // ConfinedProcess, 2 of 4 full `swift test` runs hung (agents gone, their tests never told) and the cause is not
-        // found yet; with this, 0 of 5. A sandboxed agent keeps the supervisor (and dies with the bridge).
-        guard sandbox != nil else { return try BridgeAgentLauncher.withSignalsUnblocked { () throws(ACPAgentError) in try StdioAgentProcessLauncher().launch(request) } }
+    func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> ChildProcess {
+        // An unconfined agent is a direct child, as before this launcher existed: with every agent under the supervisor,
+        // 2 of 4 full `swift test` runs hung (agents gone, their tests never told) and the cause is not found yet. A
+        // sandboxed agent keeps the supervisor (and dies with the bridge). Either way the child starts with no signal
+        // blocked (issue 25 item 1, finding F5: from a cooperative-pool thread it once started with SIGTERM blocked).
+        guard sandbox != nil else { return try StdioAgentProcessLauncher().launch(request) }
         let path = request.workingDirectory ?? "."
         let directory = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else {
-            throw .launchFailed("cannot open the agent's working directory \(path): \(String(cString: strerror(errno)))")
+            throw .spawnFailed(ChildProcessError(executable: request.executable, stage: .directory, errno: errno))
         }
         defer { close(directory) }
         var environment = request.environment
@@ -58,57 +60,17 @@ struct BridgeAgentLauncher: StdioAgentLauncher {
                 "writes": "\(policy.writable.map(\.name).joined(separator: " "))",
             ])
         }
-        do {
-            let process = try ConfinedProcess.spawn(ConfinedProcess.Request(
-                executable: request.executable, arguments: request.arguments, environment: environment, directory: directory,
-                output: request.stdout, error: request.stderr, input: request.stdin, ruleset: ruleset))
-            return ConfinedAgentProcess(process: process, scratch: scratch)
+        // The agent's temporary directory goes when it has ended.
+        var whenEnded: (@Sendable () -> Void)?
+        if let scratch { whenEnded = { scratch.remove() } }
+        do throws(ChildProcessError) {
+            return try ChildProcess.spawn(ChildProcess.Request(
+                executable: request.executable, arguments: request.arguments, environment: environment,
+                directory: .descriptor(directory), input: request.stdin, output: request.stdout, error: request.stderr,
+                confinement: ruleset, supervised: true, whenEnded: whenEnded))
         } catch {
-            throw .launchFailed("\(request.executable): \(error.description)")
-        }
-    }
-
-    /// Runs `launch` with the calling thread's signal mask emptied, restoring it after. A child inherits its parent
-    /// thread's blocked signals across `exec`, and Foundation's `Process` spawns from the calling thread: from one of
-    /// the concurrency pool's threads, which block nearly every signal, the agent started with SIGTERM blocked, ignored
-    /// the bridge's stop, and was killed only after ``StdioAgentConfiguration/terminationGrace`` (issue 25 item 1,
-    /// finding F5: serve took over 3 s to stop). A signal that arrives meanwhile is handled as on any other thread.
-    static func withSignalsUnblocked<T>(_ launch: () throws(ACPAgentError) -> T) throws(ACPAgentError) -> T {
-        var none = sigset_t()
-        sigemptyset(&none)
-        var previous = sigset_t()
-        pthread_sigmask(SIG_SETMASK, &none, &previous)
-        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
-        return try launch()
-    }
-}
-
-/// An agent run by ``ConfinedProcess``; its temporary directory goes when it has ended.
-final class ConfinedAgentProcess: StdioAgentProcess {
-    private let process: ConfinedProcess
-    private let scratch: ScratchDirectory?
-
-    init(process: ConfinedProcess, scratch: ScratchDirectory?) {
-        self.process = process
-        self.scratch = scratch
-    }
-
-    var processIdentifier: Int32 { process.pid }
-
-    func terminate() {
-        process.terminate()
-    }
-
-    func kill() {
-        process.kill()
-    }
-
-    func wait() async -> StdioAgentExit {
-        let exit = await process.wait()
-        scratch?.remove()
-        switch exit {
-        case .exited(let code): return .exited(code)
-        case .signaled(let signal): return .signaled(signal)
+            scratch?.remove()
+            throw .spawnFailed(error)
         }
     }
 }

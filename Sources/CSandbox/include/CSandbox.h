@@ -1,7 +1,5 @@
-// The C seam of the bridge's sandbox: the Landlock system calls (Swift cannot reach the variadic syscall(2)), and a
-// spawn that runs code between fork and exec (Foundation's Process cannot): a supervisor that kills the command's
-// process group when the bridge dies, and a child that enters the directory by descriptor, applies
-// PR_SET_NO_NEW_PRIVS and a Landlock ruleset, then execs. Between fork and exec only async-signal-safe system calls.
+// The C seam of the bridge's sandbox: the Landlock system calls (Swift cannot reach the variadic syscall(2)). The
+// spawn that applies a ruleset between fork and exec is CProcess's (BridgeProcess).
 #ifndef CSANDBOX_H
 #define CSANDBOX_H
 
@@ -32,19 +30,6 @@
 #define CSB_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
 #define CSB_SCOPE_SIGNAL (1ULL << 1)
 
-/// Where a spawn failed (``csb_spawn``'s `stage`).
-enum csb_stage {
-    CSB_STAGE_NONE = 0,
-    CSB_STAGE_PIPE = 1,
-    CSB_STAGE_FORK = 2,
-    CSB_STAGE_PARENT_GONE = 3,
-    CSB_STAGE_CHDIR = 4,
-    CSB_STAGE_NO_NEW_PRIVS = 5,
-    CSB_STAGE_LANDLOCK = 6,
-    CSB_STAGE_EXEC = 7,
-    CSB_STAGE_UNSUPPORTED = 8,
-};
-
 /// The highest Landlock ABI the kernel offers, or -1 (errno ENOSYS or EOPNOTSUPP when it has none or it is off).
 int csb_landlock_abi(void);
 
@@ -57,33 +42,5 @@ int csb_landlock_allow(int ruleset, int fd, uint64_t access);
 /// Opens `name` in the directory `dirfd` with O_PATH | O_NOFOLLOW | O_CLOEXEC (a handle for a rule: the file is
 /// not opened for reading), or -1 with errno.
 int csb_open_path(int dirfd, const char *name);
-
-/// What ``csb_spawn`` starts.
-struct csb_spawn_request {
-    /// The program's path, its arguments and environment (NULL-terminated; prepared before the call: the child
-    /// allocates nothing).
-    const char *path;
-    char *const *argv;
-    char *const *envp;
-    /// The directory the command starts in (fchdir), or -1 to stay where the bridge is.
-    int directory;
-    /// Standard input, output and error of the command.
-    int input;
-    int output;
-    int error;
-    /// A Landlock ruleset the command runs under, or -1 for none.
-    int ruleset;
-    /// Whether to set PR_SET_NO_NEW_PRIVS (always with a ruleset).
-    int no_new_privs;
-};
-
-/// Starts `request` under a supervisor in a new process group (whose id is the supervisor's pid, returned in
-/// `pid`). The supervisor forks the command and ends as it ended (same exit code, or the same signal); when the
-/// bridge's process is gone first, it kills its process group (itself, the command and the command's children). The
-/// command dies with its supervisor (PR_SET_PDEATHSIG), enters `directory` by descriptor, sets PR_SET_NO_NEW_PRIVS,
-/// restricts itself to `ruleset`, and execs. SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the
-/// supervisor are passed on to the command (so a command may end gracefully; SIGKILL to the group ends them all). Returns 0 once the command has been executed, or -1 with the failing
-/// stage and errno in `stage` and `code` (the supervisor is then reaped). The caller waits for `pid` with waitpid(2).
-int csb_spawn(const struct csb_spawn_request *request, pid_t *pid, int *stage, int *code);
 
 #endif
