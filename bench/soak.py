@@ -91,10 +91,15 @@ def slope_per_1000(samples: list[tuple[int, int]]) -> float | None:
 
 # MARK: - Servers
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def reserved_port() -> socket.socket:
+    """A socket bound with SO_REUSEADDR to a port the kernel picks, never listening, for a server that binds with
+    SO_REUSEADDR (serve and the NIO echo do): while it is open, no plain bind and no other bind(port 0) gets the port,
+    so nothing takes it between here and the server's bind (a port bound, closed and handed on could be taken by
+    another test). Close it once the server listens."""
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    return holder
 
 
 def wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -142,23 +147,27 @@ class Server:
 
 
 def start_echo(bench: str) -> Server:
-    port = free_port()
+    holder = reserved_port()
+    port = holder.getsockname()[1]
     base = Path(tempfile.mkdtemp(prefix="oa-soak-echo-"))
-    with open(base / "echo.log", "w") as log:
-        proc = subprocess.Popen([bench, "echo", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log)
-    wait_port(port, proc)
+    with holder:
+        with open(base / "echo.log", "w") as log:
+            proc = subprocess.Popen([bench, "echo", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log)
+        wait_port(port, proc)
     return Server(proc, port, base)
 
 
 def start_serve(bridge: str, *extra: str) -> Server:
     """`oa-bridge serve` on 127.0.0.1 with discovery off, warnings only, a fresh state directory; `extra` follows."""
-    port = free_port()
+    holder = reserved_port()
+    port = holder.getsockname()[1]
     base = Path(tempfile.mkdtemp(prefix="oa-soak-serve-"))
     arguments = [bridge, "serve", "--discovery", "off", "--host", "127.0.0.1", "--port", str(port),
                  "--state-dir", str(base / "state"), "--working-directory", str(base), "--log-level", "warning", *extra]
-    with open(base / "serve.log", "w") as log:
-        proc = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=log, cwd=base)
-    wait_port(port, proc)
+    with holder:
+        with open(base / "serve.log", "w") as log:
+            proc = subprocess.Popen(arguments, stdout=subprocess.DEVNULL, stderr=log, cwd=base)
+        wait_port(port, proc)
     return Server(proc, port, base)
 
 
