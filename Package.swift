@@ -364,7 +364,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            // The first module with imports internal unless marked `public import` (SE-0409); the others need theirs
+            // marked before the setting moves to `swiftSettings` above.
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         /// Confinement of what the agent starts: the bridge's own files, Landlock rulesets (applied by BridgeProcess's spawn).

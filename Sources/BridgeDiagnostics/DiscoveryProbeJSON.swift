@@ -1,4 +1,4 @@
-import BridgeClient
+public import BridgeClient
 import BridgeDiscovery
 
 /// The handshake probe's outcome as `discover --json` prints it under `probe`.

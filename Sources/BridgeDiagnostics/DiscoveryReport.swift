@@ -1,5 +1,5 @@
-import BridgeClient
-import BridgeDiscovery
+public import BridgeClient
+public import BridgeDiscovery
 import Foundation
 
 /// What `oa-bridge discover` says about a browse, as lines for standard output and standard error: JSON records
@@ -139,7 +139,9 @@ public struct DiscoveryReport: Sendable {
     /// One-shot: the table, or why nothing was found, then any conflicts with their fixes.
     public mutating func finish(services found: [ProbedService]) {
         guard !json, !watch else { return }
-        lines.append(.standardOutput(found.isEmpty ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds) : DiscoveryText.table(found, probe: probe)))
+        lines.append(.standardOutput(
+            found.isEmpty
+                ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds) : DiscoveryText.table(found, probe: probe)))
         for conflict in conflicts { lines.append(.standardOutput(conflict.text)) }
     }
 

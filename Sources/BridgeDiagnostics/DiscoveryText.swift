@@ -1,5 +1,5 @@
-import BridgeClient
-import BridgeDiscovery
+public import BridgeClient
+public import BridgeDiscovery
 import Foundation
 
 /// What `oa-bridge discover` prints for people: the table, the `--watch` lines and the advice when nothing is found,

@@ -1,11 +1,11 @@
 import BridgeClient
-import BridgeDiscovery
+public import BridgeDiscovery
 import BridgePairing
 import BridgeProcess
-import BridgeTailscale
+public import BridgeTailscale
 import BridgeTLS
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import NIOPosix
 
 #if canImport(Glibc)

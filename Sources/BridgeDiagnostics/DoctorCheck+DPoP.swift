@@ -1,5 +1,5 @@
 import BridgePairing
-import Foundation
+public import Foundation
 import Logging
 
 extension DoctorCheck {

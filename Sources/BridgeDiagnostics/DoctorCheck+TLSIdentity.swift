@@ -1,6 +1,6 @@
 import BridgePairing
 import BridgeTLS
-import Foundation
+public import Foundation
 
 extension DoctorCheck {
     /// The bridge's TLS identity in `stateDirectory`: the pin to compare with a phone's, or what is wrong with it.

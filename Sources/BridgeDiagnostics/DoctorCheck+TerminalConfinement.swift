@@ -1,4 +1,4 @@
-import BridgeSandbox
+public import BridgeSandbox
 
 extension DoctorCheck {
     /// Whether the kernel can confine the agent's terminals and, under `--sandbox-agent`, the agent (Landlock, ABI

@@ -1,6 +1,6 @@
 import BridgePairing
 import BridgeTLS
-import Foundation
+public import Foundation
 
 /// Where `oa-bridge doctor` runs, which decides what it checks: the desk (a bridge runs, listens, or is set up here)
 /// gets the server's checks, a client (a phone or laptop that connects to a bridge elsewhere) the client's, and

@@ -1,4 +1,4 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import Foundation
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import BridgeClient
-import BridgeDiscovery
+public import BridgeClient
+public import BridgeDiscovery
 
 /// A service `discover` found, with the handshake probe's result when it was probed.
 public struct ProbedService: Sendable {

@@ -28,7 +28,8 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
     init(registration: ServiceRegistration, connection: AvahiConnection, continuation: AsyncStream<AdvertiseEvent>.Continuation, logger: Logger) {
         self.registration = registration
         self.currentName = registration.name
-        self.interface = (try? NetworkInterfaceName.index(of: registration.interface)).flatMap { $0.map { AvahiIfIndex($0) } } ?? AvahiConstants.anyInterface
+        self.interface = (try? NetworkInterfaceName.index(of: registration.interface)).flatMap { $0.map { AvahiIfIndex($0) } }
+            ?? AvahiConstants.anyInterface
         self.connection = connection
         self.continuation = continuation
         self.logger = logger

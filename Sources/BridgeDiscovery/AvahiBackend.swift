@@ -45,7 +45,8 @@ public struct AvahiBackend: DiscoveryBackend {
         do {
             let index = try AvahiBackend.interfaceIndex(interface)
             let connection = try AvahiConnection(logger: logger)
-            let browser = AvahiBrowser(type: type, domain: domain, interface: index, connection: connection, continuation: continuation, logger: logger)
+            let browser = AvahiBrowser(
+                type: type, domain: domain, interface: index, connection: connection, continuation: continuation, logger: logger)
             continuation.onTermination = { _ in browser.cancel() }
             try browser.start()
         } catch {

@@ -17,7 +17,10 @@ public enum BridgeTXT {
     public static let protocols = ["0.2", "1"]
 
     /// Builds the record.
-    public static func record(installID: String, auth: String, path: String, bridgeVersion: String = "0.1.0", tls: Bool = false, extra: [(String, String)] = []) throws(DiscoveryError) -> TXTRecord {
+    public static func record(
+        installID: String, auth: String, path: String, bridgeVersion: String = "0.1.0", tls: Bool = false,
+        extra: [(String, String)] = []
+    ) throws(DiscoveryError) -> TXTRecord {
         var txt = TXTRecord()
         try txt.set("txtvers", version)
         try txt.set("proto", protocols.joined(separator: ","))

@@ -50,7 +50,9 @@ public struct DNSSDBackend: DiscoveryBackend {
         }
         let advertiser = DNSSDAdvertiser(registration: registration, loop: loop, continuation: continuation, logger: logger)
         advertiser.start()
-        return Advertisement(events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() }, withdraw: { await advertiser.withdraw() })
+        return Advertisement(
+            events: events, updateTXT: { advertiser.updateTXT($0) }, cancel: { advertiser.cancel() },
+            withdraw: { await advertiser.withdraw() })
     }
 
     public func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent> {

@@ -150,7 +150,9 @@ final class DNSSDRunLoop: @unchecked Sendable {
     /// Creates a ref with `make`, which receives the context pointer to pass to the `DNSService*`
     /// call and the ref to fill in, and returns that call's error code. On success the ref is polled
     /// from now on; on failure the box is released and the error returned.
-    func open(_ box: DNSSDCallbackBox, _ make: (UnsafeMutableRawPointer, UnsafeMutablePointer<DNSServiceRef?>) -> DNSServiceErrorType) -> DNSServiceErrorType {
+    func open(
+        _ box: DNSSDCallbackBox, _ make: (UnsafeMutableRawPointer, UnsafeMutablePointer<DNSServiceRef?>) -> DNSServiceErrorType
+    ) -> DNSServiceErrorType {
         let unmanaged = Unmanaged.passRetained(box)
         var ref: DNSServiceRef?
         let error = make(unmanaged.toOpaque(), &ref)

@@ -69,7 +69,9 @@ final class DNSSDTypeBrowser: @unchecked Sendable {
             continuation.yield(.failure(.backendFailure(operation: "browsing service types", message: DNSSDErrorCode.describe(error))))
             return
         }
-        guard let sighting = ServiceTypeSighting.fromMetaQueryReply(name: name, type: type, interface: DNSSDValues.interfaceName(interface)) else { return }
+        guard let sighting = ServiceTypeSighting.fromMetaQueryReply(
+            name: name, type: type, interface: DNSSDValues.interfaceName(interface))
+        else { return }
         if flags & DNSSDConstants.flagsAdd != 0 {
             counts[sighting, default: 0] += 1
             if counts[sighting] == 1 { continuation.yield(.added(sighting)) }

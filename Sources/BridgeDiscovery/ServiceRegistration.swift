@@ -15,7 +15,10 @@ public struct ServiceRegistration: Sendable, Hashable {
     public var interface: String?
 
     /// Creates a registration, validating the name.
-    public init(name: String, type: ServiceType = .openAgents, domain: String? = nil, port: UInt16, txt: TXTRecord = TXTRecord(), interface: String? = nil) throws(DiscoveryError) {
+    public init(
+        name: String, type: ServiceType = .openAgents, domain: String? = nil, port: UInt16, txt: TXTRecord = TXTRecord(),
+        interface: String? = nil
+    ) throws(DiscoveryError) {
         guard !name.isEmpty, name.utf8.count <= 63 else { throw .invalidServiceName(name) }
         self.name = name
         self.type = type
