@@ -346,7 +346,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 "BridgeTime",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         /// `oa-bridge doctor`'s checks: what must hold on the desktop for a phone to find and reach it.
@@ -364,8 +364,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            // The first module with imports internal unless marked `public import` (SE-0409); the others need theirs
-            // marked before the setting moves to `swiftSettings` above.
+            // Imports internal unless marked `public import` (SE-0409), as in BridgeConfig; the other libraries need
+            // theirs marked before the setting moves to `swiftSettings` above.
             swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 

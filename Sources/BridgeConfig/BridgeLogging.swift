@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 
 /// Configures swift-log once for the process: text or JSON lines on stderr.
 public enum BridgeLogging {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Yams
 
 /// The YAML config file of `oa-bridge serve`: `$XDG_CONFIG_HOME/oa-bridge/config.yaml` (or `~/.config/…`), or the

@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// A log handler that escapes control characters in every message and metadata value before its inner handler writes
 /// them, so that a value a peer chose (a session id, a path, a method name with a newline) cannot start a line of its

@@ -1,6 +1,6 @@
 import BridgePairing
-import BridgeSandbox
-import Foundation
+public import BridgeSandbox
+public import Foundation
 
 extension ServeSettings {
     /// The bridge's own files, out of every `--fs-scope` and every terminal: the state directory (TLS key, pairing

@@ -1,9 +1,9 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import BridgePairing
-import BridgeServer
+public import BridgeServer
 import BridgeTerminal
 import Foundation
-import Logging
+public import Logging
 
 extension ServeSettings {
     /// The ``BridgeService`` these settings describe: the server configuration (name, address, agent, limits,

@@ -1,10 +1,10 @@
 import BridgeHTTP
-import BridgePairing
+public import BridgePairing
 import BridgeServer
-import BridgeTerminal
-import BridgeWorkspace
-import Foundation
-import Logging
+public import BridgeTerminal
+public import BridgeWorkspace
+public import Foundation
+public import Logging
 
 /// A setting's value and where it came from (`--port`, `OA_BRIDGE_PORT`, the config file's path, or `default`).
 public struct Resolved<Value: Sendable>: Sendable {
