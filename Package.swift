@@ -326,6 +326,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 "BridgeTLS",
                 "BridgeWebSocketDeflate",
+                "BridgeTime",
             ],
             swiftSettings: swiftSettings
         ),
@@ -344,7 +345,6 @@ let package = Package(
                 "BridgeHTTP",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
-                "BridgeTime",
             ],
             swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
