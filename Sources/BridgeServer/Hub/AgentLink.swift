@@ -72,27 +72,3 @@ struct AgentLink {
         return dead
     }
 }
-
-/// The running agent and what it said to the bridge's `initialize`.
-struct AgentHandle: Sendable {
-    let agent: any ACPAgent
-    let generation: Int
-    /// The agent's `initialize` result (official ACP).
-    let initializeResult: JSONValue
-}
-
-/// An agent to run and watch, handed to the hub's run loop.
-struct LaunchedAgent: Sendable {
-    let agent: any ACPAgent
-    let generation: Int
-}
-
-/// Where the agent is in its life.
-enum AgentState {
-    /// Not running; the last failure, if any.
-    case idle(lastFailure: String?)
-    /// Being started and initialized.
-    case starting
-    /// Ready.
-    case running(AgentHandle)
-}
