@@ -2,7 +2,8 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// `--auth none`: only loopback peers and peers inside an allowed network may open a WebSocket or use `/api/`.
+/// Authentication off (`serve --auth none`): only loopback peers and peers inside an allowed network may open a
+/// WebSocket or use `/api/`. Its refusal says what is wrong in the bridge's words; the flags are the CLI's.
 package struct NetworkGate: Sendable {
     /// The networks allowed besides loopback.
     package let allowed: [IPNetwork]
@@ -23,9 +24,9 @@ package struct NetworkGate: Sendable {
         let networks = allowed.isEmpty ? "none" : allowed.map(\.description).joined(separator: ", ")
         return JSONErrorResponse(
             status: .forbidden, code: "forbidden_network",
-            message: "Authentication is off (--auth none): only this machine and the allowed networks (\(networks)) may "
-                + "connect, and \(remoteAddress ?? "an unknown address") is outside them. Add its network with "
-                + "--allow-network CIDR, or run the bridge with --auth token and pair the device.")
+            message: "Authentication is off on this bridge: only this machine and the allowed networks (\(networks)) may "
+                + "connect, and \(remoteAddress ?? "an unknown address") is outside them. On the desktop, add its network to "
+                + "the allowed networks, or turn authentication on and pair the device.")
     }
 }
 

@@ -155,7 +155,7 @@ public enum PairingRoutes {
             router.post(RouterPath(path)) { request, context -> Response in
                 if let refusal = localRefusal(request, context) { return refusal }
                 guard let store = pairing.store else {
-                    return plainError(.notFound, "auth_off", "Authentication is off (--auth none): there is nothing to approve.")
+                    return plainError(.notFound, "auth_off", "Authentication is off on this bridge: there is nothing to approve.")
                 }
                 guard let body: DeviceActionRequest = try await decode(request) else { return badRequest("{\"device_id\": \"…\"}") }
                 let device = approve ? try await store.approve(deviceID: body.deviceID) : try await store.revoke(deviceID: body.deviceID)

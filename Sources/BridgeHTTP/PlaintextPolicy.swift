@@ -138,7 +138,7 @@ public struct PlaintextPolicy: Sendable, Equatable {
             status: .forbidden, code: Self.refusalCode,
             message: "this bridge accepts tokens and prompts from other machines only over TLS: connect with wss:// or "
                 + "https:// and check the pin that `oa-bridge pair` shows (the QR code carries both); the desktop's "
-                + "owner can start `oa-bridge serve --allow-plaintext` for a client that cannot do TLS")
+                + "owner can allow plaintext from other machines for a client that cannot do TLS")
     }
 
     private static func hasTokenParameter(_ query: String?) -> Bool {
