@@ -480,7 +480,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiscoveryTests",
-            dependencies: ["BridgeDiscovery", "CDNSSD", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BridgeDiscovery", "BridgeTestKit", "CDNSSD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 #if canImport(CAvahi)
 @testable import BridgeDiscovery
+import BridgeTestKit
 import Logging
 import Synchronization
 import Testing
@@ -17,16 +18,18 @@ struct AvahiConnectionStopTests {
         try connection.start()
         let tornDown = Flag()
         let onLoop = Flag()
+        let changes = ChangeSignal()
         connection.withLock {
             connection.schedule(afterMilliseconds: 10) {
                 onLoop.value.store(connection.isOnEventThread, ordering: .releasing)
-                connection.stop { tornDown.value.store(true, ordering: .releasing) }
+                connection.stop {
+                    tornDown.value.store(true, ordering: .releasing)
+                    changes.notify()
+                }
             }
         }
-        // Bounded: 100 rounds of 50 ms. On the old code the event thread locked its own mutex and never got here.
-        for _ in 0..<100 where !tornDown.value.load(ordering: .acquiring) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        // Bounded: 5 s. On the old code the event thread locked its own mutex and never got here.
+        _ = await changes.wait(timeout: .seconds(5)) { tornDown.value.load(ordering: .acquiring) }
         let ranOnLoop = onLoop.value.load(ordering: .acquiring)
         let finished = tornDown.value.load(ordering: .acquiring)
         #expect(ranOnLoop, "the timer did not run on the event thread")

@@ -50,9 +50,11 @@ struct IdleSweepTests {
         let timer = SweepTimer(clock: clock)
         let runs = Mutex(0)
         let due = Mutex<ContinuousClock.Instant?>(nil)
+        let changes = ChangeSignal()
         let task = Task {
             await timer.run {
                 runs.withLock { $0 += 1 }
+                changes.notify()
                 return due.withLock { $0 }
             }
         }
@@ -65,7 +67,7 @@ struct IdleSweepTests {
         // Something becomes due in 10 s: the timer is told, wakes, and sleeps until then.
         due.withLock { $0 = clock.now + .seconds(10) }
         timer.schedule(at: clock.now + .seconds(10))
-        try #require(await waitUntil { runs.withLock { $0 } == 2 })
+        try #require(await waitUntil(changes) { runs.withLock { $0 } == 2 })
         try #require(await clock.waitForSleepers(1))
         // A later instant does not wake it.
         timer.schedule(at: clock.now + .seconds(20))
@@ -74,7 +76,7 @@ struct IdleSweepTests {
         #expect(runs.withLock { $0 } == 2)
         due.withLock { $0 = nil }
         clock.advance(by: .seconds(1))
-        #expect(await waitUntil { runs.withLock { $0 } == 3 }, "the sweep runs when due")
+        #expect(await waitUntil(changes) { runs.withLock { $0 } == 3 }, "the sweep runs when due")
         try #require(await clock.waitForSleepers(1))
         task.cancel()
         await task.value
@@ -90,10 +92,12 @@ struct IdleSweepTests {
         queue.attach(writer)
         let runs = Mutex(0)
         let found = Mutex(false)
+        let changes = ChangeSignal()
         let task = Task {
             await timer.run {
                 runs.withLock { $0 += 1 }
                 if queue.isStuck { found.withLock { $0 = true } }
+                changes.notify()
                 return queue.stuckDeadline
             }
         }
@@ -107,19 +111,15 @@ struct IdleSweepTests {
         // Written, three behind: stuck in 5 s unless the peer takes them.
         writer.runJobs()
         #expect(queue.stuckDeadline == clock.now + .seconds(5))
-        try #require(await waitUntil { runs.withLock { $0 } == 2 })
+        try #require(await waitUntil(changes) { runs.withLock { $0 } == 2 })
         try #require(await clock.waitForSleepers(1))
         #expect(!found.withLock { $0 })
         clock.advance(by: .seconds(5))
-        #expect(await waitUntil { found.withLock { $0 } }, "the sweep ran when the client became stuck")
+        #expect(await waitUntil(changes) { found.withLock { $0 } }, "the sweep ran when the client became stuck")
     }
 
-    private func waitUntil(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return true
+    /// Waits (bounded) until `condition` holds, looking again each time the sweep ran.
+    private func waitUntil(_ changes: ChangeSignal, _ condition: () -> Bool) async -> Bool {
+        await changes.wait(timeout: .seconds(10), for: condition)
     }
 }
