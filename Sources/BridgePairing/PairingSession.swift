@@ -1,5 +1,6 @@
 import BridgePairingWire
 import Foundation
+import Synchronization
 
 /// The server's current pairing code: the one plain-text pairing token the process holds, and the payload around it.
 ///
@@ -43,7 +44,10 @@ public actor PairingSession {
     /// The store issuing pairing tokens, or `nil` when auth is off (`--auth none`): the payload then has no token.
     public nonisolated let store: TokenStore?
     /// The connection details in the payload.
-    public nonisolated let endpoint: Endpoint
+    public nonisolated var endpoint: Endpoint { endpointBox.withLock { $0 } }
+
+    // Not actor state: the port is known only once the server listens (`--port 0`), and readers are synchronous.
+    private nonisolated let endpointBox: Mutex<Endpoint>
 
     private let clock: TokenClock
     private var current: IssuedToken?
@@ -52,13 +56,19 @@ public actor PairingSession {
     /// A pairing session for `endpoint`; pass `store: nil` for `--auth none`.
     public init(store: TokenStore?, endpoint: Endpoint, clock: TokenClock = .system) {
         self.store = store
-        self.endpoint = endpoint
+        self.endpointBox = Mutex(endpoint)
         self.clock = clock
+    }
+
+    /// The server listens on `port` (the one the system chose when it was asked for port 0): the payload says so.
+    public nonisolated func listening(onPort port: Int) {
+        endpointBox.withLock { $0.port = port }
     }
 
     /// The payload with a pairing token that is valid now (issuing a new one if needed).
     public func payload() async throws(PairingError) -> PairingPayload {
-        PairingPayload(
+        let endpoint = endpoint
+        return PairingPayload(
             host: endpoint.host, port: endpoint.port, webSocketPath: endpoint.webSocketPath, session: endpoint.session,
             name: endpoint.name, token: try await validToken()?.token, fallbacks: endpoint.fallbacks, pin: endpoint.pin)
     }

@@ -144,6 +144,8 @@ public struct BridgeService: Service {
         let agent = configuration.agentCommand?.joined(separator: " ") ?? "built-in demo agent"
         let auth = tokenAuth ? "token" : "none"
         let server = BridgeServer(configuration: configuration, logger: logger) { boundPort in
+            // With port 0 the system chose it: the QR code and `/api/pair/info` must name the one that listens.
+            pairing.listening(onPort: boundPort)
             logger.notice("\(serving):\(boundPort)\(configuration.path) and https://\(host):\(boundPort)/app (\(clear); agent: \(agent), auth: \(auth))")
             await onListening(Listening(port: boundPort, pairing: pairing, identity: identity))
             portContinuation.yield(boundPort)
