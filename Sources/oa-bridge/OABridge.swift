@@ -41,7 +41,11 @@ struct OABridge: AsyncParsableCommand {
             // --help and --version end in run() too (ArgumentParser's help command), as does an explicit ExitCode.
             if code == .success || error is ExitCode || error is CleanExit { exit(withError: error) }
             var text = message(for: error)
-            if let advice = FlagAdvice.advice(for: error) { text += " " + advice }
+            if let advice = FlagAdvice.advice(for: error) {
+                // The library's sentence, then the flag's: "…; set HOME or choose another file scope. Choose… --fs-scope."
+                if let last = text.last, !".!?".contains(last) { text += "." }
+                text += " " + advice
+            }
             if !text.isEmpty { FileHandle.standardError.write(Data("Error: \(text)\n".utf8)) }
             Foundation.exit(code == .validationFailure ? 2 : code.rawValue == 0 ? 1 : code.rawValue)
         }

@@ -117,7 +117,9 @@ def test_home_without_a_home_directory_does_not_start_and_says_why(tmp_path):
                              "--working-directory", str(tmp_path), "--fs-scope", "home"],
                             env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
-    assert "--fs-scope home" in result.stderr, result.stderr[-2000:]
+    # The library says what is wrong; the CLI adds the flag that changes it (issue 31 item 5).
+    assert "the file scope 'home' needs the directory" in result.stderr, result.stderr[-2000:]
+    assert "choose another file scope. Choose another scope with --fs-scope." in result.stderr, result.stderr[-2000:]
 
 
 def test_config_show_says_where_the_scope_came_from(tmp_path):
