@@ -439,7 +439,10 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            // Without MemberImportVisibility: the benchmarks read `timeval`/`timespec` fields, whose owning module
+            // (Glibc, CDispatch or CoreFoundation) changes with the build's load order on Linux, so a clean build
+            // failed where an incremental one passed. The libraries keep the rule.
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
 
         // MARK: Examples a user copies

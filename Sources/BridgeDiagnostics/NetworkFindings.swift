@@ -137,7 +137,7 @@ public enum NetworkFindings {
     }
 
     /// Tries a TCP connection to `address` (zone included for link-local) on `port`, within `timeout`, without
-    /// blocking a thread: a non-blocking connect polled every 20 ms.
+    /// blocking a thread: a non-blocking connect asked again every 20 ms.
     public static func connect(to address: ServiceAddress, port: UInt16, timeout: Duration) async -> TCPOutcome {
         #if os(Linux)
         var hints = addrinfo()
@@ -155,12 +155,13 @@ public enum NetworkFindings {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while clock.now < deadline {
-            var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            if poll(&poller, 1, 0) > 0 {
-                var error: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
-                return error == 0 ? .answered : outcome(errno: error)
+            // Asking again tells how the connect went (EISCONN: it did; EALREADY: still under way) without `pollfd`,
+            // whose owning C module changes with the build's load order (MemberImportVisibility).
+            if Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 { return .answered }
+            switch errno {
+            case EISCONN: return .answered
+            case EALREADY, EINPROGRESS, EINTR: break
+            case let code: return outcome(errno: code)
             }
             try? await Task.sleep(for: .milliseconds(20))
         }

@@ -3,6 +3,10 @@ import BridgeDiscovery
 import BridgeTestKit
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// doctor's readings of /proc and `ip neigh`, from text: no system state, no network.
 @Suite("Network findings", .tags(.unit))
 struct NetworkFindingsTests {
@@ -65,4 +69,26 @@ struct NetworkFindingsTests {
         let refused = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: UInt16(closed.port), timeout: .seconds(2))
         #expect(refused == .refused)
     }
+
+    #if os(Linux)
+    @Test("a TCP attempt to a listening loopback port is answered", .tags(.loopback))
+    func tcpAnswered() async throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        #expect(bound)
+        let port = UInt16(bigEndian: address.sin_port)
+        let answered = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: port, timeout: .seconds(5))
+        #expect(answered == .answered)
+    }
+    #endif
 }
