@@ -39,7 +39,7 @@ export async function attach(app, connection) {
         app.ui.transcript.system("The answer ended while this phone was away (" + result.finishedWhileAway + ").");
       }
       // Issue 25 (F7): the desktop's bridge stopped before it stored its newest output; what this phone missed of it is gone.
-      if (result && result.lostUpdates) app.ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
+      if (result && result.lostUpdates) tellLostUpdates(app, result.lostUpdates.throughSeq);
       if (readOnlyReason(result)) showReadOnly(app.ui.transcript, app.current.id, () => startOver(app));
       showPickers(app);
       return;
@@ -80,6 +80,20 @@ export async function newSession(app, connection) {
   showPickers(app);
 }
 
+/**
+ * Says once that output up to `throughSeq` of the current session may be missing (the desktop's bridge stopped before
+ * it stored it), however the page learnt of it: the bridge's answer to a resume or a load, or an update numbered past
+ * a hole (a resume whose answer never arrived, issue 25's chaos run). The page then counts as told through it.
+ */
+export function tellLostUpdates(app, throughSeq) {
+  if (!app.current) return;
+  const through = typeof throughSeq === "number" ? throughSeq : app.current.lastSeq;
+  if (typeof app.current.toldLostThrough === "number" && app.current.toldLostThrough >= through) return;
+  app.current.toldLostThrough = through;
+  if (through > app.current.lastSeq) app.current.lastSeq = through;
+  app.ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
+}
+
 export async function loadSession(app, connection, id) {
   const previous = app.current && app.current.id === id ? app.current : null;
   app.current = { id, lastSeq: 0, modes: null, models: null, commands: [], log: [], updated: Date.now(), loading: true };
@@ -91,7 +105,7 @@ export async function loadSession(app, connection, id) {
     app.current.modes = (result && result.modes) || (previous && previous.modes) || null;
     app.current.models = (result && result.models) || null;
     // Issue 25 (F7): the replay lacks what the desktop's bridge lost when it stopped unexpectedly.
-    if (result && result._meta && result._meta.lostUpdates) app.ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
+    if (result && result._meta && result._meta.lostUpdates) tellLostUpdates(app, result._meta.lostUpdates.throughSeq);
   } finally {
     app.current.loading = false;
   }

@@ -9,7 +9,7 @@
 
 import { str } from "./dom.js";
 import { setRunning } from "./screens.js";
-import { checkAgentExited, showPickers } from "./session.js";
+import { checkAgentExited, showPickers, tellLostUpdates } from "./session.js";
 import { persistSoon } from "./store.js";
 
 export function onNotification(app, message) {
@@ -19,6 +19,9 @@ export function onNotification(app, message) {
       if (!app.current || params.sessionId !== app.current.id) return;
       const seq = params._meta && typeof params._meta.seq === "number" ? params._meta.seq : null;
       if (seq !== null && seq <= app.current.lastSeq) return; // already shown: replay overlap
+      // Numbered past a hole: the bridge stopped before it stored what came between (a replay and the live updates
+      // are otherwise one by one), and the page did not hear it from a resume: said, never skipped over.
+      if (seq !== null && app.current.lastSeq > 0 && seq > app.current.lastSeq + 1) tellLostUpdates(app, seq - 1);
       const update = params.update || {};
       const bridge = recordedByBridge(params);
       if (seq !== null) app.current.lastSeq = seq;
