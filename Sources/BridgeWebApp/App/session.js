@@ -129,7 +129,7 @@ export async function switchTo(app, id) {
   }
 }
 
-/** The "New session" button of a read-only session (restored.js): as the Sessions dialog's. */
+/** A new session in place of the current one: the Sessions dialog's New session, and a read-only session's (restored.js). */
 export async function startOver(app) {
   if (!app.conn || !app.conn.ready) return;
   persist(app);

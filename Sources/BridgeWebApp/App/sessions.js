@@ -1,8 +1,8 @@
 // The Sessions dialog: the conversations this phone keeps and the ones the agent lists, to switch to or start anew.
 
 import { $, str } from "./dom.js";
-import { newSession, switchTo } from "./session.js";
-import { firstUserText, persist, readSession } from "./store.js";
+import { startOver, switchTo } from "./session.js";
+import { firstUserText, readSession } from "./store.js";
 
 export async function openSessions(app) {
   const dialog = $("sessions");
@@ -45,12 +45,6 @@ export function installSessions(app) {
   $("close-sessions").addEventListener("click", () => $("sessions").close());
   $("new-session").addEventListener("click", async () => {
     $("sessions").close();
-    if (!app.conn || !app.conn.ready) return;
-    persist(app);
-    try {
-      await newSession(app, app.conn);
-    } catch (error) {
-      app.ui.transcript.system("Could not start a session: " + String(error.message).slice(0, 200));
-    }
+    await startOver(app);
   });
 }
