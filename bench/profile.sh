@@ -21,7 +21,31 @@ export FLOOD_COUNT=$UPDATES
 WORK=$(mktemp -d /tmp/oa-profile.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The TCP port process $1 listens on, read from /proc (its sockets and /proc/net/tcp{,6}): serve binds port 0 and the
+# kernel picks a port nobody holds (a port bound, closed and handed on can be taken by another program first).
+listening_port() {
+    timeout 30 python3 - "$1" <<'PY'
+import os, sys, time
+pid = sys.argv[1]
+while True:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in open(table).read().splitlines()[1:]:
+            fields = row.split()
+            # local_address is HEXADDR:HEXPORT; state 0A is LISTEN; field 9 is the inode.
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:
+                print(int(fields[1].rsplit(":", 1)[1], 16))
+                sys.exit(0)
+    time.sleep(0.01)
+PY
+}
 wait_port() {
     for _ in $(seq 1 600); do
         if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),timeout=0.2).close()" 2>/dev/null; then return 0; fi
@@ -33,13 +57,13 @@ wait_port() {
 # run_case NAME CLIENT-ARGS... ; env AGENT (the agent command, one string), FLOOD_COUNT for the agent.
 run_case() {
     local name=$1; shift
-    local port; port=$(free_port)
     local out="$WORK/perf.$name.data"
     local extra=()
     if [ -n "${AGENT:-}" ]; then extra=(--agent "$AGENT"); fi
-    "$BIN_DIR/oa-bridge" serve --host 127.0.0.1 --port "$port" --auth none --discovery off \
+    "$BIN_DIR/oa-bridge" serve --host 127.0.0.1 --port 0 --auth none --discovery off \
         --state-dir "$WORK/state-$name" --log-level error "${extra[@]}" >"$WORK/$name.serve.log" 2>&1 &
     local pid=$!
+    local port; port=$(listening_port "$pid")
     wait_port "$port"
     local cpu0; cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     perf record -e cpu-clock -F "${FREQ:-4000}" -g -p "$pid" -o "$out" >/dev/null 2>&1 &
