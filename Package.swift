@@ -92,7 +92,7 @@ let package = Package(
 
         .target(
             name: "BridgeRPC",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// Child processes: the one type every program the bridge starts goes through (CProcess's spawn), typed launch
         /// errors with errno, short commands' output on SwiftNIO pipes.
@@ -103,7 +103,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         .target(
             name: "BridgeACP",
@@ -123,14 +123,14 @@ let package = Package(
                 "CDNSSD",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings,
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")],
             linkerSettings: [.linkedLibrary("dns_sd", .when(platforms: [.linux]))]
         ),
         /// What a client and the bridge exchange about pairing: the QR payload and the token-exchange bodies.
         /// Foundation only, so a phone app links no SQLite, libqrencode or libpng.
         .target(
             name: "BridgePairingWire",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// Device-bound tokens (RFC 9449, DPoP): a device's P-256 key and its JWK thumbprint (RFC 7638), the proofs a
         /// client signs, and the bridge's check of each proof (signature, binding, method and URL, age, replay, nonce).
@@ -140,7 +140,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The desktop's token store, authenticator and pairing session (SQLite through GRDB).
         .target(
@@ -186,7 +186,7 @@ let package = Package(
         /// The time the bridge's timers run on (`BridgeClock`, which tests replace) and durations as people read them.
         .target(
             name: "BridgeTime",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The bridge's sessions kept across restarts: a SQLite database (GRDB, WAL) in the state directory, written in
         /// batches off the relay's path.
@@ -268,7 +268,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The bridge itself: the hub between phones and the agent, the WebSocket transport, the service assembly.
         .target(
@@ -389,7 +389,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         // MARK: The command-line tool

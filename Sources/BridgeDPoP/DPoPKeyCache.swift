@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import Synchronization
 
 /// The keys of recent DPoP proofs, by their `x` and `y`: a phone signs every request with one key, so its

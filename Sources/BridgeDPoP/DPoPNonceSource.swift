@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 import Synchronization
 
 /// The bridge's DPoP nonces (RFC 9449 §8): a nonce names a period of `lifetime` and is authenticated with a key only

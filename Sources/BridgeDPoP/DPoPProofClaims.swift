@@ -1,5 +1,5 @@
 import Foundation
-import JWTKit
+public import JWTKit
 
 /// The claims of a DPoP proof (RFC 9449 §4.2): the request's method and URI, when and by whom it was made, and what
 /// ties it to the bridge (`nonce`) and to an access token (`ath`).

@@ -1,4 +1,4 @@
-import Crypto
+package import Crypto
 import Foundation
 
 /// A DPoP proof taken apart once (RFC 7515 compact serialization): the decoded header and claims, the signing input

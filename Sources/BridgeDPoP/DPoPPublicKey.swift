@@ -1,6 +1,6 @@
-import Crypto
+public import Crypto
 import Foundation
-import JWTKit
+public import JWTKit
 
 /// A device's public key as a DPoP proof carries it: an EC P-256 JWK (`kty` "EC", `crv` "P-256", `x`, `y`), and the
 /// key's JWK SHA-256 thumbprint (RFC 7638), which is what a token family is bound to.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// The `jti`s of accepted DPoP proofs, kept for as long as such a proof could still pass the age check (RFC 9449

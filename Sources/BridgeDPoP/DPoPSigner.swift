@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 import JWTKit
 
 /// A device's side of DPoP: its P-256 key, and a fresh proof for each request (RFC 9449 §4.2).

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A DPoP proof that passed the checks that need no token family: well formed, ES256, signed by the key in its header,
 /// for this request's method and URI, fresh, with the current nonce and the right `ath`. ``DPoPVerifier/accept(_:boundTo:now:)``

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The bridge's check of DPoP proofs (RFC 9449 §4.3), in two steps:
 ///

@@ -1,6 +1,6 @@
 #if canImport(CAvahi)
 import CAvahi
-import Logging
+public import Logging
 
 /// The native Avahi backend (libavahi-client over D-Bus), the default on Linux.
 ///

@@ -1,5 +1,5 @@
 import CDNSSD
-import Logging
+public import Logging
 
 /// The dns_sd backend: `DNSServiceRegister` / `Browse` / `Resolve` / `QueryRecord`, driven by the
 /// refs' socket fds. On Linux it runs over Avahi's compatibility library (libdns_sd, which talks to

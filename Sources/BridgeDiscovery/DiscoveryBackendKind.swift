@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 
 /// Which mDNS implementation to use: the choice behind `--backend` and the `discovery` setting.
 public enum DiscoveryBackendKind: String, CaseIterable, Sendable {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// JSON coders shared by the server and clients for pairing and auth bodies (ISO 8601 dates, unescaped slashes).
 public enum PairingJSON {

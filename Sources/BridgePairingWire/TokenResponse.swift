@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// `{"access_token", "access_token_expires_at", "refresh_token", "refresh_token_expires_at", "token_type", "expires_in", "device_id"}`.
 ///

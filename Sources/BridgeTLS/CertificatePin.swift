@@ -1,7 +1,7 @@
 import Crypto
-import Foundation
+public import Foundation
 import SwiftASN1
-import X509
+public import X509
 
 /// The pin of a bridge's TLS identity: SHA-256 over the DER SubjectPublicKeyInfo of its certificate.
 ///

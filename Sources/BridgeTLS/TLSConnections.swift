@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import Synchronization
 
 /// Which of the bridge's open connections came in over TLS: the channel-level marker a request context reads.

@@ -1,5 +1,5 @@
 import NIOCore
-import NIOSSL
+package import NIOSSL
 
 /// The server side of the bridge's TLS: its identity loaded into a BoringSSL context (TLS 1.2 minimum, 1.3 preferred,
 /// AEAD cipher suites only, ALPN `h2` and `http/1.1`), made once per server and shared by every connection;

@@ -1,7 +1,7 @@
-import Logging
-import NIOCore
-import NIOSSL
-import Synchronization
+package import Logging
+package import NIOCore
+package import NIOSSL
+package import Synchronization
 
 /// First in a new connection's pipeline: waits for the first byte; `0x16` (a TLS handshake record) puts a
 /// `NIOSSLServerHandler` behind it (and a ``TLSWriteCoalescer`` behind that, so one flush is one TLS record), anything

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The package's one clock: the time the bridge's timers run on (the stuck-client and orphaned-request sweeps, the
 /// shutdown grace period, a client's write-stall measure) and the wall time it compares with what it keeps (token

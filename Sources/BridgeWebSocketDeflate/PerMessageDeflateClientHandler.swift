@@ -1,5 +1,5 @@
-import NIOCore
-import NIOWebSocket
+public import NIOCore
+public import NIOWebSocket
 
 /// permessage-deflate for a WebSocket client's pipeline, between the frame codec and the code reading frames: compressed
 /// messages arrive inflated (RSV1 cleared), and whole text or binary messages the client writes leave compressed.

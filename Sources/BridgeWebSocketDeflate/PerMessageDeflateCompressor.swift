@@ -1,5 +1,5 @@
 import CompressNIO
-import NIOCore
+public import NIOCore
 
 /// Compresses the messages one end of a connection sends (RFC 7692 §7.2.1), on the connection's event loop.
 ///

@@ -1,5 +1,5 @@
 import CompressNIO
-import NIOCore
+public import NIOCore
 
 /// Inflates the compressed messages one end of a connection receives (RFC 7692 §7.2.2), fragment by fragment, never
 /// past a size limit: a message that would inflate beyond it stops with ``PerMessageDeflateError/messageTooLarge(limit:)``
