@@ -114,7 +114,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         .target(
             name: "BridgeDiscovery",
@@ -153,7 +153,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The pairing code as people see it: QR code (libqrencode), PNG (libpng), the /pair page, the terminal banner.
         .target(
@@ -181,7 +181,7 @@ let package = Package(
                 .embedInCode("App/store.js"), .embedInCode("App/updates.js"), .embedInCode("App/composer.js"),
                 .embedInCode("App/unpair.js"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The time the bridge's timers run on (`BridgeClock`, which tests replace) and durations as people read them.
         .target(
@@ -197,7 +197,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The agent's `fs/*` requests: files confined to a session's directories by `openat2(2)` (CWorkspaceFS) and a
         /// walk beneath a directory descriptor, run off the hub on a thread pool within a time limit.
@@ -240,7 +240,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The bridge's HTTP routes and policies that need no hub: pairing, account, status and metrics routes, the
         /// `--auth none` network gate, the plaintext policy, JSON error answers and the request contexts.
@@ -373,7 +373,7 @@ let package = Package(
         .target(
             name: "BridgeSandbox",
             dependencies: ["CSandbox", "BridgeProcess"],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         /// The bridge's TLS identity (self-signed certificate and key in the state directory) and its pin, and the

@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// An ACP agent the bridge talks to in official ACP (camelCase) JSON-RPC.
 ///

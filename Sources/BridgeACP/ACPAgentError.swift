@@ -1,5 +1,5 @@
-import BridgeProcess
-import BridgeRPC
+public import BridgeProcess
+public import BridgeRPC
 
 /// Why talking to an agent failed.
 public enum ACPAgentError: Error, Sendable, Hashable, CustomStringConvertible {

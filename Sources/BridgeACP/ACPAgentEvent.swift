@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// Something an agent did, in the order it did it.
 public enum ACPAgentEvent: Sendable, Hashable {

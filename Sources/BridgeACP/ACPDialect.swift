@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// The wire dialect a client speaks, chosen per connection from its `initialize` request.
 public enum ACPDialect: Sendable, Hashable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// Converts object keys between the seed dialect's snake_case and official ACP's camelCase.
 ///

@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// An implementation's name, title and version, as in ACP's `agentInfo` / `clientInfo`.
 public struct AgentInfo: Sendable, Hashable {

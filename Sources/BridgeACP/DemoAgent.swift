@@ -1,6 +1,6 @@
-import BridgeRPC
+public import BridgeRPC
 import Foundation
-import Logging
+public import Logging
 import Synchronization
 
 /// The built-in demo agent, so that `oa-bridge serve` works with nothing installed.

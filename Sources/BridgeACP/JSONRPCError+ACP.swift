@@ -1,4 +1,4 @@
-import BridgeRPC
+package import BridgeRPC
 
 extension JSONRPCError {
     /// -32002 (ACP's "resource not found"): `session` is not a session the bridge runs.

@@ -1,7 +1,7 @@
 import BridgeProcess
-import BridgeRPC
+public import BridgeRPC
 import Foundation
-import Logging
+public import Logging
 import NIOCore
 import Synchronization
 

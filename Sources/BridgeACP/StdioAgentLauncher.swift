@@ -1,4 +1,4 @@
-import BridgeProcess
+public import BridgeProcess
 
 /// What a ``StdioAgentLauncher`` starts: the agent's program (resolved to a path), its arguments, environment and
 /// working directory, and the child's ends of its three pipes.

@@ -1,4 +1,4 @@
-import BridgeProcess
+public import BridgeProcess
 
 /// Starts an agent as a direct, unconfined ``ChildProcess`` in the bridge's process group (an agent started so may
 /// outlive a bridge killed with SIGKILL; `oa-bridge serve` uses its own launcher, which ties the agent to the bridge).

@@ -1,7 +1,7 @@
 import BridgeDPoP
 import BridgePairingWire
 import Foundation
-import Logging
+public import Logging
 
 /// What the server calls on every protected request and WebSocket upgrade: rate limit, token extraction, validation.
 ///

@@ -1,4 +1,4 @@
-import BridgeDPoP
+public import BridgeDPoP
 import Foundation
 
 /// How the bridge applies DPoP (RFC 9449): the ``DPoPMode`` and the verifier (nonces, replay cache) shared by every

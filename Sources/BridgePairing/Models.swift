@@ -1,5 +1,5 @@
 import BridgePairingWire
-import Foundation
+public import Foundation
 
 /// A phone (or other client) that exchanged a pairing token.
 public struct DeviceRecord: Sendable, Equatable, Codable {

@@ -1,5 +1,5 @@
-import BridgeDPoP
-import Foundation
+public import BridgeDPoP
+public import Foundation
 
 /// Everything that can go wrong while pairing or authenticating.
 ///

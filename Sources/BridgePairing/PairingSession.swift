@@ -1,5 +1,5 @@
 import BridgePairingWire
-import Foundation
+public import Foundation
 import Synchronization
 
 /// The server's current pairing code: the one plain-text pairing token the process holds, and the payload around it.

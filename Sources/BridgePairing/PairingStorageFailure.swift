@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+public import GRDB
 
 /// Why the pairing state (its directory, or its SQLite database `pairing.sqlite`) could not be used: what the bridge was
 /// doing, on which path, and the cause as the system or SQLite gave it — errno, or GRDB's `ResultCode` — so a caller

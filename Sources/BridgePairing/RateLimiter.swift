@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// Counts failed authentication attempts per source address in a sliding window and says when to refuse, without

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import Logging
+public import Logging
 import Synchronization
 
 /// Settings of a ``TokenStore``.

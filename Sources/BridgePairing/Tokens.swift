@@ -1,6 +1,6 @@
-import BridgeTime
+public import BridgeTime
 import Crypto
-import Foundation
+public import Foundation
 import Synchronization
 
 /// The three kinds of bearer secrets the bridge hands out.

@@ -1,4 +1,4 @@
-import BridgeProcess
+public import BridgeProcess
 
 /// A ruleset confines a ``ChildProcess``: the child restricts itself to it before exec (``ChildProcess/Request/confinement``).
 extension LandlockRuleset: ChildProcessConfinement {

@@ -1,7 +1,7 @@
-import BridgeTime
-import Foundation
+public import BridgeTime
+public import Foundation
 import GRDB
-import Logging
+public import Logging
 import Synchronization
 
 /// The bridge's sessions kept across restarts: a SQLite database (WAL) in the state directory, beside the token store.

@@ -1,4 +1,4 @@
-import GRDB
+public import GRDB
 
 /// Why the session store could not be used.
 public enum SessionStoreError: Error, Sendable, Equatable, CustomStringConvertible {

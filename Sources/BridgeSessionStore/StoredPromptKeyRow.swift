@@ -1,4 +1,4 @@
-import GRDB
+public import GRDB
 
 /// One idempotency key of a session's prompts (table `promptKey`): the key a client sent in
 /// `_meta.oa.idempotencyKey` and the prompt's outcome once it ended.

@@ -1,4 +1,4 @@
-import GRDB
+public import GRDB
 
 /// One session the bridge keeps across restarts (table `session`). JSON values are stored as their text.
 public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {

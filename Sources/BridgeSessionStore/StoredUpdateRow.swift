@@ -1,4 +1,4 @@
-import GRDB
+public import GRDB
 
 /// One kept `session/update` of a session (table `update`): its `_meta.seq` and its text (the notification's params,
 /// or the whole notification frame the phones got).

@@ -1,5 +1,5 @@
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 
 /// This machine's tailnet name and addresses, for the Tailscale fallback the bridge offers phones (in the QR code
 /// and in TXT). Never fatal: without Tailscale there is simply no fallback.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import NIOSSL
 
 /// The MagicDNS name's certificate as tailscaled hands it out (issue 11 item 6): the chain (leaf first) and its

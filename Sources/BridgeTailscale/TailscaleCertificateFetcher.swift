@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Fetches this node's HTTPS certificate for its MagicDNS name from tailscaled's LocalAPI
 /// (`GET /localapi/v0/cert/<name>?type=pair` over the unix socket, through ``LocalAPIRequest``).

@@ -1,7 +1,7 @@
-import BridgeTime
-import Foundation
-import Logging
-import NIOSSL
+public import BridgeTime
+public import Foundation
+public import Logging
+package import NIOSSL
 import Synchronization
 
 /// The MagicDNS name's real certificate, served beside the bridge's self-signed identity and chosen by SNI

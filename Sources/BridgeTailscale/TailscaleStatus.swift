@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Logging
 
 /// This machine's place on a Tailscale tailnet: the MagicDNS name and Tailscale IPs a phone can

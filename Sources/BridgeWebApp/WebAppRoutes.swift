@@ -1,5 +1,5 @@
-import HTTPTypes
-import Hummingbird
+public import HTTPTypes
+public import Hummingbird
 import NIOCore
 
 /// Serves the phone web app: `GET /app` (the page) and `GET /app/<file>` (its scripts, style sheet, manifest and
