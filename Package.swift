@@ -159,7 +159,7 @@ let package = Package(
         .target(
             name: "BridgePairingUI",
             dependencies: ["BridgePairing", "BridgePairingWire", "CQREncode", "CPNG"],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The phone web app at /app (issue 13): HTML, CSS and ES modules embedded in the binary, and its routes.
         .target(
@@ -211,7 +211,7 @@ let package = Package(
                 "CWorkspaceFS",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// The agent's `terminal/*` requests: commands run on the desktop, their output kept and batched for the phones.
         .target(
@@ -226,7 +226,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// Everything Tailscale: the tailnet identity from tailscaled's LocalAPI or the CLI, and the MagicDNS name's
         /// HTTPS certificate, fetched and renewed.
@@ -257,7 +257,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         /// permessage-deflate (RFC 7692) for WebSocket peers: the negotiation, a bounded inflater, a compressor with
         /// small windows, and a client pipeline handler (zlib through compress-nio).

@@ -1,7 +1,7 @@
-import BridgePairing
+public import BridgePairing
 import Foundation
-import Hummingbird
-import Logging
+public import Hummingbird
+public import Logging
 
 /// The calling device's own account, for a paired phone (Bearer access token on both):
 ///

@@ -1,8 +1,8 @@
 import BridgeDPoP
-import BridgePairing
+public import BridgePairing
 import Foundation
-import HTTPTypes
-import Hummingbird
+package import HTTPTypes
+public import Hummingbird
 
 /// The DPoP header names (valid tokens, so the optional initializer never fails for them).
 package enum DPoPFields {

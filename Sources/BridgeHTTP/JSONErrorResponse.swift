@@ -1,6 +1,6 @@
-import Foundation
-import HTTPTypes
-import Hummingbird
+public import Foundation
+public import HTTPTypes
+public import Hummingbird
 
 /// An HTTP refusal as a typed value: its status, a machine-readable code, a message, extra members of the JSON body
 /// and header fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`…). Thrown from the upgrade check, returned by

@@ -1,6 +1,6 @@
 import BridgePairing
-import Hummingbird
-import Prometheus
+package import Hummingbird
+package import Prometheus
 
 /// `GET /metrics`: Prometheus text format, when a registry is configured. Loopback only, with the pairing pages'
 /// checks: the peer must be on loopback, the `Host` header must name loopback (so a web page cannot read it through

@@ -1,5 +1,5 @@
 import HTTPTypes
-import Hummingbird
+package import Hummingbird
 import NIOCore
 
 /// Authentication off (`serve --auth none`): only loopback peers and peers inside an allowed network may open a

@@ -1,6 +1,6 @@
 import BridgePairing
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 
 /// Answers a ``BridgePairing/PairingError`` thrown by any route with its status and JSON body (`401` with
 /// `WWW-Authenticate`, `403`, `429` with `Retry-After`, …; see ``PairingRoutes``), so routes just `try`.

@@ -1,10 +1,10 @@
-import BridgePairing
+public import BridgePairing
 import BridgePairingUI
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
-import NIOCore
+public import Hummingbird
+public import Logging
+public import NIOCore
 
 /// A request context that knows the peer's address, which the pairing and auth routes need (rate limiting per
 /// address, loopback-only pages). Use it for the bridge's HTTP router: `Router(context: BridgeRequestContext.self)`.

@@ -1,8 +1,8 @@
 import BridgePairing
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 
 /// What may cross the network in clear: from a non-loopback peer, nothing that carries a secret or drives the agent.
 ///

@@ -1,5 +1,5 @@
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 
 /// Applies the ``PlaintextPolicy`` to HTTP requests. Goes first in the router, ahead of the token checks, so a token
 /// sent in clear from another machine is refused without being looked at (nor consumed).

@@ -1,5 +1,5 @@
-import Foundation
-import Hummingbird
+package import Foundation
+package import Hummingbird
 
 /// `GET /api/status`: who is serving, for clients that hold a token. Registered on the protected `/api` group
 /// (BridgeServer's `BridgeHTTPRouter`), so behind ``BearerAuthMiddleware`` when auth is on: a client can check its token here and

@@ -1,5 +1,5 @@
 import BridgeTLS
-import Hummingbird
+public import Hummingbird
 
 /// A request context that knows whether its connection came in over TLS (read from ``TLSConnections`` when the
 /// context is made).

@@ -1,5 +1,5 @@
-import BridgePairingWire
-import Foundation
+public import BridgePairingWire
+public import Foundation
 
 /// What `oa-bridge serve` and `oa-bridge pair` print in the terminal: the QR code and how else to pair.
 ///

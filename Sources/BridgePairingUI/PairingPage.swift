@@ -1,5 +1,5 @@
-import BridgePairing
-import Foundation
+public import BridgePairing
+public import Foundation
 
 /// The HTML of `GET /pair`: the QR code (the web app URL), the manual details, the devices waiting for approval and
 /// the paired devices.

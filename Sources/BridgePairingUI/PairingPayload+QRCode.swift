@@ -1,4 +1,4 @@
-import BridgePairingWire
+public import BridgePairingWire
 
 extension PairingPayload {
     /// The QR code of ``qrText`` (the short link when the payload has one, else the long web app URL), as compact as

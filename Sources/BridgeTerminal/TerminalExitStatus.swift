@@ -1,4 +1,4 @@
-import BridgeRPC
+package import BridgeRPC
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
-import BridgeSandbox
-import BridgeTime
-import Logging
+package import BridgeSandbox
+package import BridgeTime
+package import Logging
 import Synchronization
 
 #if canImport(Glibc)

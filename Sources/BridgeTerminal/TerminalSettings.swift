@@ -1,4 +1,4 @@
-import BridgeSandbox
+public import BridgeSandbox
 
 /// How the bridge serves the agent's `terminal/*` requests on the desktop (see Protocol.md, "Terminals").
 public struct TerminalSettings: Sendable {

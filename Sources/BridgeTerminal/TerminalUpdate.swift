@@ -1,4 +1,4 @@
-import BridgeRPC
+package import BridgeRPC
 
 /// What a terminal has to tell the hub: new output for the session's phones (`_oa/terminal/output`) and, once the
 /// command has ended and its output is read, the exit status and the agent's `terminal/wait_for_exit` requests to

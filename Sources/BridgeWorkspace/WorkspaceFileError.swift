@@ -1,5 +1,5 @@
 import BridgeACP
-import BridgeRPC
+package import BridgeRPC
 import BridgeTime
 
 #if canImport(Glibc)

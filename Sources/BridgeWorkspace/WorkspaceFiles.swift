@@ -1,5 +1,5 @@
-import BridgeRPC
-import BridgeSandbox
+package import BridgeRPC
+package import BridgeSandbox
 
 #if canImport(Glibc)
 import Glibc

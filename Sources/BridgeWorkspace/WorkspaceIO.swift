@@ -1,4 +1,4 @@
-import NIOPosix
+package import NIOPosix
 
 /// Runs a blocking file call of the hub on a `NIOThreadPool`, never on the hub's actor, and answers within a time
 /// limit: when ``limit`` passes (on ``clock``) or the waiting task is cancelled (shutdown), the caller gets
