@@ -328,7 +328,7 @@ let package = Package(
                 "BridgeWebSocketDeflate",
                 "BridgeTime",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         /// The settings of `serve`: the YAML config file, `OA_BRIDGE_*` variables, flags and defaults merged with
@@ -417,7 +417,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         .executableTarget(
@@ -442,7 +442,7 @@ let package = Package(
             // Without MemberImportVisibility: the benchmarks read `timeval`/`timespec` fields, whose owning module
             // (Glibc, CDispatch or CoreFoundation) changes with the build's load order on Linux, so a clean build
             // failed where an incremental one passed. The libraries keep the rule.
-            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny"), .enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         // MARK: Examples a user copies
@@ -451,7 +451,7 @@ let package = Package(
             name: "EchoAgent",
             dependencies: ["BridgeRPC"],
             path: "Examples/EchoAgent",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         .executableTarget(
@@ -463,7 +463,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/PhoneClient",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
         // MARK: Tests
@@ -505,7 +505,7 @@ let package = Package(
             name: "BridgeTestKit",
             dependencies: ["BridgeACP", "BridgeRPC", "BridgeTime"],
             path: "Tests/BridgeTestKit",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
         .testTarget(
             name: "BridgeSessionStoreTests",

@@ -1,7 +1,7 @@
 import BridgeRPC
 import BridgeTLS
 import Foundation
-import Logging
+public import Logging
 
 /// A stdio ACP agent that is a bridge's agent: what `oa-bridge connect --stdio` runs for an editor (Zed, JetBrains,
 /// Toad) that starts it as its agent. Every message goes both ways as it came, byte for byte (key order, numbers such as

@@ -1,4 +1,4 @@
-import BridgeTLS
+public import BridgeTLS
 
 /// What an ``ACPRelay`` reports beside the ACP stream (`connect --stdio` prints these on stderr, never on stdout).
 public enum ACPRelayEvent: Sendable {

@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 extension BridgeAgentClient.Update {
     /// The update as one JSON object with its sequence number, as `oa-bridge connect --json` prints it:

@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 import Foundation
 import Synchronization
 

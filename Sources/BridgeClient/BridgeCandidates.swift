@@ -1,4 +1,4 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import Foundation
 
 /// The endpoints a client races for one bridge: services found over mDNS first, then manual addresses, then

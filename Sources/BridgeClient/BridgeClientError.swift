@@ -1,4 +1,4 @@
-import BridgeRPC
+public import BridgeRPC
 
 /// Errors from connecting to and talking with a bridge, each saying what to try next.
 public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import BridgeRPC
 import Foundation
-import Logging
+public import Logging
 import Synchronization
 
 /// A client's session with one bridge, as `oa-bridge connect` and a phone app use it: races the candidates, sends

@@ -1,6 +1,6 @@
-import BridgeRPC
+public import BridgeRPC
 import BridgeTLS
-import Logging
+public import Logging
 import Synchronization
 
 /// A bridge that answered `initialize`: the endpoint that won the race, the client on it, the answer, and every

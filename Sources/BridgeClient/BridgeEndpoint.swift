@@ -1,4 +1,4 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import Foundation
 
 /// One way to reach a bridge: a WebSocket URL and where it came from.

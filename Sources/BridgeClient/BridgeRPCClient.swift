@@ -1,7 +1,7 @@
-import BridgeRPC
-import BridgeTLS
+public import BridgeRPC
+public import BridgeTLS
 import Foundation
-import Logging
+public import Logging
 import NIOWebSocket
 import Synchronization
 

@@ -1,4 +1,4 @@
-import BridgeTLS
+public import BridgeTLS
 /// How a ``BridgeClientSession`` connects and stays connected.
 public struct BridgeSessionOptions: Sendable {
     /// The `clientInfo.name` sent in `initialize`.

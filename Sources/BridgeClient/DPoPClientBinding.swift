@@ -1,6 +1,6 @@
-import BridgeDPoP
-import BridgeTLS
-import Foundation
+public import BridgeDPoP
+public import BridgeTLS
+public import Foundation
 import Synchronization
 
 /// The key a token family is bound to (DPoP, RFC 9449, issue 30), as a client uses it: makes a fresh proof for each

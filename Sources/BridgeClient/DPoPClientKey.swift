@@ -1,6 +1,6 @@
-import BridgeDPoP
+public import BridgeDPoP
 import Crypto
-import Foundation
+public import Foundation
 
 #if canImport(Glibc)
 import Glibc

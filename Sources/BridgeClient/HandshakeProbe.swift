@@ -1,6 +1,6 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import Foundation
-import Logging
+public import Logging
 
 /// Connects to a bridge over WebSocket and runs the `initialize` handshake once, timing it:
 /// the "is it really a bridge, and does it answer" check behind `oa-bridge discover --probe`.

@@ -1,5 +1,5 @@
 import BridgeDiscovery
-import BridgeTime
+public import BridgeTime
 
 /// Races connection attempts in the spirit of RFC 8305: start the best candidate, start the next
 /// one after `attemptDelay` (or at once when an attempt fails), take the first to succeed, cancel

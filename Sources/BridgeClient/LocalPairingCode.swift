@@ -1,5 +1,5 @@
 import BridgeDiscovery
-import BridgePairingWire
+public import BridgePairingWire
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,7 +1,7 @@
-import BridgePairingWire
+public import BridgePairingWire
 import BridgeTLS
 import Foundation
-import Logging
+public import Logging
 
 /// Why a short pairing link could not be completed.
 public enum PairingCompletionError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,7 +1,7 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import BridgeRPC
-import BridgeTLS
-import Logging
+public import BridgeTLS
+public import Logging
 
 /// Probes a bridge the way a phone would reach it: a WebSocket to each address and the `initialize` handshake,
 /// and says per address what came back (``ProbeOutcome``). Behind `oa-bridge discover --probe`.

@@ -1,7 +1,7 @@
 import BridgePairingWire
-import BridgeTLS
-import Foundation
-import Logging
+public import BridgeTLS
+public import Foundation
+public import Logging
 
 #if canImport(Glibc)
 import Glibc

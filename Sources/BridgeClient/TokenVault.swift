@@ -1,7 +1,7 @@
 import BridgeDPoP
-import BridgePairingWire
-import BridgeTLS
-import Foundation
+public import BridgePairingWire
+public import BridgeTLS
+public import Foundation
 import Logging
 
 /// A paired client's credentials: exchanges a pairing token, keeps the access and refresh

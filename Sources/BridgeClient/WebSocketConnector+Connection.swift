@@ -1,6 +1,6 @@
-import BridgeTLS
+public import BridgeTLS
 import NIOCore
-import NIOWebSocket
+public import NIOWebSocket
 import Synchronization
 
 extension WebSocketConnector {

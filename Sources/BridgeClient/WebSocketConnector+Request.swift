@@ -1,4 +1,4 @@
-import BridgeTLS
+public import BridgeTLS
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,9 +1,9 @@
-import BridgeTLS
+public import BridgeTLS
 import BridgeWebSocketDeflate
-import Logging
-import NIOCore
+public import Logging
+public import NIOCore
 import NIOHTTP1
-import NIOPosix
+public import NIOPosix
 import NIOSSL
 import NIOWebSocket
 import Synchronization

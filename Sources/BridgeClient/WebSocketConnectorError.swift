@@ -1,4 +1,4 @@
-import BridgeTLS
+public import BridgeTLS
 
 /// Why ``WebSocketConnector`` could not open a WebSocket, each case saying what to try next.
 ///

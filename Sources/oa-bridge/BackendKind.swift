@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import BridgeDiscovery
 
 /// `--backend avahi|dnssd` of `discover`, `connect` and `doctor`: the library's choice of mDNS implementation.
