@@ -223,15 +223,9 @@ public enum PairingRoutes {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 
+    /// The answer to a refused request: ``JSONErrorResponse/init(refusing:)``, written as every refusal is.
     static func failure(_ error: PairingError) -> Response {
-        var response = json(HTTPResponse.Status(code: error.httpStatus == 202 ? 403 : error.httpStatus), AuthErrorBody(error))
-        if case .rateLimited(let seconds) = error { response.headers[.retryAfter] = "\(seconds)" }
-        if case .dpop = error {
-            response.headers[.wwwAuthenticate] = DPoPAnswers.challenge(error)
-        } else if error.httpStatus == 401 {
-            response.headers[.wwwAuthenticate] = "Bearer"
-        }
-        return response
+        JSONErrorResponse(refusing: error).response
     }
 
     /// The `400` for a proof an exchange or refresh refused (RFC 9449 §5), logged without the token or proof.
