@@ -41,19 +41,24 @@ public struct JSONErrorResponse: HTTPResponseError, Equatable {
     public var body: ByteBuffer { ByteBuffer(string: bodyText) }
 
     /// The response head every writer sends: the status, ``headers``, `Content-Type: application/json`,
-    /// `Cache-Control: no-store` and `Content-Length`; with `closing`, `Connection: close` (HTTP/1.1 only).
-    public func head(closing: Bool = false) -> HTTPResponse {
+    /// `Cache-Control: no-store` and `Content-Length`; with `closing`, `Connection: close` (HTTP/1.1 only); with `date`,
+    /// the `Date` an origin server sends (RFC 9110 §6.6.1), which a DPoP client corrects its proofs' `iat` by.
+    public func head(closing: Bool = false, date: Date? = nil) -> HTTPResponse {
         var fields = headers
         fields[.contentType] = "application/json"
         fields[.cacheControl] = "no-store"
         fields[.contentLength] = "\(bodyText.utf8.count)"
         if closing { fields[.connection] = "close" }
+        if let date { fields[.date] = HTTPDate.string(from: date) }
         return HTTPResponse(status: status, headerFields: fields)
     }
 
     /// The HTTP/1.1 text of the whole answer with `Connection: close`, for a writer that has no HTTP codec.
-    public var closingHTTP1Text: String {
-        let head = head(closing: true)
+    public var closingHTTP1Text: String { closingHTTP1Text(date: nil) }
+
+    /// The HTTP/1.1 text of the whole answer with `Connection: close` and, when given, `Date: date`.
+    public func closingHTTP1Text(date: Date?) -> String {
+        let head = head(closing: true, date: date)
         var text = "HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n"
         for field in head.headerFields { text += "\(field.name.rawName): \(field.value)\r\n" }
         return text + "\r\n" + bodyText

@@ -1,6 +1,7 @@
 import BridgeHTTP
 import BridgePairing
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import HTTPTypes
 import HummingbirdCore
@@ -85,5 +86,23 @@ struct UpgradeRefusalTests {
         #expect(text.hasPrefix("HTTP/1.1 429 Too Many Requests\r\n") && text.hasSuffix("\r\n\r\n" + refusal.bodyText))
         #expect(text.contains("Retry-After: 5\r\n") && text.contains("Connection: close\r\n"))
         #expect(refusal.response.headers[.contentType] == "application/json" && refusal.response.status == .tooManyRequests)
+    }
+
+    @Test("a refused upgrade and a refused connection carry the bridge's Date (RFC 9110 §6.6.1), by the bridge's clock")
+    func dated() async throws {
+        // 2031-01-01 00:00:07 UTC: far from the real time, so only the bridge's clock can have written it.
+        let clock = ManualBridgeClock(wallStart: Date(timeIntervalSince1970: 1_924_992_007))
+        try await TestBridge.with(configure: { configuration in
+            configuration.clock = clock
+            configuration.authorizeUpgrade = { _ in .deny(status: .unauthorized, code: "token_expired", message: "Pair again.") }
+        }) { port, _ in
+            let refused = try await PairingHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
+            #expect(refused.status == 401)
+            #expect(refused.headers["date"] == "Wed, 01 Jan 2031 00:00:07 GMT", "\(refused.headers)")
+        }
+        let text = JSONErrorResponse(status: .serviceUnavailable, code: "busy", message: "later")
+            .closingHTTP1Text(date: Date(timeIntervalSince1970: 784_111_777))
+        #expect(text.contains("\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"))
+        #expect(!JSONErrorResponse(status: .serviceUnavailable, code: "busy", message: "later").closingHTTP1Text.contains("Date:"))
     }
 }

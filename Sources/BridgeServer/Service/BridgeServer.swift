@@ -39,7 +39,7 @@ public struct BridgeServer: Service {
         let gate = try NetworkGate(for: configuration)
         let slots = ConnectionSlots(limit: configuration.maxConnections)
         let admission = ConnectionAdmission(for: configuration)
-        let refusals = UpgradeRefusals()
+        let refusals = UpgradeRefusals(clock: configuration.clock)
         let http = BridgeHTTPRouter(configuration: configuration, gate: gate, started: configuration.clock.wallTime, logger: logger)
 
         let webSocketRouter = Router(context: BridgeWebSocketRequestContext.self)

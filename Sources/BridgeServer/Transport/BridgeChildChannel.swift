@@ -47,8 +47,9 @@ struct BridgeChildChannel: ServerChildChannel {
         if let refusal = decision.refusal {
             // Debug: a flood would otherwise write a line per refused connection.
             logger.debug("connection refused", metadata: ["remote": "\(address)", "reason": "\(refusal.code)"])
+            let clock = self.refusals.clock
             return channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal))
+                try channel.pipeline.syncOperations.addHandler(ConnectionRefusalHandler(refusal: refusal, clock: clock))
                 return Value(inner: nil, channel: channel, offersHTTP2: false)
             }
         }

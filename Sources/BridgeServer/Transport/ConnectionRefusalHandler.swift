@@ -1,4 +1,6 @@
 import BridgeHTTP
+import BridgeTime
+import Foundation
 import NIOCore
 
 /// Answers a connection that ``ConnectionAdmission`` turned away: a `503` with a JSON body and `Connection: close`,
@@ -19,11 +21,14 @@ final class ConnectionRefusalHandler: ChannelInboundHandler {
     static let deadline: TimeAmount = .seconds(2)
 
     private let refusal: JSONErrorResponse
+    /// The clock whose wall time the answer's `Date` header gives.
+    private let clock: any BridgeClock
     private var answered = false
     private var timer: Scheduled<Void>?
 
-    init(refusal: JSONErrorResponse) {
+    init(refusal: JSONErrorResponse, clock: any BridgeClock = ContinuousClock()) {
         self.refusal = refusal
+        self.clock = clock
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -58,7 +63,7 @@ final class ConnectionRefusalHandler: ChannelInboundHandler {
     private func answer(context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
-        let bytes = context.channel.allocator.buffer(string: refusal.closingHTTP1Text)
+        let bytes = context.channel.allocator.buffer(string: refusal.closingHTTP1Text(date: clock.wallTime))
         context.writeAndFlush(NIOAny(bytes), promise: nil)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         // Behind TLS this sends close_notify first (NIOSSLHandler's output close).

@@ -1,4 +1,6 @@
 import BridgeHTTP
+import BridgeTime
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -16,6 +18,13 @@ import Synchronization
 /// parts, no bytes matched.
 final class UpgradeRefusals: Sendable {
     private let pending = Mutex<[ObjectIdentifier: JSONErrorResponse]>([:])
+    /// The clock whose wall time a refusal's `Date` header gives.
+    let clock: any BridgeClock
+
+    /// Refusals dated by `clock`.
+    init(clock: any BridgeClock = ContinuousClock()) {
+        self.clock = clock
+    }
 
     /// Remembers the answer for the upgrade on `channel`.
     func record(_ refusal: JSONErrorResponse, for channel: ObjectIdentifier) {
@@ -29,7 +38,8 @@ final class UpgradeRefusals: Sendable {
 }
 
 /// Answers a refused upgrade with what the upgrade check recorded in ``UpgradeRefusals``: the first response on a
-/// connection with a recorded refusal is replaced, head and body, by it (`Connection: close` kept).
+/// connection with a recorded refusal is replaced, head and body, by it (`Connection: close` kept, and a `Date`, which
+/// the upgrade's own `400` lacked).
 final class RefusalResponseHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
@@ -50,7 +60,7 @@ final class RefusalResponseHandler: ChannelOutboundHandler, RemovableChannelHand
                 return
             }
             replacing = true
-            context.write(wrapOutboundOut(.head(refusal.head(closing: true))), promise: nil)
+            context.write(wrapOutboundOut(.head(refusal.head(closing: true, date: refusals.clock.wallTime))), promise: nil)
             context.write(wrapOutboundOut(.body(refusal.body)), promise: promise)
         case .body:
             if replacing { promise?.succeed() } else { context.write(data, promise: promise) }
