@@ -22,6 +22,9 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
     case unsupportedAddress(String, reason: String)
     /// The bridge is there but refused this client with `401`/`403` at `address`: it has to pair (again).
     case needsPairing(address: String, detail: String)
+    /// The bridge refused the access token as expired (`403 token_expired`) although this client's copy of its expiry
+    /// had not passed: the two clocks are apart. Refreshing the tokens may help (``BridgeConnection`` does it once).
+    case tokenExpired(String)
     /// Reconnecting gave up after `attempts` tries; `lastReason` says why the last one failed.
     case gaveUp(attempts: Int, lastReason: String)
     /// After a reconnect the bridge no longer knew session `old` (it restarted, or dropped the session): a new session
@@ -33,7 +36,9 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public var isTransient: Bool {
         switch self {
         case .connectionClosed, .noEndpointReachable, .noCandidates, .timedOut: true
-        case .invalidAddress, .rpc, .unexpectedAnswer, .unauthorized, .unsupportedAddress, .needsPairing, .gaveUp, .sessionReplaced: false
+        case .invalidAddress, .rpc, .unexpectedAnswer, .unauthorized, .unsupportedAddress, .needsPairing, .tokenExpired, .gaveUp,
+            .sessionReplaced:
+            false
         }
     }
 
@@ -70,6 +75,9 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case .needsPairing(let address, let detail):
             return "needs pairing: the bridge at \(address) answered, and refused this client (\(detail)). On the desktop run 'oa-bridge pair --json', "
                 + "then here: oa-bridge connect --pair '<what it printed>'"
+        case .tokenExpired(let why):
+            return "the bridge refused the access token as expired (\(why)) before this device expected it to: "
+                + "the two clocks are apart; refresh the tokens and connect again"
         case .gaveUp(let attempts, let lastReason):
             return "gave up reconnecting after \(attempts) attempt\(attempts == 1 ? "" : "s"); the last one: \(lastReason). "
                 + "Check that the bridge runs ('oa-bridge doctor' on the desktop) and connect again"

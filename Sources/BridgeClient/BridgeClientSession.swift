@@ -22,6 +22,7 @@ public final class BridgeClientSession: Sendable {
     private let candidates: [BridgeEndpoint]
     private let options: BridgeSessionOptions
     private let credential: @Sendable () async throws -> BridgeCredential?
+    private let refresh: (@Sendable () async throws -> BridgeCredential?)?
     private let logger: Logger
     /// Each session's directory, to open a new one in the same place when the bridge forgot it.
     private let directories = Mutex<[String: String]>([:])
@@ -31,27 +32,45 @@ public final class BridgeClientSession: Sendable {
     private let trackers = Mutex<[String: SequenceTracker]>([:])
 
     private init(first: BridgeConnection, candidates: [BridgeEndpoint], options: BridgeSessionOptions,
-                 credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger) {
+                 credential: @escaping @Sendable () async throws -> BridgeCredential?,
+                 refresh: (@Sendable () async throws -> BridgeCredential?)?, logger: Logger) {
         self.first = first
         self.current = Mutex(first.client)
         self.candidates = candidates
         self.options = options
         self.credential = credential
+        self.refresh = refresh
         self.logger = logger
     }
 
-    /// Connects to the first of `candidates` to answer `initialize` (see ``BridgeConnection/open(_:options:credential:logger:)``).
-    /// - Parameter credential: what to present (the access token, with its DPoP key when bound), asked once for this race
-    ///   and once per attempt when reconnecting (`nil` for a bridge without auth); see ``credential(given:vault:)``.
+    /// Connects to the first of `candidates` to answer `initialize` (see
+    /// ``BridgeConnection/open(_:options:credential:refresh:logger:)``).
+    /// - Parameters:
+    ///   - credential: what to present (the access token, with its DPoP key when bound), asked once for this race and
+    ///     once per attempt when reconnecting (`nil` for a bridge without auth); see ``credential(given:vault:)``.
+    ///   - refresh: rotates the tokens and returns the new credential, for a bridge that refuses the access token as
+    ///     expired before this client expected (clocks apart); see ``refresh(given:vault:)``.
     /// - Throws: ``BridgeClientError`` when no candidate answers.
     public static func connect(
         to candidates: [BridgeEndpoint], options: BridgeSessionOptions = BridgeSessionOptions(),
-        credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger
+        credential: @escaping @Sendable () async throws -> BridgeCredential?,
+        refresh: (@Sendable () async throws -> BridgeCredential?)? = nil, logger: Logger
     ) async throws -> BridgeClientSession {
         // One credential for the whole first race: a refresh that fails is reported as such, not as N failed attempts.
         let initial = try await credential()
-        let first = try await BridgeConnection.open(candidates, options: options, credential: { initial }, logger: logger)
-        return BridgeClientSession(first: first, candidates: candidates, options: options, credential: credential, logger: logger)
+        let first = try await BridgeConnection.open(candidates, options: options, credential: { initial }, refresh: refresh, logger: logger)
+        return BridgeClientSession(
+            first: first, candidates: candidates, options: options, credential: credential, refresh: refresh, logger: logger)
+    }
+
+    /// The refresh most clients want with ``credential(given:vault:)``: none for `given` (a bearer token of its own)
+    /// or no vault; else the vault's tokens rotated (``TokenVault/refresh()``) and its new credential.
+    public static func refresh(given: String? = nil, vault: TokenVault?) -> (@Sendable () async throws -> BridgeCredential?)? {
+        guard given == nil, let vault else { return nil }
+        return { () async throws -> BridgeCredential? in
+            try await vault.refresh()
+            return try await vault.credential()
+        }
     }
 
     /// The credential source most clients want: `given` (a bearer token) when there is one, else the vault's
@@ -239,7 +258,8 @@ public final class BridgeClientSession: Sendable {
             try await Task.sleep(for: delay)
             let fresh: BridgeAgentClient
             do {
-                fresh = try await BridgeConnection.open(again, options: options, credential: credential, logger: logger).client
+                fresh = try await BridgeConnection.open(again, options: options, credential: credential, refresh: refresh, logger: logger)
+                    .client
             } catch let error as BridgeClientError where error.isTransient {
                 lastReason = error.summary
                 continue

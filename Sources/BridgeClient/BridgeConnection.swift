@@ -29,24 +29,31 @@ public struct BridgeConnection: Sendable {
     /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `credential` is asked for
     /// each attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
     /// With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to that pin.
+    ///
+    /// A bridge that refuses the access token as expired (`403 token_expired`) before this client's copy of its expiry
+    /// (the clocks apart) gets one more try with the credential `refresh` returns (the tokens rotated; one refresh
+    /// for the whole race); only when the refresh is refused, or the new token too, is that "needs pairing".
     /// - Throws: ``BridgeClientError`` (`noCandidates`, `needsPairing` when a bridge answered 401/403 and none answered,
     ///   `noEndpointReachable`, or what `credential` throws).
     public static func open(
         _ candidates: [BridgeEndpoint], options: BridgeSessionOptions,
-        credential: @escaping @Sendable () async throws -> BridgeCredential?, logger: Logger
+        credential: @escaping @Sendable () async throws -> BridgeCredential?,
+        refresh: (@Sendable () async throws -> BridgeCredential?)? = nil, logger: Logger
     ) async throws -> BridgeConnection {
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
         let reachable = BridgeConnection.distinct(candidates, pin: options.pin)
         // A bridge that answered 401/403 is there: that is "needs pairing", not "no address answered".
         let refused = FirstRefusal()
+        var refreshed: OneRefresh?
+        if let refresh { refreshed = OneRefresh(refresh) }
+        let oneRefresh = refreshed
         let raced: (endpoint: BridgeEndpoint, value: (BridgeAgentClient, JSONValue), attempts: [HappyEyeballs.Attempt])
         do {
             raced = try await race.race(reachable, attempt: { endpoint in
                 let connection: BridgeRPCClient
                 do {
-                    connection = try await BridgeRPCClient.connect(
-                        to: endpoint.url, credential: try await credential(), pin: options.pin, timeout: options.connectTimeout,
-                        pingInterval: options.pingInterval, logger: logger)
+                    connection = try await BridgeConnection.connect(
+                        endpoint, credential: try await credential(), refreshed: oneRefresh, options: options, logger: logger)
                 } catch BridgeClientError.unauthorized(let why) {
                     refused.record(address: endpoint.url, detail: why)
                     throw BridgeClientError.unauthorized(why)
@@ -70,11 +77,65 @@ public struct BridgeConnection: Sendable {
         return BridgeConnection(endpoint: raced.endpoint, client: raced.value.0, initialize: raced.value.1, attempts: raced.attempts)
     }
 
+    /// Opens the WebSocket to `endpoint` with `credential`; a `403 token_expired` gets one more try with the credential
+    /// `refreshed` gives (``BridgeClientError/unauthorized(_:)`` when there is none, the refresh is refused, or the new
+    /// token is refused as expired too).
+    private static func connect(
+        _ endpoint: BridgeEndpoint, credential: BridgeCredential?, refreshed: OneRefresh?, options: BridgeSessionOptions, logger: Logger
+    ) async throws -> BridgeRPCClient {
+        let why: String
+        do {
+            return try await BridgeRPCClient.connect(
+                to: endpoint.url, credential: credential, pin: options.pin, timeout: options.connectTimeout,
+                pingInterval: options.pingInterval, logger: logger)
+        } catch BridgeClientError.tokenExpired(let expired) {
+            why = expired
+        }
+        guard let refreshed else { throw BridgeClientError.unauthorized(why) }
+        let fresh: BridgeCredential?
+        do {
+            fresh = try await refreshed.credential()
+        } catch {
+            throw BridgeClientError.unauthorized("\(why); refreshing the tokens was refused: \(error)")
+        }
+        logger.notice("the bridge refused the access token as expired; tokens refreshed, trying once more", metadata: ["address": "\(endpoint.url)"])
+        do {
+            return try await BridgeRPCClient.connect(
+                to: endpoint.url, credential: fresh, pin: options.pin, timeout: options.connectTimeout,
+                pingInterval: options.pingInterval, logger: logger)
+        } catch BridgeClientError.tokenExpired(let again) {
+            throw BridgeClientError.unauthorized("\(again), even after refreshing the tokens")
+        }
+    }
+
     /// The candidates as they are dialled, each URL once: with a pin every one over `wss://` (the bridge serves TLS and
     /// plaintext on one port, and a client that holds the pin always speaks TLS), so `ws://A` and `wss://A` are one.
     static func distinct(_ candidates: [BridgeEndpoint], pin: CertificatePin?) -> [BridgeEndpoint] {
         var seen = Set<String>()
         return (pin == nil ? candidates : candidates.map(\.overTLS)).filter { seen.insert($0.url).inserted }
+    }
+}
+
+/// One token refresh for a whole race: the first attempt refused as expired starts it, the others wait for the same
+/// answer (its task is kept here and awaited by every caller).
+private final class OneRefresh: Sendable {
+    private let refresh: @Sendable () async throws -> BridgeCredential?
+    private let task = Mutex<Task<BridgeCredential?, any Error>?>(nil)
+
+    init(_ refresh: @escaping @Sendable () async throws -> BridgeCredential?) {
+        self.refresh = refresh
+    }
+
+    /// The refreshed credential (refreshed once, on the first call).
+    func credential() async throws -> BridgeCredential? {
+        let refresh = self.refresh
+        let running = task.withLock { task in
+            if let task { return task }
+            let started = Task { try await refresh() }
+            task = started
+            return started
+        }
+        return try await running.value
     }
 }
 

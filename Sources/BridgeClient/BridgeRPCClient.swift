@@ -30,7 +30,8 @@ public final class BridgeRPCClient: Sendable {
     /// (`ws://[fe80::1%25eth0]:9099/`). `wss://` speaks TLS: with `pin` (stored at pairing) a certificate with
     /// another key is refused (``WebSocketConnectorError/pinMismatch(expected:seen:)``); without, the certificate is
     /// trusted on first use and ``certificatePin`` says its pin. A `401`/`403` to the upgrade throws
-    /// ``BridgeClientError/unauthorized(_:)``; other failures are ``WebSocketConnectorError``s.
+    /// ``BridgeClientError/unauthorized(_:)`` (``BridgeClientError/tokenExpired(_:)`` for a `403 token_expired` to a
+    /// credential); other failures are ``WebSocketConnectorError``s.
     public static func connect(
         to url: String, credential: BridgeCredential? = nil, pin: CertificatePin? = nil, timeout: Duration = .seconds(5), maxFrameSize: Int = 1 << 24,
         pingInterval: Duration? = nil, logger: Logger
@@ -41,6 +42,9 @@ public final class BridgeRPCClient: Sendable {
             try await client.open(target: target, credential: credential, pin: pin, timeout: timeout, maxFrameSize: maxFrameSize, pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
+            if credential != nil, case .upgradeRefused(403, "token_expired"?, _) = error {
+                throw BridgeClientError.tokenExpired("\(said) token_expired")
+            }
             throw BridgeClientError.unauthorized(credential == nil
                 ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
                 : "\(said): the bridge refused the token (expired or revoked)")

@@ -209,7 +209,8 @@ struct ConnectCommand: AsyncParsableCommand {
             return
         }
         let session = try await BridgeClientSession.connect(
-            to: candidates, options: options, credential: BridgeClientSession.credential(given: token, vault: vault), logger: logger)
+            to: candidates, options: options, credential: BridgeClientSession.credential(given: token, vault: vault),
+            refresh: BridgeClientSession.refresh(given: token, vault: vault), logger: logger)
         defer { session.close() }
         let connected = session.first
         // Remember where it answered, under its identity (the pin it presented), for plain 'connect' next time.

@@ -1,0 +1,101 @@
+import BridgeClient
+import BridgePairing
+import BridgeRPC
+import BridgeServer
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+/// `oa-bridge connect`'s session against a real bridge whose clock runs ahead of the client's (issue 25's leftover): the
+/// bridge refuses the access token as expired (`403 token_expired`) while the client's copy of its expiry says it has
+/// minutes left, so the client did not refresh first. The client refreshes its tokens and tries once more; only a
+/// refused refresh is "needs pairing". Both clocks are injected and moved by hand; nothing sleeps.
+@Suite("An unforeseen token_expired: refresh and retry once", .timeLimit(.minutes(1)), .tags(.loopback))
+struct TokenExpiredRefreshTests {
+    /// Seconds a clock was moved on, shared by the clock's readers.
+    final class Moved: Sendable {
+        private let seconds = Mutex<TimeInterval>(0)
+        var value: TimeInterval { seconds.withLock { $0 } }
+        func add(_ more: TimeInterval) { seconds.withLock { $0 += more } }
+    }
+
+    /// A bridge whose token clock stands `moved` seconds ahead of the real time, with pairing routes.
+    static func withBridge(
+        moved: Moved, _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> Void
+    ) async throws {
+        var logger = Logger(label: "test.token-expired")
+        logger.logLevel = .critical
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-token-expired-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try TokenStore(
+            directory: directory, clock: TokenClock(now: { Date().addingTimeInterval(moved.value) }), logger: logger)
+        try await TestBridge.with(configure: {
+            $0.authenticator = Authenticator(store: store)
+            $0.pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
+        }) { port, _ in try await body(port, store) }
+    }
+
+    /// Pairs a vault whose clock is 10 minutes behind the bridge's, then moves both clocks 16 minutes on: past the
+    /// access token's 15 minutes on the bridge's clock, 6 minutes into them on the client's.
+    /// The client's clock is moved apart from the bridge's (`clientMoved`), so a test can move the bridge's further.
+    static func pairedBehind(
+        port: Int, store: TokenStore, moved: Moved, clientMoved: Moved = Moved()
+    ) async throws -> TokenVault {
+        let vault = TokenVault(file: nil, now: { Date().addingTimeInterval(clientMoved.value - 600) })
+        _ = try await vault.pair(
+            bridge: "http://127.0.0.1:\(port)", pairingToken: try await store.issuePairingToken().token, deviceName: "behind")
+        moved.add(16 * 60)
+        clientMoved.add(16 * 60)
+        return vault
+    }
+
+    static let options = BridgeSessionOptions(clientName: "behind", pingInterval: nil)
+    static let logger: Logger = {
+        var logger = Logger(label: "test.token-expired.client")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    @Test("the bridge's token_expired before the client's expiry: the tokens are refreshed and the connection opens")
+    func refreshedAndRetried() async throws {
+        let moved = Moved()
+        try await Self.withBridge(moved: moved) { port, store in
+            let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
+            let before = try #require(await vault.current).tokens.accessToken
+            let session = try await BridgeClientSession.connect(
+                to: [try BridgeEndpoint.manual("127.0.0.1:\(port)")], options: Self.options,
+                credential: BridgeClientSession.credential(vault: vault), refresh: BridgeClientSession.refresh(vault: vault),
+                logger: Self.logger)
+            defer { session.close() }
+            #expect(session.first.agentTitle != nil || session.first.initialize["protocolVersion"] != nil)
+            #expect(try #require(await vault.current).tokens.accessToken != before, "the tokens were not refreshed")
+        }
+    }
+
+    @Test("a refused refresh (the refresh token expired too on the bridge's clock) is needs pairing, after one refresh")
+    func refusedRefresh() async throws {
+        let moved = Moved()
+        try await Self.withBridge(moved: moved) { port, store in
+            let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
+            // The bridge's clock 31 days on (past the refresh token's 30), the client's still 6 minutes into the access token.
+            moved.add(31 * 24 * 3600)
+            let refreshes = Mutex(0)
+            let refresh = try #require(BridgeClientSession.refresh(vault: vault))
+            do {
+                _ = try await BridgeClientSession.connect(
+                    to: [try BridgeEndpoint.manual("127.0.0.1:\(port)")], options: Self.options,
+                    credential: BridgeClientSession.credential(vault: vault),
+                    refresh: {
+                        refreshes.withLock { $0 += 1 }
+                        return try await refresh()
+                    },
+                    logger: Self.logger)
+                Issue.record("connected with a revoked device")
+            } catch BridgeClientError.needsPairing(_, let detail) {
+                #expect(detail.contains("refresh"), "\(detail)")
+            }
+            #expect(refreshes.withLock { $0 } == 1)
+        }
+    }
+}
