@@ -53,7 +53,7 @@ final class ACPRelayLink: Sendable {
         } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
             throw BridgeClientError.unauthorized(credential == nil
-                ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
+                ? "\(said) to a client without a token: this client has to pair with the bridge first"
                 : "\(said): the bridge refused the token (expired or revoked)")
         }
         return link

@@ -73,8 +73,8 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
         case .unauthorized(let why):
             return "not authorized: \(why). Pair again with the QR code shown by 'oa-bridge pair' on the desktop."
         case .needsPairing(let address, let detail):
-            return "needs pairing: the bridge at \(address) answered, and refused this client (\(detail)). On the desktop run 'oa-bridge pair --json', "
-                + "then here: oa-bridge connect --pair '<what it printed>'"
+            return "needs pairing: the bridge at \(address) answered, and refused this client (\(detail)). "
+                + "Pair this device again with a new code from the desktop ('oa-bridge pair')"
         case .tokenExpired(let why):
             return "the bridge refused the access token as expired (\(why)) before this device expected it to: "
                 + "the two clocks are apart; refresh the tokens and connect again"

@@ -46,7 +46,7 @@ public final class BridgeRPCClient: Sendable {
                 throw BridgeClientError.tokenExpired("\(said) token_expired")
             }
             throw BridgeClientError.unauthorized(credential == nil
-                ? "\(said) to a client without a token; pair with 'oa-bridge connect --pair PAYLOAD' ('oa-bridge pair --json' on the desktop prints it)"
+                ? "\(said) to a client without a token: this client has to pair with the bridge first"
                 : "\(said): the bridge refused the token (expired or revoked)")
         }
         return client

@@ -107,7 +107,7 @@ public enum DPoPClientKeyError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String {
         switch self {
         case .missing(let path):
-            return "this device's tokens are bound to a key (DPoP) that is gone: \(path) does not exist. Pair again ('oa-bridge connect --pair …' with a new code from 'oa-bridge pair' on the desktop)"
+            return "this device's tokens are bound to a key (DPoP) that is gone: \(path) does not exist. Pair again with a new code from 'oa-bridge pair' on the desktop"
         case .unreadable(let path, let reason):
             return "the DPoP key in \(path) cannot be used (\(reason)); pair again to make a new one"
         case .tooOpen(let path, let mode):

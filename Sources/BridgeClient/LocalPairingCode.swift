@@ -64,7 +64,7 @@ public enum LocalPairingCodeError: Error, Sendable, Equatable, CustomStringConve
     public var description: String {
         switch self {
         case .unreachable(let url, let reason):
-            return "cannot reach the bridge at \(url): \(reason). Is 'oa-bridge serve' running (with --port if not 9099)?"
+            return "cannot reach the bridge at \(url): \(reason). Is 'oa-bridge serve' running, on that port?"
         case .refused(let port, let status, let body):
             return "the bridge on port \(port) answered HTTP \(status): \(body)"
         case .invalid(let port, let reason):

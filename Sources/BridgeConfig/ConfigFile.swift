@@ -117,7 +117,7 @@ public enum ConfigError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .missing(let path):
-            return "config file \(path) does not exist (create it, or leave out --config to use the default location)"
+            return "config file \(path) does not exist: create it, or use the default location"
         case .unreadable(let path, let reason):
             return "cannot read config file \(path): \(reason)"
         case .syntax(let path, let reason):
@@ -127,7 +127,7 @@ public enum ConfigError: Error, CustomStringConvertible, Equatable {
         case .badValue(let key, let value, let source, let expected):
             return "\(key) = '\(value)' (from \(source)) is not valid: expected \(expected)"
         case .agentCommand(let message):
-            return "invalid --agent command: \(message)"
+            return "invalid agent command line: \(message)"
         case .unsupported(let message):
             return message
         }

@@ -72,9 +72,9 @@ public enum DPoPError: Error, Sendable, Equatable {
         case .boundTokenAsBearer:
             return "this token is bound to a key: send it as 'Authorization: DPoP <token>' with a DPoP proof, not as Bearer"
         case .unboundToken:
-            return "this bridge requires DPoP (--dpop required) and this device was paired before: pair it again ('oa-bridge pair' on the desktop) with an app that supports DPoP"
+            return "this bridge requires device-bound tokens (DPoP) and this device was paired before: pair it again ('oa-bridge pair' on the desktop) with an app that supports DPoP"
         case .proofRequired:
-            return "this bridge requires DPoP (--dpop required): send a DPoP proof with this request; update the app if it cannot"
+            return "this bridge requires device-bound tokens (DPoP): send a DPoP proof with this request; update the app if it cannot"
         }
     }
 }

@@ -24,7 +24,7 @@ public enum DiscoveryBackendKind: String, CaseIterable, Sendable {
             #if canImport(CAvahi)
             return AvahiBackend(logger: logger, interface: interface)
             #else
-            throw .backendUnavailable("the avahi backend is not available on this platform; use --backend dnssd")
+            throw .backendUnavailable("the avahi backend is not available on this platform; use the dnssd backend")
             #endif
         case .dnssd:
             return DNSSDBackend(logger: logger, interface: interface)

@@ -34,7 +34,7 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
         case .backendUnavailable(let message):
             return message
         case .unknownInterface(let name):
-            return "there is no network interface '\(name)'; list them with 'ip link' (Linux) or 'ifconfig -l' (macOS) and pass one of those names to --interface."
+            return "there is no network interface '\(name)'; list them with 'ip link' (Linux) or 'ifconfig -l' (macOS) and choose one of those names."
         case .hostNotFound(let name, let seconds):
             return "no mDNS host answered for '\(name)' within \(String(format: "%.1f", seconds)) s. Check the name (the part before .local is the other machine's host name, see 'hostname' there), that its avahi-daemon runs, and that both machines share a network that passes multicast (UDP 5353)."
         }

@@ -56,7 +56,8 @@ struct DPoPClientTests {
             guard case .unreadable = error else { Issue.record("\(error)"); return }
             #expect(error.description.contains("pair again"))
         }
-        #expect(DPoPClientKeyError.missing(path: "/x").description.contains("oa-bridge connect --pair"))
+        #expect(DPoPClientKeyError.missing(path: "/x").description.contains("Pair again"))
+        #expect(!DPoPClientKeyError.missing(path: "/x").description.contains("--"), "the command line names the flag (FlagAdvice)")
     }
 
     @Test("an upgrade's proof names https://host:port/path without the query, carries ath and the nonce, and verifies")

@@ -76,7 +76,10 @@ struct SavedBridgesTests {
         #expect(!BridgeClientError.needsPairing(address: "a", detail: "HTTP 401").isTransient)
         #expect(!BridgeClientError.sessionReplaced(old: "a", new: "b", reason: "r").isTransient)
         #expect(!BridgeClientError.noEndpointReachable(["a: x", "b: y"]).summary.contains("\n"))
-        #expect(BridgeClientError.needsPairing(address: "ws://h:9099/", detail: "HTTP 401").description.contains("oa-bridge pair --json"))
+        #expect(!BridgeClientError.tokenExpired("HTTP 403 token_expired").isTransient)
+        // What to run: the command line adds the flags (FlagAdvice); the library names the desktop's command only.
+        let needsPairing = BridgeClientError.needsPairing(address: "ws://h:9099/", detail: "HTTP 401").description
+        #expect(needsPairing.contains("'oa-bridge pair'") && !needsPairing.contains("--"))
     }
 
     @Test("with a pin each address is dialled once, over wss://")

@@ -161,11 +161,11 @@ struct ServeServiceTests {
         #expect(try CommandLineSplitter.split(line) == words)
     }
 
-    @Test("unterminated quotes are an error that names --agent")
+    @Test("unterminated quotes are an error that names the agent command line (the command line adds --agent)")
     func badQuotes() {
         #expect(throws: ConfigError.agentCommand("unterminated single quote in 'open")) { try CommandLineSplitter.split("'open") }
         #expect(throws: ConfigError.agentCommand("unterminated double quote in \"open")) { try CommandLineSplitter.split("\"open") }
-        #expect(ConfigError.agentCommand("x").description == "invalid --agent command: x")
+        #expect(ConfigError.agentCommand("x").description == "invalid agent command line: x")
     }
 
     @Test("the settings become the service's options: server settings, state directory, auth, no backend for off")

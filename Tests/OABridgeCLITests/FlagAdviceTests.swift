@@ -1,3 +1,6 @@
+import BridgeClient
+import BridgeConfig
+import BridgeDiscovery
 import BridgePairing
 import BridgeServer
 import Testing
@@ -22,5 +25,24 @@ struct FlagAdviceTests {
         }
         #expect(FlagAdvice.advice(for: PairingError.missingToken) == nil)
         #expect(FlagAdvice.advice(for: BridgeServerError.badNetwork("x")) == nil)
+    }
+
+    @Test("client, config and discovery errors name no flag; the command line adds --pair, --port, --config, --agent, --interface, --backend")
+    func clientConfigDiscovery() {
+        let errors: [(any Error, String)] = [
+            (BridgeClientError.needsPairing(address: "ws://192.0.2.1:9099/", detail: "HTTP 401"), "--pair"),
+            (BridgeClientError.unauthorized("HTTP 401 to a client without a token: this client has to pair with the bridge first"), "--pair"),
+            (DPoPClientKeyError.missing(path: "/x/dpop/b.key"), "--pair"),
+            (LocalPairingCodeError.unreachable(url: "http://127.0.0.1:9099", reason: "refused"), "--port"),
+            (ConfigError.missing("/x/config.yaml"), "--config"),
+            (ConfigError.agentCommand("unterminated single quote in 'x"), "--agent"),
+            (DiscoveryError.unknownInterface("eth9"), "--interface"),
+            (DiscoveryError.backendUnavailable("the avahi backend is not available on this platform; use the dnssd backend"), "--backend"),
+        ]
+        for (error, flag) in errors {
+            #expect(!"\(error)".contains("--"), "the library's own words name a flag: \(error)")
+            #expect(FlagAdvice.advice(for: error)?.contains(flag) == true, "no \(flag) for \(error)")
+        }
+        #expect(FlagAdvice.advice(for: BridgeClientError.timedOut("x")) == nil)
     }
 }
