@@ -124,6 +124,11 @@ struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                             operations.removeHandler(edges, promise: nil)
                         }
                         (try? operations.handler(type: ConnectionGuard.self))?.upgraded()
+                        // The connection's writer (OutboundQueue) flushes once per batch already; the flush coalescer
+                        // only cost a job on the event loop per answer (issue 32).
+                        if let coalescer = try? operations.handler(type: FlushCoalescer.self) {
+                            operations.removeHandler(coalescer, promise: nil)
+                        }
                         let messages = ClientMessages()
                         try channel.pipeline.syncOperations.addHandler(WebSocketConnectionHandler(
                             messages: messages, maxMessageSize: maxMessageSize,

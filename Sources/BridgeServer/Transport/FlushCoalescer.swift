@@ -7,7 +7,8 @@ import NIOCore
 /// for nothing); later ones in the same turn are deferred to a task queued on the channel's event loop, which runs
 /// after the writes already queued, and all of them join it. A pending flush is done before the channel closes or
 /// the handler goes. Writability (and so the writers' backpressure) is unchanged: NIO counts unflushed bytes against
-/// the high-water mark too.
+/// the high-water mark too. An upgraded WebSocket connection removes it (``BridgeUpgradeChannel``): its frames go out
+/// through ``OutboundQueue``, one flush per batch, and a job per answer to end the turn cost more than it saved.
 final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
