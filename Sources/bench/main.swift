@@ -123,6 +123,8 @@ func runBridge(_ args: Args) async throws {
             in: URL(fileURLWithPath: directory), names: BridgeIdentityNames(hostName: "localhost"))
     }
     TLSSniffer.coalescesWrites.store(args.string("tls-coalesce", "yes") == "yes", ordering: .relaxed)
+    // --event-loop-connections N: how many connections run on their channel's event loop (issue 32's A/B).
+    if let count = args.values["event-loop-connections"].flatMap(Int.init) { configuration.eventLoopConnections = count }
     // --session-store DIR: sessions kept in DIR/sessions.sqlite as `serve` keeps them (issue 25 item 2), to measure
     // what the store costs the relay.
     if let directory = args.values["session-store"] {
