@@ -4,6 +4,7 @@ import BridgeTerminal
 import BridgeTime
 import BridgeWorkspace
 import Logging
+import NIOCore
 import NIOPosix
 
 extension BridgeHub {
@@ -215,8 +216,8 @@ extension BridgeHub {
             notify(connections.ids, method: notification.method, params: notification.params)  // initialized ones only
             return
         }
-        if sessions[session] == nil, keepEarly(notification, session: session) { return }
-        if let state = sessions[session]?.state, state != .live {
+        if keepEarly(notification, session: session) { return }
+        if let state = sessions.state(of: session), state != .live {
             // A dormant session's (the agent's history replay while the bridge restores it): the bridge has its own.
             logger.debug("dropped an update of a session being restored", metadata: ["session": "\(session)", "method": "\(notification.method)"])
             return
@@ -227,7 +228,7 @@ extension BridgeHub {
             if relaySpliced(notification, session: session) { return }
             notification = sequenced(notification, session: session)
         }
-        let members = sessions[session]?.members ?? []
+        let members = sessions.members(of: session)
         if members.isEmpty {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
         }
@@ -242,14 +243,19 @@ extension BridgeHub {
     private func relayScanned(_ notification: JSONRPCNotification, _ scanned: ScannedUpdate) -> Bool {
         // These two kinds change what the bridge keeps of the session (`keepState`), which reads the params.
         guard notification.method == ACPMethod.sessionUpdate, scanned.kind != "current_mode_update", scanned.kind != "config_option_update",
-              scanned.kind != "session_info_update", let raw = notification.rawParams, let index = sessions.index(forKey: scanned.sessionID),
-              sessions.values[index].state == .live else { return false }
-        let members = sessions.values[index].members
+              scanned.kind != "session_info_update", let raw = notification.rawParams,
+              sessions.state(of: scanned.sessionID) == .live else { return false }
+        let members = sessions.members(of: scanned.sessionID)
         for id in members where connections[id]?.dialect?.isSeed == true { return false }
         guard raw.isForwardable else { return false }
-        let seq = takeSeq(at: index)
-        let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
-        keep(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes), at: index)
+        var frame = ByteBuffer()
+        let appended = sessions.append(to: scanned.sessionID) { seq in
+            let (spliced, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
+            frame = spliced
+            return BufferedUpdate(seq: seq, frame: spliced, paramsBytes: paramsBytes)
+        }
+        guard let appended else { return false }
+        persistAppended(appended, session: scanned.sessionID)
         if members.isEmpty {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(scanned.sessionID)", "method": "\(notification.method)"])
         }
@@ -406,9 +412,9 @@ extension BridgeHub {
         }
         asks.removeAll { $0.generation == current }
         terminals.releaseAll()
-        earlyUpdates.removeAll()
-        // Issue 25 item 2: the sessions wait for the next agent (restored when a client attaches), not forgotten.
-        makeSessionsDormant()
+        // Issue 25 item 2: the sessions wait for the next agent (restored when a client attaches), not forgotten; the
+        // notifications kept for sessions being created go.
+        sessions.agentGone()
         connections.detachAll()
         notify(Array(connections.ids), method: ACPMethod.agentExited, params: ["reason": .string(reason), "restartsOn": .string(ACPMethod.sessionNew)])
         return undelivered

@@ -220,7 +220,7 @@ extension BridgeHub {
             return .logout(request, batch: batch)
         default:
             if request.method.hasPrefix("session/"), let session = params?["sessionId"]?.stringValue, !client.sessions.contains(session) {
-                let error = switch sessions[session]?.state {
+                let error = switch sessions.state(of: session) {
                 case nil: BridgeErrors.unknownSession(session)
                 // Kept from before a restart: -32002 as before, so a client attaches again (which restores it).
                 case .dormant?: BridgeErrors.notRunning(session)
@@ -380,13 +380,13 @@ extension BridgeHub {
 
     func attach(_ id: ConnectionID, to session: String) {
         guard connections[id] != nil else { return }
-        sessions[session]?.members.insert(id)
+        let members = sessions.attach(id, to: session)
         connections[id]?.sessions.insert(session)
-        connections[id]?.logger.info("attached to session", metadata: ["session": "\(session)", "members": "\(sessions[session]?.members.count ?? 0)"])
+        connections[id]?.logger.info("attached to session", metadata: ["session": "\(session)", "members": "\(members ?? 0)"])
     }
 
     func detach(_ id: ConnectionID, from session: String) {
-        sessions[session]?.members.remove(id)
+        sessions.detach(id, from: session)
         connections[id]?.sessions.remove(session)
     }
 
@@ -397,7 +397,7 @@ extension BridgeHub {
             return JSONRPCError.invalidParams("session/cancel needs a sessionId")
         }
         guard connections[id]?.sessions.contains(session) == true else {
-            return sessions[session] == nil ? BridgeErrors.unknownSession(session) : BridgeErrors.notAttached(session)
+            return sessions.contains(session) ? BridgeErrors.notAttached(session) : BridgeErrors.unknownSession(session)
         }
         guard case .running(let handle) = agentLink.state else { return BridgeErrors.agentGone("the agent is not running") }
         connections[id]?.logger.info("cancelling the prompt", metadata: ["session": "\(session)"])
@@ -455,7 +455,7 @@ extension BridgeHub {
             settlePrompt(session: sessionID, key: idempotencyKey, outcome: .failure(error))
             if let sessionID, request.method == ACPMethod.sessionLoad || request.method == ACPMethod.sessionResume {
                 detach(id, from: sessionID)
-                if sessions[sessionID]?.members.isEmpty == true { sessions[sessionID] = nil }
+                sessions.closeIfUnattached(sessionID)
             }
             fail(id, request: request.id, error, batch: batch)
             return
@@ -529,7 +529,7 @@ extension BridgeHub {
                 registerSession(session, files: files, additional: route.additional, result: result, requester: route.connection)
             }
         case (ACPMethod.sessionNew, .failure), (ACPMethod.sessionFork, .failure):
-            if !routes.sessionBeingCreated { earlyUpdates.removeAll() }
+            if !routes.sessionBeingCreated { sessions.creationsSettled() }
         case (ACPMethod.sessionLoad, .success(let result)), (ACPMethod.sessionResume, .success(let result)):
             if let session = route.sessionID {
                 keepState(of: session, from: result)
@@ -539,7 +539,7 @@ extension BridgeHub {
         case (ACPMethod.sessionLoad, .failure), (ACPMethod.sessionResume, .failure):
             if let session = route.sessionID {
                 detach(route.connection, from: session)
-                if sessions[session]?.members.isEmpty == true { sessions[session] = nil }
+                sessions.closeIfUnattached(session)
             }
         case (ACPMethod.sessionList, _):
             outcome = listWithKept(outcome, params: route.requested)

@@ -18,9 +18,9 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return nil
         }
-        if let key, let index = sessions.index(forKey: session) {
-            let waiter = IdempotencyLedger.Waiter(connection: id, requestID: request.id, batch: batch)
-            switch sessions.values[index].prompts.begin(key, waiter: waiter) {
+        let waiter = IdempotencyLedger.Waiter(connection: id, requestID: request.id, batch: batch)
+        if let key, let decision = sessions.update(session, { $0.prompts.begin(key, waiter: waiter) }) {
+            switch decision {
             case .answer(let outcome):
                 connections[id]?.logger.info("prompt retried after it ended: its stored answer", metadata: ["session": "\(session)"])
                 deliverOutcome(outcome, to: id, requestID: request.id, batch: batch)
@@ -29,10 +29,10 @@ extension BridgeHub {
                 connections[id]?.logger.info("prompt retried while it runs: waiting for its answer", metadata: ["session": "\(session)"])
                 return nil
             case .send(let position):
-                if sessions.values[index].state == .readOnly {
+                if sessions.state(of: session) == .readOnly {
                     // Kept as this key's answer too: a retry gets the same refusal.
                     let refusal = BridgeErrors.readOnly(session)
-                    sessions.values[index].prompts.finish(key, outcome: .failure(refusal))
+                    sessions.update(session) { _ = $0.prompts.finish(key, outcome: .failure(refusal)) }
                     persistKey(key, session: session, position: position, outcome: .failure(refusal))
                     fail(id, request: request.id, refusal, batch: batch)
                     return nil
@@ -40,11 +40,11 @@ extension BridgeHub {
                 persistKey(key, session: session, position: position, outcome: nil)
             }
         }
-        if sessions[session]?.state == .readOnly {
+        if sessions.state(of: session) == .readOnly {
             fail(id, request: request.id, BridgeErrors.readOnly(session), batch: batch)
             return nil
         }
-        sessions[session]?.finishedWhileAway = nil
+        sessions.update(session) { $0.finishedWhileAway = nil }
         recordPrompt(stripped, promptID: request.id, session: session)
         return forwardNow(ForwardedRequest(request: request, params: stripped, batch: batch, sessionID: session, idempotencyKey: key), from: id)
     }
@@ -52,8 +52,8 @@ extension BridgeHub {
     /// A prompt with a key ended (or failed before it reached the agent): its outcome is kept, and the retries
     /// waiting for it get it.
     func settlePrompt(session: String?, key: String?, outcome: Result<JSONValue, JSONRPCError>) {
-        guard let session, let key, let index = sessions.index(forKey: session),
-              let (position, waiters) = sessions.values[index].prompts.finish(key, outcome: outcome) else { return }
+        guard let session, let key, let (position, waiters) = sessions.update(session, { $0.prompts.finish(key, outcome: outcome) }) ?? nil
+        else { return }
         persistKey(key, session: session, position: position, outcome: outcome)
         for waiter in waiters { deliverOutcome(outcome, to: waiter.connection, requestID: waiter.requestID, batch: waiter.batch) }
     }
@@ -85,7 +85,7 @@ extension BridgeHub {
         var listed = members["sessions"]?.arrayValue ?? []
         let known = Set(listed.compactMap { $0["sessionId"]?.stringValue })
         let cwd = params?["cwd"]?.stringValue
-        for (session, record) in sessions.sorted(by: { $0.value.createdAt > $1.value.createdAt }) where !known.contains(session) {
+        for (session, record) in sessions.newestFirst where !known.contains(session) {
             if let cwd, cwd != record.files.root { continue }
             var entry: [String: JSONValue] = ["sessionId": .string(session), "cwd": .string(record.files.root)]
             if let title = record.title { entry["title"] = .string(title) }

@@ -12,9 +12,6 @@ import Logging
 /// session, `session/close` and `session/delete` drop the bridge's record. Also the present state (modes, models,
 /// config options) kept current for clients that attach, and updates the agent sends before it answers.
 extension BridgeHub {
-    /// The most updates kept for one session the agent has not answered `session/new` / `session/fork` for yet.
-    static let maxEarlyUpdates = 1000
-
     /// The `lastSeq` a client passes in `_meta` of `session/load` / `session/resume` (either spelling: `_meta` is
     /// free-form and never converted).
     static func lastSeq(_ params: JSONValue?) -> Int64? {
@@ -35,11 +32,11 @@ extension BridgeHub {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        if sessions[session]?.state == .dormant, let error = await restoreIfDormant(session) {
+        if sessions.state(of: session) == .dormant, let error = await restoreIfDormant(session) {
             fail(id, request: request.id, error, batch: batch)
             return
         }
-        if sessions[session] != nil {
+        if sessions.contains(session) {
             attachLive(request, session: session, params: params, from: id, batch: batch)
             return
         }
@@ -55,7 +52,7 @@ extension BridgeHub {
             return
         }
         // The agent may have started meanwhile, and another client loaded the session.
-        if sessions[session] != nil {
+        if sessions.contains(session) {
             attachLive(request, session: session, params: params, from: id, batch: batch)
             return
         }
@@ -73,7 +70,7 @@ extension BridgeHub {
             return
         }
         // Attach first: the agent replays the history as session/update before it answers.
-        sessions[session] = SessionRecord(files: workspace.files, additional: workspace.additional)
+        sessions.open(session, SessionRecord(files: workspace.files, additional: workspace.additional))
         attach(id, to: session)
         await forward(request, params: params, from: id, batch: batch, files: workspace.files, additional: workspace.additional,
                       sessionID: session)
@@ -85,7 +82,7 @@ extension BridgeHub {
     /// `_meta: {lastSeq, replayed, promptRunning}`.
     private func attachLive(_ request: JSONRPCRequest, session: String, params: JSONValue?, from id: ConnectionID, batch: UInt64?) {
         attach(id, to: session)
-        sessions[session]?.idleSince = nil
+        sessions.resetIdle(session)
         guard let record = sessions[session] else { return }
         let after: Int64? = request.method == ACPMethod.sessionLoad ? (BridgeHub.lastSeq(params) ?? 0) : BridgeHub.lastSeq(params)
         var replayed: Int64 = 0
@@ -96,7 +93,7 @@ extension BridgeHub {
             }
         }
         askAgain(session, to: id)
-        var result = presentState(of: record)
+        var result = record.presentState
         // The agent's own `_meta` of its last answer for the session, the bridge's keys merged in (the bridge's win).
         var meta = record.agentMeta
         meta["lastSeq"] = .int(record.nextSeq - 1)
@@ -124,44 +121,18 @@ extension BridgeHub {
         }
     }
 
-    /// The modes, models and config options a client attaching to the session gets (official spelling).
-    func presentState(of record: SessionRecord) -> [String: JSONValue] {
-        var result: [String: JSONValue] = [:]
-        if let modes = record.modes { result["modes"] = modes }
-        if let models = record.models { result["models"] = models }
-        if let options = record.configOptions { result["configOptions"] = options }
-        return result
-    }
-
     /// Keeps the modes, models and config options an agent's answer carries (`session/new`, `load`, `resume`, `fork`,
     /// `set_config_option`).
     func keepState(of session: String, from result: JSONValue) {
-        guard let index = sessions.index(forKey: session) else { return }
-        if let modes = result["modes"], modes != .null { sessions.values[index].modes = modes }
-        if let models = result["models"], models != .null { sessions.values[index].models = models }
-        if let options = result["configOptions"], options != .null { sessions.values[index].configOptions = options }
-        persistSession(session)
+        if sessions.keepState(of: session, from: result) { persistSession(session) }
     }
 
     /// Keeps what a `session/update` changes: `current_mode_update` and `config_option_update`.
     func keepState(of session: String, update: JSONValue) {
-        guard let index = sessions.index(forKey: session) else { return }
-        switch update["sessionUpdate"]?.stringValue {
-        case "current_mode_update":
-            if let mode = update["currentModeId"] {
-                sessions.values[index].modes = BridgeHub.setting("currentModeId", to: mode, in: sessions.values[index].modes)
-            }
-        case "config_option_update":
-            if let options = update["configOptions"] { sessions.values[index].configOptions = options }
-            persistSession(session)
-        case "session_info_update":
-            // The title travels with the session across restarts (the agent's words: kept as text, shown as text).
-            if let title = update["title"]?.stringValue, title != sessions.values[index].title {
-                sessions.values[index].title = String(title.prefix(1024))
-                store?.enqueue(.setTitle(session: session, title: String(title.prefix(1024))))
-            }
-        default:
-            break
+        switch sessions.keepState(of: session, update: update) {
+        case .row: persistSession(session)
+        case .title(let title): store?.enqueue(.setTitle(session: session, title: title))
+        case .mode, .none: break
         }
     }
 
@@ -178,12 +149,12 @@ extension BridgeHub {
 
     /// After a successful `session/set_mode` or `session/set_model`: the mode or model asked for is current.
     func keepChoice(_ route: ClientRoute, result: JSONValue) {
-        guard let session = route.sessionID, let index = sessions.index(forKey: session), let requested = route.requested else { return }
+        guard let session = route.sessionID, sessions.contains(session), let requested = route.requested else { return }
         switch route.method {
         case ACPMethod.sessionSetMode:
-            sessions.values[index].modes = BridgeHub.setting("currentModeId", to: requested, in: sessions.values[index].modes)
+            sessions.choose("currentModeId", requested, in: session)
         case ACPMethod.sessionSetModel:
-            sessions.values[index].models = BridgeHub.setting("currentModelId", to: requested, in: sessions.values[index].models)
+            sessions.choose("currentModelId", requested, in: session)
         case ACPMethod.sessionSetConfigOption:
             keepState(of: session, from: result)
         default:
@@ -192,55 +163,46 @@ extension BridgeHub {
         persistSession(session)
     }
 
-    /// `state` (an object, or nothing yet) with `key` set to `value`.
-    private static func setting(_ key: String, to value: JSONValue, in state: JSONValue?) -> JSONValue {
-        var members = state?.objectValue ?? [:]
-        members[key] = value
-        return .object(members)
-    }
-
     /// A new session (`session/new` or `session/fork` answered): registered, its requester attached, and the updates
     /// the agent sent for it before answering delivered (before the answer, as the agent sent them).
     func registerSession(_ session: String, files: WorkspaceFiles, additional: [WorkspaceFiles], result: JSONValue, requester: ConnectionID) {
-        if let kept = sessions[session], kept.state != .live {
+        var record = SessionRecord(files: files, additional: additional, members: [])
+        record.device = connections[requester]?.device
+        record.createdAt = configuration.clock.wallTime.timeIntervalSince1970
+        let registered = sessions.register(session, record)
+        if registered.replacedKept {
             // The agent gave a new session the id of one kept from before a restart (it counts from 1 again): the
             // new one wins, and the old one's stored conversation goes.
             logger.notice("the agent reused the id of a session kept from before a restart; forgetting the old one", metadata: ["session": "\(session)"])
             forgetStored(session)
         }
-        sessions[session] = SessionRecord(files: files, additional: additional, members: [])
-        sessions[session]?.device = connections[requester]?.device
-        sessions[session]?.createdAt = configuration.clock.wallTime.timeIntervalSince1970
-        droppedSessions.remove(session)
         keepState(of: session, from: result)
         keepAgentMeta(of: session, from: result)
         persistSession(session)
         attach(requester, to: session)
-        if let early = earlyUpdates.removeValue(forKey: session) {
-            logger.debug("delivering updates sent before the session was answered", metadata: ["session": "\(session)", "updates": "\(early.count)"])
-            for notification in early { relay(notification) }
+        if !registered.early.isEmpty {
+            logger.debug("delivering updates sent before the session was answered", metadata: [
+                "session": "\(session)", "updates": "\(registered.early.count)"])
+            for notification in registered.early { relay(notification) }
         }
-        if !routes.sessionBeingCreated { earlyUpdates.removeAll() }
+        if !routes.sessionBeingCreated { sessions.creationsSettled() }
     }
 
     /// A notification for a session the bridge does not know yet: kept while a `session/new` or `session/fork` is
-    /// waiting for its answer (the agent may announce commands or modes first). Returns whether it was kept.
+    /// waiting for its answer (the agent may announce commands or modes first). Returns whether it was taken (kept,
+    /// or dropped past ``SessionTable/maxEarlyUpdates``).
     func keepEarly(_ notification: JSONRPCNotification, session: String) -> Bool {
-        guard routes.sessionBeingCreated else { return false }
-        var kept = earlyUpdates[session] ?? []
-        guard kept.count < BridgeHub.maxEarlyUpdates else {
+        let early = sessions.keepEarly(notification, session: session, creating: routes.sessionBeingCreated)
+        if early.dropped {
             logger.warning("too many updates before the session was answered; dropping", metadata: ["session": "\(session)"])
-            return true
         }
-        kept.append(notification)
-        earlyUpdates[session] = kept
-        return true
+        return early.taken
     }
 
     /// `session/close` or `session/delete` answered: the bridge forgets the session. Its other attached clients are told
     /// with `_oa/session_closed`; the agent's requests still waiting on it get an error.
     func dropSession(_ session: String, by method: String, requester: ConnectionID) {
-        guard let record = sessions.removeValue(forKey: session) else { return }
+        guard let record = sessions.close(session) else { return }
         forgetStored(session)
         terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }

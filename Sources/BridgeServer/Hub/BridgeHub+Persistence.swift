@@ -34,13 +34,13 @@ extension BridgeHub {
             createdAt: record.createdAt > 0 ? record.createdAt : now, updatedAt: now)))
     }
 
-    /// Queues a kept update, and the trim of what the replay buffer let go (`oldestBefore`: its oldest seq before).
-    func persistUpdate(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index, oldestBefore: Int64?) {
+    /// Queues what numbering and keeping an update asks of the store: the next block of `seq` numbers reserved, the
+    /// update, and the trim of what the replay buffer let go.
+    func persistAppended(_ appended: SessionTable.Appended, session: String) {
         guard let store else { return }
-        let session = sessions.keys[index]
-        store.enqueue(.appendUpdate(session: session, seq: update.seq, payload: update))
-        let oldest = sessions.values[index].replay.first?.seq
-        if oldest != oldestBefore { store.enqueue(.trimUpdates(session: session, before: oldest ?? update.seq + 1)) }
+        if let through = appended.reserveThrough { store.enqueue(.reserveSeq(session: session, through: through)) }
+        store.enqueue(.appendUpdate(session: session, seq: appended.update.seq, payload: appended.update))
+        if let before = appended.trimBefore { store.enqueue(.trimUpdates(session: session, before: before)) }
     }
 
     /// Queues the forgetting of a session (closed, deleted, dropped for retention).
@@ -51,36 +51,18 @@ extension BridgeHub {
     /// Queues an idempotency key with its outcome (`nil` while the prompt runs), and the trim of forgotten keys.
     func persistKey(_ key: String, session: String, position: Int64, outcome: Result<JSONValue, JSONRPCError>?) {
         guard let store else { return }
-        store.enqueue(.putKey(StoredPromptKeyRow(sessionId: session, key: key, position: position, outcome: outcome.map(BridgeHub.outcomeText))))
+        store.enqueue(.putKey(StoredPromptKeyRow(sessionId: session, key: key, position: position, outcome: outcome.map(SessionTable.outcomeText))))
         if let oldest = sessions[session]?.prompts.oldestPosition, position - oldest >= Int64(IdempotencyLedger.capacity) {
             store.enqueue(.trimKeys(session: session, before: oldest))
         }
-    }
-
-    /// A prompt's outcome as the store keeps it: `{"result": …}` or `{"error": {code, message, data?}}`.
-    static func outcomeText(_ outcome: Result<JSONValue, JSONRPCError>) -> String {
-        switch outcome {
-        case .success(let result): return JSONValue.object(["result": result]).jsonText
-        case .failure(let error):
-            var members: [String: JSONValue] = ["code": .int(Int64(error.code)), "message": .string(error.message)]
-            if let data = error.data { members["data"] = data }
-            return JSONValue.object(["error": .object(members)]).jsonText
-        }
-    }
-
-    /// A stored outcome read back; `nil` for text that is neither.
-    static func outcome(fromText text: String) -> Result<JSONValue, JSONRPCError>? {
-        guard let value = try? JSONValue(parsing: text) else { return nil }
-        if let result = value["result"] { return .success(result) }
-        guard let error = value["error"], let code = error["code"]?.intValue, let message = error["message"]?.stringValue else { return nil }
-        return .failure(JSONRPCError(code: Int(code), message: message, data: error["data"]))
     }
 
     /// The stored sessions as dormant records: their directories checked again (a session whose directory is gone or
     /// out of scope now is left out, and forgotten), their replay rebuilt, their keys restored (a prompt that ran when
     /// the bridge stopped gets ``BridgeErrors/interrupted(_:)``), idle since their last change.
     static func dormantSessions(
-        _ stored: [StoredSession], workspace: WorkspaceFiles, configuration: BridgeServerConfiguration, logger: Logger
+        _ stored: [StoredSession], workspace: WorkspaceFiles, bounds: SessionTable.Bounds, configuration: BridgeServerConfiguration,
+        logger: Logger
     ) -> (sessions: [String: SessionRecord], unusable: [String]) {
         var result: [String: SessionRecord] = [:]
         var unusable: [String] = []
@@ -101,46 +83,17 @@ extension BridgeHub {
                 unusable.append(row.id)
                 continue
             }
-            var record = SessionRecord(files: files, additional: additional, modes: row.modes.flatMap { try? JSONValue(parsing: $0) })
-            record.models = row.models.flatMap { try? JSONValue(parsing: $0) }
-            record.configOptions = row.configOptions.flatMap { try? JSONValue(parsing: $0) }
-            record.agentMeta = row.agentMeta.flatMap { try? JSONValue(parsing: $0) }?.objectValue ?? [:]
-            record.title = row.title
-            record.device = row.deviceId
-            record.createdAt = row.createdAt
-            record.state = .dormant
-            var nextSeq = row.nextSeq
-            for update in session.updates {
-                guard let params = storedParams(update.payload) else { continue }
-                record.replay.append(BufferedUpdate(seq: update.seq, params: params),
-                                     limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
-                nextSeq = max(nextSeq, update.seq + 1)
-            }
-            if row.seqReserved >= nextSeq {
-                // The bridge did not stop cleanly (a clean stop releases every reservation): the numbers up to the
-                // reservation may have reached phones without being stored. None is used again.
-                record.unstored = nextSeq...row.seqReserved
-                logger.notice("a session kept from a bridge that did not stop cleanly may have lost its newest updates", metadata: [
-                    "session": "\(row.id)", "stored_through": "\(nextSeq - 1)", "reserved_through": "\(row.seqReserved)"])
-                nextSeq = row.seqReserved + 1
-            }
-            record.nextSeq = nextSeq
-            for key in session.keys {
-                let outcome = key.outcome.flatMap(outcome(fromText:)) ?? .failure(BridgeErrors.interrupted(row.id))
-                record.prompts.restore(key.key, position: key.position, outcome: outcome)
-            }
             let age = max(0, wallNow - row.updatedAt)
             let cap = Double((configuration.retention.idleTimeout ?? .seconds(86_400 * 365)).components.seconds) + 1
-            record.idleSince = now - .milliseconds(Int64(min(age, cap) * 1000))
+            let record = SessionTable.dormantRecord(
+                session, files: files, additional: additional, bounds: bounds, idleSince: now - .milliseconds(Int64(min(age, cap) * 1000)))
+            if let unstored = record.unstored {
+                // The numbers up to the reservation may have reached phones without being stored. None is used again.
+                logger.notice("a session kept from a bridge that did not stop cleanly may have lost its newest updates", metadata: [
+                    "session": "\(row.id)", "stored_through": "\(unstored.lowerBound - 1)", "reserved_through": "\(unstored.upperBound)"])
+            }
             result[row.id] = record
         }
         return (result, unusable)
-    }
-
-    /// A stored update's params: the notification's params when the whole frame was stored, else the text itself.
-    static func storedParams(_ payload: String) -> JSONValue? {
-        guard let value = try? JSONValue(parsing: payload) else { return nil }
-        if value["jsonrpc"] != nil, value["method"] != nil { return value["params"] }
-        return value
     }
 }

@@ -18,20 +18,20 @@ extension BridgeHub {
     /// attached (the sender too: its sequence stays unbroken, and it knows its prompt by `promptId`). A phone that
     /// attaches later gets them with the rest of the replay: the questions with the answers.
     func recordPrompt(_ params: JSONValue?, promptID: JSONRPCID, session: String) {
-        guard let index = sessions.index(forKey: session), case .array(let blocks)? = params?["prompt"] else { return }
-        let members = sessions.values[index].members
+        guard sessions.contains(session), case .array(let blocks)? = params?["prompt"] else { return }
         for block in blocks {
-            let seq = takeSeq(at: index)
             let oa: [String: JSONValue] = ["origin": "bridge", "promptId": promptID.jsonValue]
-            let update = BridgeHub.promptRecord(block, seq: seq, oa: oa, session: session)
-            if ReplayBuffer.byteSize(of: block) > BridgeHub.maxRecordedBlockBytes {
+            var update = JSONValue.null
+            let appended = sessions.append(to: session) { seq in
+                update = BridgeHub.promptRecord(block, seq: seq, oa: oa, session: session)
+                guard ReplayBuffer.byteSize(of: block) > BridgeHub.maxRecordedBlockBytes else { return BufferedUpdate(seq: seq, params: update) }
                 var abridged = oa
                 abridged["abridged"] = true
-                keep(BufferedUpdate(seq: seq, params: BridgeHub.promptRecord(BridgeHub.abridged(block), seq: seq, oa: abridged, session: session)), at: index)
-            } else {
-                keep(BufferedUpdate(seq: seq, params: update), at: index)
+                return BufferedUpdate(seq: seq, params: BridgeHub.promptRecord(BridgeHub.abridged(block), seq: seq, oa: abridged, session: session))
             }
-            notify(members, method: ACPMethod.sessionUpdate, params: update)
+            guard let appended else { return }
+            persistAppended(appended, session: session)
+            notify(appended.members, method: ACPMethod.sessionUpdate, params: update)
         }
     }
 
@@ -60,15 +60,15 @@ extension BridgeHub {
     /// Keeps the agent's own `_meta` of an answer about the session (`session/new`, `fork`, `load`, `resume`), for
     /// the clients that attach later: the bridge merges its keys into it rather than replacing it.
     func keepAgentMeta(of session: String, from result: JSONValue) {
-        guard let index = sessions.index(forKey: session), let meta = result["_meta"]?.objectValue else { return }
-        sessions.values[index].agentMeta = meta
+        guard sessions.contains(session), let meta = result["_meta"]?.objectValue else { return }
+        sessions.update(session) { $0.agentMeta = meta }
         persistSession(session)
     }
 
     /// The agent's answer to a `session/load` or `session/resume` it served, with the bridge's keys (`lastSeq`,
     /// `promptRunning`) merged into the agent's own `_meta` (the bridge's win a clash; the agent's others are kept).
     func withBridgeMeta(_ result: JSONValue, session: String) -> JSONValue {
-        guard let index = sessions.index(forKey: session) else { return result }
+        guard let lastSeq = sessions.lastSeq(of: session) else { return result }
         var members: [String: JSONValue]
         switch result {
         case .object(let object): members = object
@@ -76,7 +76,7 @@ extension BridgeHub {
         default: return result
         }
         var meta = members["_meta"]?.objectValue ?? [:]
-        meta["lastSeq"] = .int(sessions.values[index].nextSeq - 1)
+        meta["lastSeq"] = .int(lastSeq)
         meta["promptRunning"] = .bool(routes.promptRunning(session))
         members["_meta"] = .object(meta)
         return .object(members)

@@ -10,12 +10,12 @@ extension BridgeHub {
     /// Restores `session` if it is dormant (waiting for a restore already under way); returns the error the client
     /// gets, if any (the agent could not be started, or the session was dropped meanwhile).
     func restoreIfDormant(_ session: String) async -> JSONRPCError? {
-        guard sessions[session]?.state == .dormant else { return nil }
-        if let running = restoring[session] { return await running.value }
+        guard sessions.state(of: session) == .dormant else { return nil }
+        if let running = sessions.restoreUnderWay(session) { return await running.value }
         let task = Task { await self.restore(session) }
-        restoring[session] = task
+        sessions.setRestore(session, task)
         let error = await task.value
-        restoring[session] = nil
+        sessions.setRestore(session, nil)
         return error
     }
 
@@ -34,7 +34,9 @@ extension BridgeHub {
         } else if let resume = capabilities?["sessionCapabilities"]?["resume"], resume != .null, resume != .bool(false) {
             method = ACPMethod.sessionResume
         } else {
-            markReadOnly(session, because: "the agent advertises neither loadSession nor sessionCapabilities.resume")
+            if sessions.markReadOnly(session) {
+                restoredReadOnly(session, because: "the agent advertises neither loadSession nor sessionCapabilities.resume")
+            }
             return nil
         }
         var params: [String: JSONValue] = ["sessionId": .string(session), "cwd": .string(record.files.root), "mcpServers": []]
@@ -43,42 +45,38 @@ extension BridgeHub {
         let response = await bridgeRequest(
             to: LaunchedAgent(agent: handle.agent, generation: handle.generation), method: method, params: .object(params),
             timeout: configuration.agentInitializeTimeout)
-        guard sessions[session]?.state == .dormant else {
-            return sessions[session] == nil ? droppedError(session) ?? BridgeErrors.unknownSession(session) : nil
-        }
         // A load cut short by the shutdown says nothing about the agent: the session stays dormant (restored by the
         // next bridge), never read-only.
-        if shuttingDown { return BridgeErrors.shuttingDown }
-        switch response.outcome {
-        case .success(let result):
-            sessions[session]?.state = .live
-            keepState(of: session, from: result)
-            keepAgentMeta(of: session, from: result)
+        let succeeded = if case .success = response.outcome { true } else { false }
+        switch sessions.restoreAnswered(session, succeeded: succeeded, shuttingDown: shuttingDown) {
+        case .gone:
+            return droppedError(session) ?? BridgeErrors.unknownSession(session)
+        case .unchanged:
+            return nil
+        case .stillDormant:
+            return BridgeErrors.shuttingDown
+        case .live:
+            if case .success(let result) = response.outcome {
+                keepState(of: session, from: result)
+                keepAgentMeta(of: session, from: result)
+            }
             persistSession(session)
             logger.info("restored a session in the agent", metadata: ["session": "\(session)", "method": "\(method)"])
-        case .failure(let error):
-            markReadOnly(session, because: "the agent refused \(method): \(error.message.prefix(200))")
+        case .readOnly:
+            let reason = if case .failure(let error) = response.outcome { String(error.message.prefix(200)) } else { "" }
+            restoredReadOnly(session, because: "the agent refused \(method): \(reason)")
         }
         return nil
     }
 
-    /// The agent cannot take the session back: it stays readable, prompts are refused.
-    private func markReadOnly(_ session: String, because reason: String) {
-        sessions[session]?.state = .readOnly
+    /// The agent cannot take the session back (it is read-only now): it stays readable, prompts are refused.
+    private func restoredReadOnly(_ session: String, because reason: String) {
         persistSession(session)
         logger.notice("restored a session read-only", metadata: ["session": "\(session)", "reason": "\(reason)"])
     }
 
     /// The `_meta.oa` for an answer about `session`, when it is read-only.
     func restoreMeta(_ session: String) -> JSONValue? {
-        sessions[session]?.state == .readOnly ? SessionRestore.readOnlyMeta : nil
-    }
-
-    /// The agent is gone: its sessions wait to be restored by the next agent (the clients were detached).
-    func makeSessionsDormant() {
-        for session in Array(sessions.keys) {
-            sessions[session]?.members.removeAll()
-            if sessions[session]?.state == .live { sessions[session]?.state = .dormant }
-        }
+        sessions.state(of: session) == .readOnly ? SessionRestore.readOnlyMeta : nil
     }
 }

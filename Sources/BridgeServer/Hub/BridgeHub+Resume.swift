@@ -2,6 +2,7 @@ import BridgeACP
 import BridgeRPC
 import BridgeSessionStore
 import Logging
+import NIOCore
 
 /// Resume without loss: sequence numbers on `session/update`, the replay buffer, `_oa/session/resume`, and prompts
 /// that outlive the connection that sent them.
@@ -9,43 +10,27 @@ extension BridgeHub {
     /// Stamps a `session/update` with the session's next sequence number (`params._meta.seq`, other `_meta` keys
     /// kept) and keeps it in the session's replay buffer. Updates of sessions the bridge does not know pass unchanged.
     func sequenced(_ notification: JSONRPCNotification, session: String) -> JSONRPCNotification {
-        // Changed in place (through the index): copying the record out would copy its whole replay buffer.
-        guard let index = sessions.index(forKey: session), var params = notification.params?.objectValue else { return notification }
-        let seq = takeSeq(at: index)
-        var meta = params["_meta"]?.objectValue ?? [:]
-        meta["seq"] = .int(seq)
-        // `_meta.oa` marks what the bridge itself recorded (a prompt it relayed): never the agent's to claim.
-        meta["oa"] = nil
-        params["_meta"] = .object(meta)
-        let stamped = JSONValue.object(params)
-        keep(BufferedUpdate(seq: seq, params: stamped), at: index)
+        guard var params = notification.params?.objectValue else { return notification }
+        var stamped = JSONValue.null
+        let appended = sessions.append(to: session) { seq in
+            var meta = params["_meta"]?.objectValue ?? [:]
+            meta["seq"] = .int(seq)
+            // `_meta.oa` marks what the bridge itself recorded (a prompt it relayed): never the agent's to claim.
+            meta["oa"] = nil
+            params["_meta"] = .object(meta)
+            stamped = .object(params)
+            return BufferedUpdate(seq: seq, params: stamped)
+        }
+        guard let appended else { return notification }
+        persistAppended(appended, session: session)
         return JSONRPCNotification(method: notification.method, params: stamped)
     }
 
-    /// The session's next `_meta.seq`, taken (the record is changed in place through `index`).
-    /// With a store, the numbers are reserved in blocks of ``seqReservationBlock``, the next block asked for when half
-    /// of the present one is used, so the reservation is written (within the store's 100 ms batches) before its
-    /// numbers are reached; a restore after a crash numbers from past it (``dormantSessions``).
-    func takeSeq(at index: Dictionary<String, SessionRecord>.Index) -> Int64 {
-        let seq = sessions.values[index].nextSeq
-        sessions.values[index].nextSeq += 1
-        if let store, seq + BridgeHub.seqReservationBlock / 2 >= sessions.values[index].seqReserved {
-            let through = seq + BridgeHub.seqReservationBlock
-            sessions.values[index].seqReserved = through
-            store.enqueue(.reserveSeq(session: sessions.keys[index], through: through))
-        }
-        return seq
-    }
-
-    /// How many `seq` numbers one reservation covers (see ``takeSeq(at:)``).
+    /// How many `seq` numbers one reservation covers: with a store, the numbers are reserved in blocks, the next
+    /// block asked for when half of the present one is used (``SessionTable/append(to:_:)``), so the reservation is
+    /// written (within the store's 100 ms batches) before its numbers are reached; a restore after a crash numbers
+    /// from past it (``dormantSessions``).
     static let seqReservationBlock: Int64 = 1024
-
-    /// Keeps a stamped update in the session's replay buffer, within its bounds (in place through `index`).
-    func keep(_ update: BufferedUpdate, at index: Dictionary<String, SessionRecord>.Index) {
-        let oldest = store == nil ? nil : sessions.values[index].replay.first?.seq
-        sessions.values[index].replay.append(update, limit: configuration.replayBufferSize, byteLimit: configuration.replayBufferBytes)
-        if store != nil { persistUpdate(update, at: index, oldestBefore: oldest) }
-    }
 
     /// Relays a `session/update` whose params came as bytes without `_meta` (``JSONRPCNotification/rawParams``):
     /// official clients and the replay buffer get one frame made of the agent's bytes with `_meta.seq` spliced in
@@ -54,11 +39,17 @@ extension BridgeHub {
     /// the update cannot go so (then it takes that path).
     func relaySpliced(_ notification: JSONRPCNotification, session: String) -> Bool {
         guard let raw = notification.rawParams, var params = notification.params?.objectValue, params["_meta"] == nil,
-              let index = sessions.index(forKey: session), raw.isForwardable else { return false }
-        let seq = takeSeq(at: index)
-        let (frame, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
-        keep(BufferedUpdate(seq: seq, frame: frame, paramsBytes: paramsBytes), at: index)
-        let members = sessions.values[index].members
+              sessions.contains(session), raw.isForwardable else { return false }
+        var frame = ByteBuffer()
+        let appended = sessions.append(to: session) { seq in
+            let (spliced, paramsBytes) = SplicedUpdate.frame(seq: seq, params: raw)
+            frame = spliced
+            return BufferedUpdate(seq: seq, frame: spliced, paramsBytes: paramsBytes)
+        }
+        guard let appended else { return false }
+        persistAppended(appended, session: session)
+        let seq = appended.update.seq
+        let members = appended.members
         if members.isEmpty {
             logger.debug("update for a session nobody is attached to", metadata: ["session": "\(session)", "method": "\(notification.method)"])
         }
@@ -91,10 +82,10 @@ extension BridgeHub {
     /// A prompt ended after the client that sent it went away: remember the stop reason for resume and tell the
     /// session's attached clients with `_oa/prompt_finished`.
     func promptEndedAway(session: String, outcome: Result<JSONValue, JSONRPCError>) {
-        guard sessions[session] != nil else { return }
+        guard sessions.contains(session) else { return }
         defer {
             // Nobody may be attached any more: the session's idle time starts now.
-            sessions[session]?.idleSince = nil
+            sessions.resetIdle(session)
             enforceRetention()
         }
         let stopReason: String
@@ -102,8 +93,8 @@ extension BridgeHub {
         case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
         case .failure: stopReason = "error"
         }
-        sessions[session]?.finishedWhileAway = stopReason
-        let members = sessions[session]?.members ?? []
+        sessions.update(session) { $0.finishedWhileAway = stopReason }
+        let members = sessions.members(of: session)
         logger.info("prompt finished while its client was away", metadata: [
             "session": "\(session)", "stopReason": "\(stopReason)", "attached": "\(members.count)",
         ])
@@ -113,7 +104,8 @@ extension BridgeHub {
     /// A prompt ended and its requester is still connected: tells the session's other attached
     /// clients with `_oa/prompt_finished`.
     func announcePromptEnd(session: String, outcome: Result<JSONValue, JSONRPCError>, except requester: ConnectionID) {
-        guard let members = sessions[session]?.members else { return }
+        guard sessions.contains(session) else { return }
+        let members = sessions.members(of: session)
         let stopReason: String
         switch outcome {
         case .success(let result): stopReason = result["stopReason"]?.stringValue ?? "end_turn"
@@ -144,7 +136,7 @@ extension BridgeHub {
             return .restore(request, params: params, batch: batch)
         }
         attach(id, to: session)
-        sessions[session]?.idleSince = nil
+        sessions.resetIdle(session)
         let latest = record.nextSeq - 1
         let oldest = record.replay.first?.seq ?? record.nextSeq
         if lastSeq < latest && lastSeq + 1 < oldest {

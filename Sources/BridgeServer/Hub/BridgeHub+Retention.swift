@@ -16,7 +16,7 @@ extension BridgeHub {
     func connectionLeft(_ id: ConnectionID, _ client: ClientRecord) {
         if client.pending > 0 { releaseRequests(of: id) }
         guard !client.sessions.isEmpty else { return }
-        for session in client.sessions { sessions[session]?.idleSince = nil }
+        for session in client.sessions { sessions.resetIdle(session) }
         enforceRetention()
     }
 
@@ -43,53 +43,20 @@ extension BridgeHub {
     @discardableResult
     func enforceRetention() -> ContinuousClock.Instant? {
         guard !sessions.isEmpty else { return nil }
-        let retention = configuration.retention
-        let now = configuration.clock.now
-        let running = routes.promptSessions
-        var idle: [(since: ContinuousClock.Instant, session: String, bytes: Int)] = []
-        var nowIdle: [String] = []
-        var nowBusy: [String] = []
-        for (session, record) in sessions {
-            if record.members.isEmpty && !running.contains(session) {
-                if record.idleSince == nil { nowIdle.append(session) }
-                idle.append((record.idleSince ?? now, session, record.replay.byteCount))
-            } else if record.idleSince != nil {
-                nowBusy.append(session)
-            }
-        }
-        for session in nowIdle { sessions[session]?.idleSince = now }
-        for session in nowBusy { sessions[session]?.idleSince = nil }
-        idle.sort { ($0.since, $0.session) < ($1.since, $1.session) }
-        var remaining = idle[...]
-        if let timeout = retention.idleTimeout {
-            while let oldest = remaining.first, now - oldest.since >= timeout {
-                retire(oldest.session, reason: .idleTimeout, idleFor: now - oldest.since)
-                remaining = remaining.dropFirst()
-            }
-        }
-        var count = remaining.count
-        var bytes = remaining.reduce(0) { $0 + $1.bytes }
-        while let oldest = remaining.first, count > max(retention.maxIdleSessions, 0) || bytes > retention.maxIdleReplayBytes {
-            retire(oldest.session, reason: count > max(retention.maxIdleSessions, 0) ? .maxIdleSessions : .maxIdleReplayBytes,
-                   idleFor: now - oldest.since)
-            count -= 1
-            bytes -= oldest.bytes
-            remaining = remaining.dropFirst()
-        }
-        guard let timeout = retention.idleTimeout, let oldest = remaining.first else { return nil }
-        let due = oldest.since + timeout
+        let pruned = sessions.prune(at: configuration.clock.now, retention: configuration.retention, busy: routes.promptSessions)
+        for retired in pruned.retired { retire(retired) }
+        guard let due = pruned.nextDue else { return nil }
         orphanSweep.schedule(at: due)
         return due
     }
 
-    /// Drops an idle session: its record and replay buffer, its early updates, its terminals and the agent's requests
-    /// still waiting on it (a permission answered `cancelled`, anything else an error); the agent gets `session/close` if it
-    /// advertises `sessionCapabilities.close`; a later resume gets ``BridgeErrors/sessionDropped(_:reason:retention:)``.
-    private func retire(_ session: String, reason: RetentionReason, idleFor: Duration) {
-        guard let record = sessions.removeValue(forKey: session) else { return }
+    /// What follows from dropping an idle session (the table forgot its record, replay buffer and early updates, and
+    /// remembers it as dropped): its stored rows, its terminals and the agent's requests still waiting on it go (a
+    /// permission answered `cancelled`, anything else an error); the agent gets `session/close` if it advertises
+    /// `sessionCapabilities.close`; a later resume gets ``BridgeErrors/sessionDropped(_:reason:retention:)``.
+    private func retire(_ retired: SessionTable.Retired) {
+        let (session, record, reason, idleFor) = (retired.session, retired.record, retired.reason, retired.idleFor)
         forgetStored(session)
-        droppedSessions.insert(session, reason: reason)
-        earlyUpdates[session] = nil
         terminals.releaseAll(session: session)
         for member in record.members { connections[member]?.sessions.remove(session) }
         for (_, ask) in asks.removeAll(where: { $0.sessionID == session }) {
@@ -164,6 +131,6 @@ extension BridgeHub {
 
     /// The error for a resume of `session` if it was dropped for retention, else `nil`.
     func droppedError(_ session: String) -> JSONRPCError? {
-        droppedSessions.reason(for: session).map { BridgeErrors.sessionDropped(session, reason: $0, retention: configuration.retention) }
+        sessions.droppedReason(session).map { BridgeErrors.sessionDropped(session, reason: $0, retention: configuration.retention) }
     }
 }

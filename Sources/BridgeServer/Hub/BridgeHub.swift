@@ -30,21 +30,17 @@ actor BridgeHub {
     var agentLink = AgentLink()
     /// The requests sent to the agent that wait for its answer, and where each answer goes.
     var routes = RouteTable()
-    var sessions: [String: SessionRecord] = [:]
+    /// The sessions: created, loaded dormant, restored, their updates numbered and kept, dropped past retention; the
+    /// notifications of sessions being created, the retention drops remembered, the restores under way.
+    var sessions: SessionTable
     /// The agent's requests waiting for a client's answer; a change may move the orphaned-request sweep's timer.
     var asks: AskTable {
         didSet { asksChanged() }
     }
-    /// Notifications the agent sent for sessions it has not answered `session/new` / `session/fork` for yet.
-    var earlyUpdates: [String: [JSONRPCNotification]] = [:]
     /// The batches whose answers are being collected.
     var batches = BatchTable()
     /// Set on graceful shutdown: every client is told to go (1001), and new ones too.
     var shuttingDown = false
-    /// Sessions dropped for retention, so a resume of one gets a clear error (see ``SessionRetention``).
-    var droppedSessions = RetentionTombstones()
-    /// Dormant sessions being restored (``restoreIfDormant(_:)``): a second client waits for the same restore.
-    var restoring: [String: Task<JSONRPCError?, Never>] = [:]
     /// The agent's terminals (`terminal/*`), run on the desktop.
     let terminals: TerminalHost
     /// When the stuck-client sweep runs (``sweepStuckClients()``); the clients' queues move it.
@@ -78,6 +74,9 @@ actor BridgeHub {
         asks = AskTable(deadlines: AskTable.Deadlines(
             permission: configuration.permissionRequestTimeout, other: configuration.clientRequestTimeout,
             orphaned: configuration.orphanedRequestTimeout))
+        sessions = SessionTable(bounds: SessionTable.Bounds(
+            replayCount: configuration.replayBufferSize, replayBytes: configuration.replayBufferBytes,
+            reservesSeqs: configuration.sessionStore != nil, reservationBlock: BridgeHub.seqReservationBlock))
         if let store = configuration.sessionStore {
             // Issue 25 item 2: the sessions of the last run, dormant until a client attaches.
             var stored: [StoredSession] = []
@@ -87,8 +86,9 @@ actor BridgeHub {
                 // Opened, but not readable now (a disk error): the bridge runs, its sessions stay on disk.
                 logger.error("cannot read the stored sessions; starting without them", metadata: ["error": "\(error.description)"])
             }
-            let (dormant, unusable) = BridgeHub.dormantSessions(stored, workspace: workspace, configuration: configuration, logger: logger)
-            sessions = dormant
+            let (dormant, unusable) = BridgeHub.dormantSessions(
+                stored, workspace: workspace, bounds: sessions.bounds, configuration: configuration, logger: logger)
+            sessions.load(dormant)
             for session in unusable { store.enqueue(.deleteSession(session)) }
             if !dormant.isEmpty {
                 logger.info("sessions kept from the last run", metadata: ["sessions": "\(dormant.count)", "path": "\(store.databaseURL.path)"])
@@ -171,10 +171,10 @@ actor BridgeHub {
     func disconnect(_ id: ConnectionID) async {
         guard let client = connections.remove(id) else { return }
         client.outbound.finish()
-        for session in client.sessions { sessions[session]?.members.remove(id) }
+        for session in client.sessions { sessions.detach(id, from: session) }
         batches.drop(connection: id)
         // A live session keeps its questions for the next client that resumes it.
-        for settled in asks.clientLeft(id, at: configuration.clock.now, sessionExists: { sessions[$0] != nil }) {
+        for settled in asks.clientLeft(id, at: configuration.clock.now, sessionExists: { sessions.contains($0) }) {
             switch settled {
             case .failed(let entry, let error):
                 // Everyone else who was asked failed: the agent gets their error now.

@@ -49,7 +49,7 @@ struct SessionRecord {
     var agentMeta: [String: JSONValue] = [:]
     /// The sequence number the next `session/update` gets (`_meta.seq`).
     var nextSeq: Int64 = 1
-    /// The highest `seq` the store has been asked to reserve (``BridgeHub/takeSeq(at:)``); 0 before the first.
+    /// The highest `seq` the store has been asked to reserve (``SessionTable/append(to:_:)``); 0 before the first.
     var seqReserved: Int64 = 0
     /// The `seq`s a bridge that did not stop cleanly may have sent before it stored them (lost with it): a phone that
     /// resumes from before their end is told (`lostUpdates` in the answer to `_oa/session/resume`), never left to
@@ -72,6 +72,15 @@ struct SessionRecord {
     var createdAt: Double = 0
     /// Its prompts by idempotency key (``IdempotencyLedger``).
     var prompts = IdempotencyLedger()
+
+    /// The modes, models and config options a client attaching to the session gets (official spelling).
+    var presentState: [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        if let modes { result["modes"] = modes }
+        if let models { result["models"] = models }
+        if let configOptions { result["configOptions"] = configOptions }
+        return result
+    }
 }
 
 /// One `session/update` kept for resume: its params, or the very frame official clients got (``SplicedUpdate``).
