@@ -51,7 +51,7 @@ public actor PairingSession {
 
     private let clock: TokenClock
     private var current: IssuedToken?
-    private var watchers: [UUID: AsyncStream<PairingPayload>.Continuation] = [:]
+    private let watchers = PayloadWatchers()
 
     /// A pairing session for `endpoint`; pass `store: nil` for `--auth none`.
     public init(store: TokenStore?, endpoint: Endpoint, clock: TokenClock = .system) {
@@ -93,10 +93,8 @@ public actor PairingSession {
     public func changes() -> AsyncStream<PairingPayload> {
         let (stream, continuation) = AsyncStream.makeStream(of: PairingPayload.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
-        watchers[id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.stopWatching(id) }
-        }
+        watchers.add(id, continuation)
+        continuation.onTermination = { [watchers] _ in watchers.remove(id) }
         return stream
     }
 
@@ -107,12 +105,8 @@ public actor PairingSession {
         _ = try? await payload()
     }
 
-    private func stopWatching(_ id: UUID) {
-        watchers[id] = nil
-    }
-
     private func announce(_ payload: PairingPayload) {
-        for watcher in watchers.values { watcher.yield(payload) }
+        watchers.announce(payload)
     }
 
     private func validToken() async throws(PairingError) -> IssuedToken? {

@@ -14,11 +14,23 @@ struct ConnectStdio {
     let remember: @Sendable (BridgeEndpoint, CertificatePin?) async -> Void
 
     func run() async {
+        // Each bridge reached is saved by a task of this group, in the order reached; it ends when the relay has.
+        let (reached, reaching) = AsyncStream.makeStream(of: (endpoint: BridgeEndpoint, pin: CertificatePin?).self)
         let relay = ACPRelay(
             candidates: candidates, options: options, credential: credential, logger: logger, noCandidates: nothingFound,
             output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
-            onEvent: { event in ConnectStdio.report(event, remember: remember) })
-        await relay.run(lines: ConnectStdio.standardInputLines())
+            onEvent: { event in
+                if case .connected(let endpoint, let pin, _) = event { reaching.yield((endpoint, pin)) }
+                ConnectStdio.report(event)
+            })
+        let remember = self.remember
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await bridge in reached { await remember(bridge.endpoint, bridge.pin) }
+            }
+            await relay.run(lines: ConnectStdio.standardInputLines())
+            reaching.finish()
+        }
     }
 
     /// Lines of stdin, read on a thread of their own (a blocking read must not hold a task's thread).
@@ -34,12 +46,11 @@ struct ConnectStdio {
         return lines
     }
 
-    static func report(_ event: ACPRelayEvent, remember: @escaping @Sendable (BridgeEndpoint, CertificatePin?) async -> Void) {
+    static func report(_ event: ACPRelayEvent) {
         let line: String
         switch event {
-        case .connected(let endpoint, let pin, let first):
+        case .connected(let endpoint, _, let first):
             line = "\(first ? "connected" : "reconnected") to \(endpoint.url) via \(endpoint.source.rawValue)"
-            Task { await remember(endpoint, pin) }
         case .lost(let reason):
             line = "the link to the bridge was lost (\(TerminalText.escapedLine(reason))); reconnecting"
         case .retrying(let reason, let delay, let attempt, let of):

@@ -61,11 +61,13 @@ struct ServeCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
         serviceOptions.configuration.metricsRegistry = registry
         let service: BridgeService
+        // The pairing code's later changes, printed by a task of serve's group below as long as serve runs.
+        let (banners, bannerShown) = AsyncStream.makeStream(of: Banner.self)
         do {
             service = try await BridgeService(options: serviceOptions, logger: logger) { listening in
-                await ServeCommand.printBanner(
-                    pairing: listening.pairing, port: listening.port,
-                    certificateFingerprint: listening.identity.certificateFingerprint, logger: logger)
+                let banner = Banner(
+                    pairing: listening.pairing, port: listening.port, certificateFingerprint: listening.identity.certificateFingerprint)
+                await bannerShown.yield(banner.withChanges(ServeCommand.printBanner(banner, logger: logger)))
             }
         } catch InstallIdentityError.unusableStateDirectory(let path, let reason) {
             throw ServeError.stateDirectory(path: path, reason: reason)
@@ -81,6 +83,10 @@ struct ServeCommand: AsyncParsableCommand {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask { await ServeCommand.exitOnSecondSignal(logger: logger) }
+            // Ends only when cancelled, with the others, once serve has stopped.
+            tasks.addTask {
+                for await banner in banners { await ServeCommand.printChanges(banner, logger: logger) }
+            }
             try await tasks.next()
             tasks.cancelAll()
         }
@@ -104,25 +110,50 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
-    /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does; then, each time the code is used by a
-    /// phone or replaced, the new one (issue 29 item 3), so the code on screen always pairs the next phone.
-    static func printBanner(pairing: PairingSession, port: Int, certificateFingerprint: String, logger: Logger) async {
-        let changes = await pairing.changes()
+    /// What the banner shows: the pairing session, the port, the certificate's fingerprint; with `changes`, the
+    /// stream of the pairing code's changes subscribed to before the first code was printed.
+    struct Banner: Sendable {
+        let pairing: PairingSession
+        let port: Int
+        let certificateFingerprint: String
+        var changes: AsyncStream<PairingPayload>?
+
+        init(pairing: PairingSession, port: Int, certificateFingerprint: String) {
+            self.pairing = pairing
+            self.port = port
+            self.certificateFingerprint = certificateFingerprint
+        }
+
+        func withChanges(_ changes: AsyncStream<PairingPayload>) -> Banner {
+            var banner = self
+            banner.changes = changes
+            return banner
+        }
+    }
+
+    /// Prints the pairing QR code and URL (stdout), as 'oa-bridge pair' does, and returns the stream of its later
+    /// changes (subscribed to first, so none is missed) for ``printChanges(_:logger:)``.
+    static func printBanner(_ banner: Banner, logger: Logger) async -> AsyncStream<PairingPayload> {
+        let changes = await banner.pairing.changes()
         do {
-            let payload = try await pairing.payload()
-            try await printCode(payload, pairing: pairing, port: port, certificateFingerprint: certificateFingerprint)
+            let payload = try await banner.pairing.payload()
+            try await printCode(payload, pairing: banner.pairing, port: banner.port, certificateFingerprint: banner.certificateFingerprint)
         } catch {
             logger.error("cannot show the pairing code: \(error)")
         }
-        // Lives as long as the process: the stream ends only with it.
-        Task {
-            for await payload in changes {
-                FileHandle.standardOutput.write(Data("The pairing code was used or replaced. The next phone scans this new one:\n".utf8))
-                do {
-                    try await printCode(payload, pairing: pairing, port: port, certificateFingerprint: certificateFingerprint)
-                } catch {
-                    logger.error("cannot show the new pairing code: \(error)")
-                }
+        return changes
+    }
+
+    /// Each time the code is used by a phone or replaced, prints the new one (issue 29 item 3), so the code on screen
+    /// always pairs the next phone; until the task is cancelled (the stream then ends).
+    static func printChanges(_ banner: Banner, logger: Logger) async {
+        guard let changes = banner.changes else { return }
+        for await payload in changes {
+            FileHandle.standardOutput.write(Data("The pairing code was used or replaced. The next phone scans this new one:\n".utf8))
+            do {
+                try await printCode(payload, pairing: banner.pairing, port: banner.port, certificateFingerprint: banner.certificateFingerprint)
+            } catch {
+                logger.error("cannot show the new pairing code: \(error)")
             }
         }
     }
