@@ -289,5 +289,6 @@ struct HubSessionTableTests {
         #expect(table.keepState(of: "s", update: ["sessionUpdate": "agent_message_chunk"]) == .none)
         table.choose("currentModelId", "fast", in: "s")
         #expect(table["s"]?.models == ["currentModelId": "fast"])
+        #expect(table["s"]?.presentState == ["modes": ["currentModeId": "code"], "models": ["currentModelId": "fast"], "configOptions": [2]])
     }
 }
