@@ -119,17 +119,26 @@ struct SessionTable {
     /// The record of `session` (a copy: read what you need).
     subscript(session: String) -> SessionRecord? { records[session] }
 
+    // The readers below go through the index: one field is read in place, the record is not copied out (they run
+    // for every update the agent sends).
+
     /// Whether `session` is kept.
-    func contains(_ session: String) -> Bool { records[session] != nil }
+    func contains(_ session: String) -> Bool { records.index(forKey: session) != nil }
 
     /// Where `session` stands with the running agent; `nil` when it is not kept.
-    func state(of session: String) -> SessionState? { records[session]?.state }
+    func state(of session: String) -> SessionState? {
+        records.index(forKey: session).map { records.values[$0].state }
+    }
 
     /// The connections attached to `session` (empty when it is not kept).
-    func members(of session: String) -> Set<ConnectionID> { records[session]?.members ?? [] }
+    func members(of session: String) -> Set<ConnectionID> {
+        records.index(forKey: session).map { records.values[$0].members } ?? []
+    }
 
     /// The `seq` of the last update of `session` (0 before the first).
-    func lastSeq(of session: String) -> Int64? { records[session].map { $0.nextSeq - 1 } }
+    func lastSeq(of session: String) -> Int64? {
+        records.index(forKey: session).map { records.values[$0].nextSeq - 1 }
+    }
 
     /// Changes the descriptive fields of `session`'s record in place (never its state, members, numbering or replay:
     /// those follow the table's rules). Returns `nil` when it is not kept.
