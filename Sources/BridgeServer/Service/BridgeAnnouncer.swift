@@ -1,8 +1,8 @@
-import BridgeDiscovery
-import BridgeTailscale
-import Logging
+public import BridgeDiscovery
+public import BridgeTailscale
+public import Logging
 import Metrics
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Advertises the bridge over mDNS once the server listens, and withdraws it (goodbye packets)
 /// on graceful shutdown. Daemon trouble never stops the bridge: it says once, in one line, that

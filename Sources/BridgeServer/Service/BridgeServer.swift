@@ -7,10 +7,10 @@ import BridgeTime
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import Logging
+public import Logging
 import Metrics
 import NIOCore
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// The bridge: a JSON-RPC 2.0 WebSocket endpoint (both ACP dialects) in front of one ACP agent,
 /// plus `GET /api/health`. Run it in a `ServiceGroup`, or call ``run()`` directly.

@@ -1,14 +1,14 @@
-import BridgeACP
-import BridgePairing
-import BridgeSandbox
-import BridgeSessionStore
-import BridgeTailscale
-import BridgeTerminal
-import BridgeTime
-import BridgeTLS
-import BridgeWorkspace
-import Foundation
-import Prometheus
+public import BridgeACP
+public import BridgePairing
+public import BridgeSandbox
+public import BridgeSessionStore
+public import BridgeTailscale
+public import BridgeTerminal
+public import BridgeTime
+public import BridgeTLS
+public import BridgeWorkspace
+public import Foundation
+public import Prometheus
 
 /// Everything `oa-bridge serve` needs to run the bridge.
 public struct BridgeServerConfiguration: Sendable {

@@ -1,12 +1,12 @@
-import BridgeDiscovery
+public import BridgeDiscovery
 import BridgeHTTP
-import BridgePairing
+public import BridgePairing
 import BridgeSessionStore
-import BridgeTailscale
-import BridgeTLS
-import Foundation
-import Logging
-import ServiceLifecycle
+public import BridgeTailscale
+public import BridgeTLS
+public import Foundation
+public import Logging
+public import ServiceLifecycle
 
 /// The whole bridge as `oa-bridge serve` runs it, for an app that embeds the library: the installation id, the token
 /// store (with `auth` token), the TLS identity, the pairing session with the Tailscale fallback, the server, and the

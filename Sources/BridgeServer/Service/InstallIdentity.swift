@@ -1,5 +1,5 @@
 import BridgePairing
-import Foundation
+public import Foundation
 
 /// The stable id of this installation, published in TXT (`id=`) so phones recognise the desktop
 /// across renames and address changes. Kept in `<state dir>/install-id`.

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// The process that listens on a TCP port, as far as this process can see it: read from `/proc` on Linux
 /// (`/proc/net/tcp{,6}` for the listening socket's inode, then the `/proc/PID/fd` links that name it). Another user's

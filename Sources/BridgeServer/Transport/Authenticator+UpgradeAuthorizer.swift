@@ -1,6 +1,6 @@
 import BridgeDPoP
 import BridgeHTTP
-import BridgePairing
+public import BridgePairing
 import HTTPTypes
 
 extension Authenticator {

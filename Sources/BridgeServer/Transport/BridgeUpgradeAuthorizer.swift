@@ -1,6 +1,6 @@
-import BridgeHTTP
-import BridgePairing
-import HTTPTypes
+public import BridgeHTTP
+public import BridgePairing
+public import HTTPTypes
 import Hummingbird
 
 /// The seam where authentication plugs in: called with the HTTP upgrade request before a WebSocket is accepted.

@@ -1,6 +1,6 @@
-import BridgeHTTP
-import Hummingbird
-import NIOCore
+public import BridgeHTTP
+public import Hummingbird
+public import NIOCore
 
 /// The WebSocket router's context with the peer's address, so the upgrade check can rate-limit per address:
 /// `Router(context: BridgeWebSocketRequestContext.self)` and pass `context.remoteAddress?.ipAddress` on.

@@ -1,4 +1,4 @@
-import BridgeHTTP
+public import BridgeHTTP
 
 extension PlaintextPolicy {
     /// The policy of a bridge: it applies only when the bridge has a TLS identity (without one there is nothing to
