@@ -1,7 +1,6 @@
 public import BridgeTime
 import Crypto
 public import Foundation
-import Synchronization
 
 /// The three kinds of bearer secrets the bridge hands out.
 ///
@@ -64,14 +63,15 @@ public struct TokenClock: Sendable {
     /// Returns the current time.
     public let now: @Sendable () -> Date
 
-    /// A clock backed by `now`.
-    public init(now: @escaping @Sendable () -> Date) {
-        self.now = now
-    }
-
-    /// The wall time of `clock` (the bridge's ``BridgeClock``).
+    /// The wall time of `clock` (the bridge's ``BridgeClock``; in tests, BridgeTestKit's `ManualBridgeClock`).
     public init(_ clock: any BridgeClock) {
         self.now = { clock.wallTime }
+    }
+
+    /// A clock backed by `now`: a second way to read the time, left until its last users move to ``init(_:)``.
+    @available(*, deprecated, message: "make it from a BridgeClock: TokenClock(_:) (in tests, BridgeTestKit's ManualBridgeClock)")
+    public init(now: @escaping @Sendable () -> Date) {
+        self.now = now
     }
 
     /// The system wall clock (`ContinuousClock`'s wall time).
@@ -167,25 +167,3 @@ public enum Redaction {
     }
 }
 
-/// A clock that stands still until told to move: for tests of expiry and rate limits without sleeping.
-public final class ManualClock: Sendable {
-    private let current: Mutex<Date>
-
-    /// A clock showing `start` (default: a fixed date in 2026).
-    public init(start: Date = Date(timeIntervalSince1970: 1_780_000_000)) {
-        current = Mutex(start)
-    }
-
-    /// The time the clock shows.
-    public var now: Date { current.withLock { $0 } }
-
-    /// Moves the clock forward by `interval` seconds.
-    public func advance(by interval: TimeInterval) {
-        current.withLock { $0 = $0.addingTimeInterval(interval) }
-    }
-
-    /// A ``TokenClock`` reading this clock.
-    public var tokenClock: TokenClock {
-        TokenClock { [self] in self.now }
-    }
-}

@@ -1,10 +1,11 @@
 import BridgePairing
+import BridgeTestKit
 import Foundation
 import Testing
 
 @Suite("Authenticator", .tags(.unit))
 struct AuthenticatorTests {
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
     let temporary = TemporaryDirectory()
 
     @Test("Bearer header first, then ?token=; other schemes are not tokens")
@@ -19,8 +20,8 @@ struct AuthenticatorTests {
     @Test("a phone goes from pairing token to an authenticated, refreshed session")
     func happyPath() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(clock: TokenClock(clock)))
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await auth.exchange(ExchangeRequest(pairingToken: pairing.token, deviceName: "Phone A"), address: "10.0.0.7") else {
             Issue.record("expected tokens")
@@ -29,7 +30,7 @@ struct AuthenticatorTests {
         let viaHeader = try await auth.authenticate(authorization: "Bearer \(session.accessToken.token)", address: "10.0.0.7")
         let viaQuery = try await auth.authenticate(authorization: nil, queryToken: session.accessToken.token, address: "10.0.0.7")
         #expect(viaHeader.deviceID == session.deviceID && viaQuery.deviceID == session.deviceID)
-        clock.advance(by: 901)
+        clock.advance(by: .seconds(901))
         let expired = await pairingError { try await auth.authenticate(authorization: "Bearer \(session.accessToken.token)", address: "10.0.0.7") }
         #expect(expired == .expiredToken(.access))
         let renewed = try await auth.refresh(RefreshRequest(refreshToken: session.refreshToken.token), address: "10.0.0.7")
@@ -40,8 +41,8 @@ struct AuthenticatorTests {
     @Test("ten bad tokens from one address get it 429 for guesses, but the paired device's token keeps working there")
     func rateLimitsGuessingWithoutLockout() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: TokenClock(clock)))
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await auth.exchange(ExchangeRequest(pairingToken: pairing.token), address: "10.0.0.7") else {
             Issue.record("expected tokens")
@@ -70,8 +71,8 @@ struct AuthenticatorTests {
     @Test("a token the store accepted once is known; one it never saw is not, after a restart of the limiter")
     func acceptedTokensBecomeKnown() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 3, window: 60, clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 3, window: 60, clock: TokenClock(clock)))
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
             Issue.record("expected tokens")
@@ -91,8 +92,8 @@ struct AuthenticatorTests {
     @Test("expired tokens do not count toward the limit")
     func expiredTokensDoNotCount() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: TokenClock(clock)))
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
             Issue.record("expected tokens")
@@ -100,8 +101,8 @@ struct AuthenticatorTests {
         }
         let good = "Bearer \(session.accessToken.token)"
         // Expired tokens do not count toward the limit.
-        clock.advance(by: 61)
-        clock.advance(by: 900)
+        clock.advance(by: .seconds(61))
+        clock.advance(by: .seconds(900))
         for _ in 0..<20 {
             #expect(await pairingError { try await auth.authenticate(authorization: good, address: "10.0.0.7") } == .expiredToken(.access))
         }

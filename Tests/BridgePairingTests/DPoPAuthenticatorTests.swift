@@ -1,6 +1,7 @@
 import BridgeDPoP
 import BridgePairing
 import BridgePairingWire
+import BridgeTestKit
 import Foundation
 import GRDB
 import Testing
@@ -9,16 +10,16 @@ import Testing
 /// and upgrade checked against it (RFC 9449), in each `--dpop` mode.
 @Suite("DPoP binding in the authenticator and the token store", .tags(.unit))
 struct DPoPAuthenticatorTests {
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
     let temporary = TemporaryDirectory()
     let device = DPoPSigner()
     static let base = "https://desk.local:9099"
 
     /// A store and an authenticator in `mode`, proofs checked at the manual clock's time.
     func make(_ mode: DPoPMode) throws -> (TokenStore, Authenticator, DPoPPolicy) {
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let policy = DPoPPolicy(mode: mode, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(clock: clock.tokenClock), dpop: policy)
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let policy = DPoPPolicy(mode: mode, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(clock: TokenClock(clock)), dpop: policy)
         return (store, auth, policy)
     }
 
@@ -28,7 +29,7 @@ struct DPoPAuthenticatorTests {
         htm: String? = nil, htu: String? = nil, iat: Date? = nil, jti: String = UUID().uuidString
     ) async throws -> DPoPPresentation {
         let proof = try await (signer ?? device).proof(
-            method: htm ?? method, uri: htu ?? Self.base + path, accessToken: token, nonce: nonce, now: iat ?? clock.now, jti: jti)
+            method: htm ?? method, uri: htu ?? Self.base + path, accessToken: token, nonce: nonce, now: iat ?? clock.wallTime, jti: jti)
         return DPoPPresentation(method: method, uri: Self.base + path, proof: proof)
     }
 
@@ -47,7 +48,7 @@ struct DPoPAuthenticatorTests {
         let nonce = try #require(policy.currentNonce())
         let session = try await pair(auth, store, dpop: try await presentation("POST", "/api/auth/exchange", nonce: nonce))
         #expect(session.dpopThumbprint == device.publicKey.thumbprint)
-        #expect(session.response(now: clock.now).tokenType == "DPoP")
+        #expect(session.response(now: clock.wallTime).tokenType == "DPoP")
         let access = session.accessToken.token
 
         func use(_ authorization: String, _ dpop: DPoPPresentation?) async -> PairingError? {
@@ -63,13 +64,15 @@ struct DPoPAuthenticatorTests {
         if case .dpop(.wrongURI) = await use("DPoP \(access)", try await presentation("GET", "/api/status", token: access, nonce: nonce, htu: Self.base + "/api/me")) {} else {
             Issue.record("a proof for another URL must be refused with wrongURI")
         }
-        if case .dpop(.stale) = await use("DPoP \(access)", try await presentation("GET", "/api/status", token: access, nonce: nonce, iat: clock.now.addingTimeInterval(-600))) {} else {
+        let tenMinutesAgo = clock.wallTime.addingTimeInterval(-600)
+        if case .dpop(.stale) = await use("DPoP \(access)", try await presentation("GET", "/api/status", token: access, nonce: nonce, iat: tenMinutesAgo)) {
+        } else {
             Issue.record("a proof made 10 minutes ago must be refused as stale")
         }
         // Without the token's own hash (a proof made for another token) it is refused too.
         #expect(await use("DPoP \(access)", try await presentation("GET", "/api/status", token: "oa_s_other", nonce: nonce)) == .dpop(.accessTokenHashMismatch))
         // A nonce from 2 periods ago is stale: use_dpop_nonce with the current one.
-        clock.advance(by: 660)
+        clock.advance(by: .seconds(660))
         let fresh = try #require(policy.currentNonce())
         #expect(fresh != nonce)
         let stale = await use("DPoP \(access)", try await presentation("GET", "/api/status", token: access, nonce: nonce))
@@ -92,7 +95,7 @@ struct DPoPAuthenticatorTests {
         // Neither attempt spent the refresh token: the device refreshes once, bound to the same key.
         let renewed = try await auth.refresh(request, address: "10.0.0.7", dpop: try await presentation("POST", "/api/auth/refresh", nonce: nonce))
         #expect(renewed.dpopThumbprint == device.publicKey.thumbprint)
-        #expect(renewed.response(now: clock.now).tokenType == "DPoP")
+        #expect(renewed.response(now: clock.wallTime).tokenType == "DPoP")
         let bound = try await store.listDevices()
         #expect(bound.map(\.dpopBound) == [true])
     }
@@ -102,11 +105,11 @@ struct DPoPAuthenticatorTests {
         defer { temporary.cleanUp() }
         let (store, optional, _) = try make(.optional)
         let old = try await pair(optional, store, dpop: nil)
-        #expect(old.dpopThumbprint == nil && old.response(now: clock.now).tokenType == "Bearer")
+        #expect(old.dpopThumbprint == nil && old.response(now: clock.wallTime).tokenType == "Bearer")
         _ = try await optional.authenticate(authorization: "Bearer \(old.accessToken.token)", address: "10.0.0.7")
         #expect(try await store.listDevices().map(\.dpopBound) == [false])
 
-        let required = Authenticator(store: store, dpop: DPoPPolicy(mode: .required, clock: clock.tokenClock))
+        let required = Authenticator(store: store, dpop: DPoPPolicy(mode: .required, clock: TokenClock(clock)))
         let refused = await pairingError { try await required.authenticate(authorization: "Bearer \(old.accessToken.token)", address: "10.0.0.7") }
         #expect(refused == .dpop(.unboundToken))
         #expect(refused?.message.contains("pair it again") == true)
@@ -122,7 +125,7 @@ struct DPoPAuthenticatorTests {
 
         // off: proofs are ignored and a bound family's token is taken as Bearer.
         let bound = try await pair(optional, store, dpop: try await presentation("POST", "/api/auth/exchange", nonce: optional.dpop?.currentNonce()))
-        let off = Authenticator(store: store, dpop: DPoPPolicy(mode: .off, clock: clock.tokenClock))
+        let off = Authenticator(store: store, dpop: DPoPPolicy(mode: .off, clock: TokenClock(clock)))
         _ = try await off.authenticate(authorization: "Bearer \(bound.accessToken.token)", address: "10.0.0.7")
         #expect(off.dpop?.currentNonce() == nil)
     }
@@ -154,7 +157,7 @@ struct DPoPAuthenticatorTests {
         let nonce = try #require(policy.currentNonce())
         let session = try await pair(auth, store, dpop: try await presentation("POST", "/api/auth/exchange", nonce: nonce))
         let access = session.accessToken.token
-        let proof = try await device.proof(method: "GET", uri: Self.base + "/", accessToken: access, nonce: nonce, now: clock.now)
+        let proof = try await device.proof(method: "GET", uri: Self.base + "/", accessToken: access, nonce: nonce, now: clock.wallTime)
         let path = "/?token=\(access)&dpop=\(proof)"
         let presentation = DPoPPresentation(
             method: "GET", uri: DPoPPresentation.targetURI(isTLS: true, authority: "desk.local:9099", path: path),
@@ -177,7 +180,7 @@ struct DPoPAuthenticatorTests {
         try StateDirectory.prepare(temporary.stateDirectory)
         let path = temporary.stateDirectory.appendingPathComponent(TokenStore.databaseFileName).path
         let access = TokenSecret.generate(.access)
-        let now = clock.now.timeIntervalSince1970
+        let now = clock.wallTime.timeIntervalSince1970
         let queue = try DatabaseQueue(path: path)
         try await queue.write { db in
             try db.execute(sql: """

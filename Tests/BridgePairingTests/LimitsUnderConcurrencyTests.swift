@@ -1,4 +1,5 @@
 import BridgePairing
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -6,14 +7,14 @@ import Testing
 /// host has 2^64 addresses of its own) and per IPv4 address, an IPv4-mapped IPv6 address counting as its IPv4.
 @Suite("Rate limits under concurrency and per network", .tags(.unit))
 struct LimitsUnderConcurrencyTests {
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
     let temporary = TemporaryDirectory()
 
     @Test("120 simultaneous pairing guesses from one address: exactly the limit (10) reach the store, the rest get 429")
     func simultaneousGuesses() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 10, window: 60, clock: TokenClock(clock)))
         _ = try await store.issuePairingToken()
         let guesses = (0..<120).map { _ in TokenSecret.generate(.pairing) }
         let outcomes = await withTaskGroup(of: PairingError?.self) { group in
@@ -39,7 +40,7 @@ struct LimitsUnderConcurrencyTests {
 
     @Test("attempts still being evaluated count: with 10 in flight from one address, the 11th is refused before evaluation")
     func inFlightAttemptsCount() throws {
-        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock)
+        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: TokenClock(clock))
         var inFlight: [FailedAuthRateLimiter.Attempt?] = []
         for _ in 0..<10 { inFlight.append(try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing))) }
         #expect(throws: PairingError.self) { try limiter.begin("10.0.0.9", presenting: TokenSecret.generate(.pairing)) }
@@ -54,8 +55,8 @@ struct LimitsUnderConcurrencyTests {
     @Test("a good token evaluated while guesses run is not counted as a failure")
     func goodTokenIsRefunded() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let limiter = FailedAuthRateLimiter(limit: 3, window: 60, clock: clock.tokenClock)
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let limiter = FailedAuthRateLimiter(limit: 3, window: 60, clock: TokenClock(clock))
         let auth = Authenticator(store: store, limiter: limiter)
         for _ in 0..<2 {
             let pairing = try await store.issuePairingToken()
@@ -70,7 +71,7 @@ struct LimitsUnderConcurrencyTests {
 
     @Test("IPv6 addresses count per /64: guesses from many addresses of one /64 share one limit; another /64 is free")
     func perSlash64() async throws {
-        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: clock.tokenClock)
+        let limiter = FailedAuthRateLimiter(limit: 10, window: 60, clock: TokenClock(clock))
         for index in 1...10 {
             limiter.recordFailure(from: "2001:db8:1:2::\(String(index, radix: 16))")
         }
@@ -82,7 +83,7 @@ struct LimitsUnderConcurrencyTests {
 
     @Test("IPv4 counts per address, and an IPv4-mapped IPv6 address as its IPv4 address")
     func ipv4AndMapped() async throws {
-        let limiter = FailedAuthRateLimiter(limit: 3, window: 60, clock: clock.tokenClock)
+        let limiter = FailedAuthRateLimiter(limit: 3, window: 60, clock: TokenClock(clock))
         limiter.recordFailure(from: "::ffff:10.0.0.5")
         limiter.recordFailure(from: "10.0.0.5")
         limiter.recordFailure(from: "[::ffff:10.0.0.5]:5000")

@@ -1,5 +1,6 @@
 import BridgePairing
 import BridgePairingUI
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -73,17 +74,17 @@ struct NetworkPolicyTests {
 
 @Suite("Pairing session, page and upgrade check", .tags(.unit))
 struct PairingSessionTests {
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
     let temporary = TemporaryDirectory()
 
     @Test("the QR payload always carries a usable token and moves on after each use or claim")
     func sessionRotation() async throws {
         defer { temporary.cleanUp() }
         let store = try TokenStore(
-            directory: temporary.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: true), clock: clock.tokenClock)
+            directory: temporary.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: true), clock: TokenClock(clock))
         let session = PairingSession(
             store: store, endpoint: .init(host: "192.168.1.20", session: "s-1", name: "desk", fallbacks: ["desk.ts.net"]),
-            clock: clock.tokenClock)
+            clock: TokenClock(clock))
         let first = try await session.payload()
         let token = try #require(first.token)
         #expect(first.ws == "ws://192.168.1.20:9099/")
@@ -106,7 +107,7 @@ struct PairingSessionTests {
         let rotated = try #require(try await session.rotate().token)
         #expect(rotated != second)
         #expect(await pairingError { try await store.exchange(pairingToken: second) } == .revokedToken(.pairing))
-        clock.advance(by: 3600 - 30)
+        clock.advance(by: .seconds(3600 - 30))
         #expect(try await session.payload().token != rotated)
 
         let noAuth = PairingSession(store: nil, endpoint: .init(host: "10.0.0.1", session: "s", name: "n"))
@@ -117,8 +118,8 @@ struct PairingSessionTests {
     func changesAfterUse() async throws {
         // Fails on the old code: nothing announced a new code, so serve kept showing the spent one.
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let session = PairingSession(store: store, endpoint: .init(host: "192.168.1.20", session: "s-1", name: "desk"), clock: clock.tokenClock)
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let session = PairingSession(store: store, endpoint: .init(host: "192.168.1.20", session: "s-1", name: "desk"), clock: TokenClock(clock))
         let changes = await session.changes()
         var next = changes.makeAsyncIterator()
         let shown = try #require(try await session.payload().token)
@@ -138,7 +139,7 @@ struct PairingSessionTests {
     func page() async throws {
         defer { temporary.cleanUp() }
         let store = try TokenStore(
-            directory: temporary.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: true), clock: clock.tokenClock)
+            directory: temporary.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: true), clock: TokenClock(clock))
         let pairing = try await store.issuePairingToken()
         _ = try await store.exchange(pairingToken: pairing.token, deviceName: "<script>alert(1)</script>", address: "10.0.0.7")
         let payload = PairingPayload(host: "192.168.1.20", session: "s", name: "desk & co", token: pairing.token)
@@ -156,8 +157,8 @@ struct PairingSessionTests {
     @Test("upgrade check: Origin, token sources, 401/403/429 with JSON bodies")
     func upgradeCheck() async throws {
         defer { temporary.cleanUp() }
-        let store = try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
-        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 3, window: 60, clock: clock.tokenClock))
+        let store = try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
+        let auth = Authenticator(store: store, limiter: FailedAuthRateLimiter(limit: 3, window: 60, clock: TokenClock(clock)))
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
             Issue.record("expected tokens")
@@ -194,7 +195,7 @@ struct PairingSessionTests {
             return
         }
 
-        clock.advance(by: 900)
+        clock.advance(by: .seconds(900))
         let expired = await auth.checkUpgrade(path: "/", authorization: "Bearer \(session.accessToken.token)", origin: nil, host: host, remoteAddress: "10.0.0.7:5000")
         #expect(expired == .deny(status: 403, body: AuthErrorBody(.expiredToken(.access)), retryAfterSeconds: nil))
         let body = try String(decoding: PairingJSON.encoder.encode(AuthErrorBody(.expiredToken(.access))), as: UTF8.self)

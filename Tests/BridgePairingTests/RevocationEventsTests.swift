@@ -9,10 +9,10 @@ import Testing
 @Suite("Revocation events, account and logout", .timeLimit(.minutes(1)), .tags(.unit))
 struct RevocationEventsTests {
     let temporary = TemporaryDirectory()
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
 
     func makeStore() throws -> TokenStore {
-        try TokenStore(directory: temporary.stateDirectory, clock: clock.tokenClock)
+        try TokenStore(directory: temporary.stateDirectory, clock: TokenClock(clock))
     }
 
     func pair(_ store: TokenStore, name: String = "phone") async throws -> DeviceSession {
@@ -95,10 +95,10 @@ struct RevocationEventsTests {
         let other = try await pair(server)
         let otherFamily = try #require(try await server.validateAccess(other.accessToken.token, touch: false).familyID)
         let stream = server.revocationEvents(pollingEvery: .milliseconds(20))
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         _ = try await cli.refresh(owner.refreshToken.token)
         await #expect(throws: PairingError.refreshTokenReused) { try await cli.refresh(owner.refreshToken.token) }
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         try await cli.revokeAllDevices()
         // The owner's family (reuse), then both devices and the other device's family (revoke-all); waits 3 s for a
         // fifth that must not come (the poll reports each revocation once).
@@ -114,7 +114,7 @@ struct RevocationEventsTests {
         let server = try makeStore()
         let early = try await pair(server)
         try await server.revoke(deviceID: early.deviceID)          // before the stream: not reported by the poll
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         let cli = try makeStore()
         let a = try await pair(server)
         let b = try await pair(server)
@@ -150,12 +150,12 @@ struct RevocationEventsTests {
         #expect(await pairingError { try await store.account(of: device) } == .deviceRevoked(deviceID: phone.deviceID))
     }
 
-    @Test("ManualClock is shared safely across tasks")
+    @Test("ManualBridgeClock is shared safely across tasks")
     func manualClock() async {
-        let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+        let clock = ManualBridgeClock(wallStart: Date(timeIntervalSince1970: 0))
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<100 { group.addTask { clock.advance(by: 1) } }
+            for _ in 0..<100 { group.addTask { clock.advance(by: .seconds(1)) } }
         }
-        #expect(clock.now == Date(timeIntervalSince1970: 100))
+        #expect(clock.wallTime == Date(timeIntervalSince1970: 100))
     }
 }

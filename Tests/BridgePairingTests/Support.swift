@@ -49,3 +49,9 @@ func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
     }
     return false
 }
+
+extension Date {
+    /// Where the tests' hand-moved clocks (BridgeTestKit's `ManualBridgeClock`) start: a whole second in 2026, as the
+    /// token store keeps times to the second.
+    static let pairingTestStart = Date(timeIntervalSince1970: 1_780_000_000)
+}

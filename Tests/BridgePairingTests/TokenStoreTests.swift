@@ -1,17 +1,18 @@
 import BridgePairing
+import BridgeTestKit
 import Foundation
 import Testing
 
 @Suite("Token store", .tags(.unit))
 struct TokenStoreTests {
-    let clock = ManualClock()
+    let clock = ManualBridgeClock(wallStart: .pairingTestStart)
     let temporary = TemporaryDirectory()
 
     func makeStore(requireApproval: Bool = false) throws -> TokenStore {
         try TokenStore(
             directory: temporary.stateDirectory,
             configuration: TokenStoreConfiguration(requireApproval: requireApproval),
-            clock: clock.tokenClock)
+            clock: TokenClock(clock))
     }
 
     /// Pairs a device and returns its session.
@@ -31,11 +32,11 @@ struct TokenStoreTests {
         let store = try makeStore()
         let old = try await pair(store, name: "old phone")
         _ = try await store.revoke(deviceID: old.deviceID)
-        clock.advance(by: 6 * 24 * 3600)
+        clock.advance(by: .seconds(6 * 24 * 3600))
         let recent = try await pair(store, name: "recent phone")
         _ = try await store.revoke(deviceID: recent.deviceID)
         let kept = try await pair(store, name: "phone in use")
-        clock.advance(by: 24 * 3600 + 60)  // the first revocation is now more than a week old, the second is not
+        clock.advance(by: .seconds(24 * 3600 + 60))  // the first revocation is now more than a week old, the second is not
 
         #expect(try await store.purgeExpiredTokens() > 0)
         let ids = try await store.listDevices(includeRevoked: true).map(\.id)
@@ -49,7 +50,7 @@ struct TokenStoreTests {
         defer { temporary.cleanUp() }
         let store = try makeStore()
         let pairing = try await store.issuePairingToken()
-        #expect(pairing.expiresAt == clock.now.addingTimeInterval(3600))
+        #expect(pairing.expiresAt == clock.wallTime.addingTimeInterval(3600))
 
         let outcome = try await store.exchange(pairingToken: pairing.token, deviceName: "Pixel 8", address: "10.0.0.7")
         guard case .paired(let session) = outcome else {
@@ -58,8 +59,8 @@ struct TokenStoreTests {
         }
         #expect(session.accessToken.token.hasPrefix("oa_s_"))
         #expect(session.refreshToken.token.hasPrefix("oa_r_"))
-        #expect(session.accessToken.expiresAt == clock.now.addingTimeInterval(900))
-        #expect(session.refreshToken.expiresAt == clock.now.addingTimeInterval(30 * 24 * 3600))
+        #expect(session.accessToken.expiresAt == clock.wallTime.addingTimeInterval(900))
+        #expect(session.refreshToken.expiresAt == clock.wallTime.addingTimeInterval(30 * 24 * 3600))
 
         let device = try await store.validateAccess(session.accessToken.token, address: "10.0.0.8")
         #expect(device.deviceID == session.deviceID)
@@ -76,7 +77,7 @@ struct TokenStoreTests {
         #expect(devices.first?.lastAddress == "10.0.0.8")
         #expect(devices.first?.approved == true)
 
-        let response = session.response(now: clock.now)
+        let response = session.response(now: clock.wallTime)
         #expect(response.expiresIn == 900 && response.tokenType == "Bearer")
         let json = try String(decoding: PairingJSON.encoder.encode(response), as: UTF8.self)
         for key in ["access_token", "access_token_expires_at", "refresh_token", "refresh_token_expires_at", "token_type", "expires_in", "device_id"] {
@@ -113,13 +114,13 @@ struct TokenStoreTests {
         defer { temporary.cleanUp() }
         let store = try makeStore()
         let stale = try await store.issuePairingToken()
-        clock.advance(by: 3600)
+        clock.advance(by: .seconds(3600))
         #expect(await pairingError { try await store.exchange(pairingToken: stale.token) } == .expiredToken(.pairing))
 
         let session = try await pair(store)
-        clock.advance(by: 899)
+        clock.advance(by: .seconds(899))
         _ = try await store.validateAccess(session.accessToken.token)
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         let expired = await pairingError { try await store.validateAccess(session.accessToken.token) }
         #expect(expired == .expiredToken(.access))
         #expect(expired?.httpStatus == 403)
@@ -128,7 +129,7 @@ struct TokenStoreTests {
         let renewed = try await store.refresh(session.refreshToken.token)
         _ = try await store.validateAccess(renewed.accessToken.token)
 
-        clock.advance(by: 30 * 24 * 3600)
+        clock.advance(by: .seconds(30 * 24 * 3600))
         #expect(await pairingError { try await store.refresh(renewed.refreshToken.token) } == .expiredToken(.refresh))
     }
 
@@ -137,12 +138,12 @@ struct TokenStoreTests {
         defer { temporary.cleanUp() }
         let store = try makeStore()
         let first = try await pair(store)
-        clock.advance(by: 60)
+        clock.advance(by: .seconds(60))
         let second = try await store.refresh(first.refreshToken.token, address: "10.0.0.9")
         #expect(second.deviceID == first.deviceID)
         #expect(second.accessToken.token != first.accessToken.token)
         #expect(second.refreshToken.token != first.refreshToken.token)
-        #expect(second.accessToken.expiresAt == clock.now.addingTimeInterval(900))
+        #expect(second.accessToken.expiresAt == clock.wallTime.addingTimeInterval(900))
         #expect(await pairingError { try await store.validateAccess(first.accessToken.token) } == .revokedToken(.access))
         _ = try await store.validateAccess(second.accessToken.token)
         let third = try await store.refresh(second.refreshToken.token)
@@ -343,7 +344,7 @@ struct TokenStoreTests {
         let cli = try makeStore()
         let early = try await pair(server)
         try await cli.revoke(deviceID: early.deviceID)  // before the stream starts: not reported
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         let alice = try await pair(server)
         let bob = try await pair(server)
         let stream = server.revocations(pollingEvery: .milliseconds(20))
@@ -409,7 +410,7 @@ struct TokenStoreTests {
         let file = temporary.url.appendingPathComponent("not-a-dir")
         try Data("x".utf8).write(to: file)
         #expect {
-            _ = try TokenStore(directory: file, clock: clock.tokenClock)
+            _ = try TokenStore(directory: file, clock: TokenClock(clock))
         } throws: { error in
             guard let error = error as? PairingError, case .storage(let failure) = error else { return false }
             return failure.path == file.path && failure.cause == .notADirectory

@@ -3,7 +3,6 @@ import BridgeServer
 import BridgeTestKit
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 /// Token rows do not pile up in `pairing.sqlite` while the bridge runs (issue 15 item 2): those expired more than a
@@ -12,18 +11,17 @@ import Testing
 struct TokenRetentionTests {
     @Test("the hourly sweep deletes token rows that expired more than a week ago")
     func purge() async throws {
-        let start = Date()
-        let now = Mutex(start)
+        // The store and the bridge read one clock moved by hand.
+        let clock = ManualClock()
         var logger = Logger(label: "test.tokens")
         logger.logLevel = .critical
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-purge-\(UUID().uuidString)")
-        let store = try TokenStore(directory: directory, clock: TokenClock { now.withLock { $0 } }, logger: logger)
+        let store = try TokenStore(directory: directory, clock: TokenClock(clock), logger: logger)
         defer { try? FileManager.default.removeItem(at: directory) }
         let pairing = try await store.issuePairingToken()
         // The pairing code expired an hour after it was issued, and that was more than a week ago.
-        now.withLock { $0 = pairing.expiresAt.addingTimeInterval(7 * 24 * 3600 + 60) }
+        clock.advance(by: .seconds(Int64(pairing.expiresAt.timeIntervalSince(clock.wallTime)) + 7 * 24 * 3600 + 60))
 
-        let clock = ManualClock()
         let logs = LogRecorder()
         try await TestBridge.with(logs: logs, configure: {
             $0.authenticator = Authenticator(store: store)
