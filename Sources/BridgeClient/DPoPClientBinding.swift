@@ -1,5 +1,6 @@
 public import BridgeDPoP
 public import BridgeTLS
+public import BridgeTime
 public import Foundation
 import Synchronization
 
@@ -27,10 +28,23 @@ public final class DPoPClientBinding: Sendable {
     /// seconds, and the bridge accepts proofs from a window of a minute or more.
     public static let correctedSkew: TimeInterval = 5
 
-    /// A binding to `signer`'s key, its proofs dated by `now`.
-    public init(signer: DPoPSigner, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// A binding to `signer`'s key, its proofs dated by `clock`'s wall time (the system's unless a test moves one).
+    public convenience init(signer: DPoPSigner, clock: any BridgeClock = ContinuousClock()) {
+        self.init(signer: signer, wallTime: { clock.wallTime })
+    }
+
+    /// A binding to `signer`'s key, its proofs dated by `now`: a second way to read the time, left until its last
+    /// users move to ``init(signer:clock:)``.
+    @available(*, deprecated, message: "date the proofs by a BridgeClock: init(signer:clock:)")
+    public convenience init(signer: DPoPSigner, now: @escaping @Sendable () -> Date) {
+        self.init(signer: signer, wallTime: now)
+    }
+
+    /// A binding to `signer`'s key whose proofs are dated by `wallTime` (a ``BridgeClock``'s, through
+    /// ``TokenVault``).
+    init(signer: DPoPSigner, wallTime: @escaping @Sendable () -> Date) {
         self.signer = signer
-        self.now = now
+        self.now = wallTime
     }
 
     /// The bridge's last nonce, if one was seen.

@@ -1,4 +1,5 @@
 import BridgeDiscovery
+public import BridgeTime
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -34,11 +35,14 @@ public struct ProbeLocalBridge: Sendable {
     public var port: Int
     /// How long each request may take.
     public var timeout: Duration
+    /// The clock the answer's milliseconds are measured on.
+    public var clock: any BridgeClock
 
     /// Creates a check of `port` on this machine.
-    public init(port: Int = BridgeEndpoint.defaultPort, timeout: Duration = .seconds(2)) {
+    public init(port: Int = BridgeEndpoint.defaultPort, timeout: Duration = .seconds(2), clock: any BridgeClock = ContinuousClock()) {
         self.port = port
         self.timeout = timeout
+        self.clock = clock
     }
 
     /// Asks `127.0.0.1`, then `[::1]` (a bridge bound to IPv6 loopback only).
@@ -48,10 +52,10 @@ public struct ProbeLocalBridge: Sendable {
         var last = Finding(url: "", running: false, ms: 0)
         for host in ["127.0.0.1", "[::1]"] {
             let base = "http://\(host):\(port)"
-            let start = ContinuousClock.now
+            let start = clock.now
             let health = await get(base + "/api/health", session: session)
             last = Finding(url: base + "/api/health", running: health.status == 200,
-                           ms: (ContinuousClock.now - start).inMilliseconds, error: health.error)
+                           ms: (clock.now - start).inMilliseconds, error: health.error)
             if health.status != 200 && health.error == nil { last.error = "/api/health answered HTTP \(health.status)" }
             guard last.running else { continue }
             let status = await get(base + "/api/status", session: session)

@@ -1,6 +1,7 @@
 public import BridgeDiscovery
 import BridgeRPC
 public import BridgeTLS
+public import BridgeTime
 public import Logging
 
 /// Probes a bridge the way a phone would reach it: a WebSocket to each address and the `initialize` handshake,
@@ -16,16 +17,22 @@ public struct ProbeRunner: Sendable {
     public var credential: BridgeCredential?
     /// The pin to hold a `wss://` bridge to; `nil` trusts the certificate it presents (and reports its pin).
     public var pin: CertificatePin?
+    /// The clock an attempt is timed on (its ``timeout`` for the `initialize` answer, the milliseconds it reports).
+    public var clock: any BridgeClock
     private let logger: Logger
 
     /// The most addresses of one service probed at once.
     static let maxConcurrent = 8
 
     /// Creates a prober.
-    public init(timeout: Duration = .seconds(3), credential: BridgeCredential? = nil, pin: CertificatePin? = nil, logger: Logger = Logger(label: "oa-bridge.probe")) {
+    public init(
+        timeout: Duration = .seconds(3), credential: BridgeCredential? = nil, pin: CertificatePin? = nil,
+        clock: any BridgeClock = ContinuousClock(), logger: Logger = Logger(label: "oa-bridge.probe")
+    ) {
         self.timeout = timeout
         self.credential = credential
         self.pin = pin
+        self.clock = clock
         self.logger = logger
     }
 
@@ -79,15 +86,16 @@ public struct ProbeRunner: Sendable {
 
     /// One connection and `initialize`, all within ``timeout``.
     private func attempt(_ target: WebSocketConnector.Target) async -> ProbeAttempt {
-        let start = ContinuousClock.now
+        let clock = self.clock
+        let start = clock.now
         let connector = WebSocketConnector(timeout: timeout, maxMessageSize: 1 << 20, logger: logger)
         let deadline = start + timeout
-        let elapsed = { (ContinuousClock.now - start).inMilliseconds }
+        let elapsed = { (clock.now - start).inMilliseconds }
         var result = ProbeAttempt(address: target.host, url: target.url, outcome: .error, ms: 0)
         do {
             let (answer, pin) = try await connector.connect(to: target, pin: pin, credential: credential) { connection in
                 try await connection.send(text: HandshakeProbe.initializeRequest)
-                let answer = try await ProbeRunner.firstText(connection, until: deadline)
+                let answer = try await ProbeRunner.firstText(connection, until: deadline, on: clock)
                 return (answer, connection.certificatePin)
             }
             result.ms = elapsed()
@@ -109,8 +117,10 @@ public struct ProbeRunner: Sendable {
         return result
     }
 
-    /// The first text message, or ``ProbeRunnerTimeout`` at `deadline`.
-    static func firstText(_ connection: WebSocketConnector.Connection, until deadline: ContinuousClock.Instant) async throws -> String {
+    /// The first text message, or ``ProbeRunnerTimeout`` at `deadline` of `clock`.
+    static func firstText(
+        _ connection: WebSocketConnector.Connection, until deadline: ContinuousClock.Instant, on clock: any BridgeClock
+    ) async throws -> String {
         try await withThrowingTaskGroup(of: String.self) { group in
             group.addTask {
                 for try await message in connection.messages {
@@ -119,7 +129,7 @@ public struct ProbeRunner: Sendable {
                 throw WebSocketConnectorError.protocolViolation("the connection closed before initialize was answered")
             }
             group.addTask {
-                try await Task.sleep(until: deadline)
+                try await clock.sleep(until: deadline, tolerance: nil)
                 throw ProbeRunnerTimeout()
             }
             defer { group.cancelAll() }

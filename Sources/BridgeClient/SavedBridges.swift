@@ -1,5 +1,6 @@
 import BridgePairingWire
 public import BridgeTLS
+public import BridgeTime
 public import Foundation
 public import Logging
 
@@ -58,10 +59,13 @@ public struct SavedBridges: Sendable {
 
     /// The directory (`<state>/client`).
     public let directory: URL
+    /// The clock whose wall time a connection is recorded at (``Bridge/lastUsed``).
+    public let clock: any BridgeClock
 
-    /// The store in `directory`.
-    public init(directory: URL) {
+    /// The store in `directory`, recording times on `clock`.
+    public init(directory: URL, clock: any BridgeClock = ContinuousClock()) {
         self.directory = directory
+        self.clock = clock
     }
 
     private var indexFile: URL { directory.appendingPathComponent("bridges.json") }
@@ -122,12 +126,14 @@ public struct SavedBridges: Sendable {
     }
 
     /// Records a connection: the entry with the same identity (or, for an entry saved without a pin, the same name) is
-    /// updated (name, pin, the address first, Tailscale names added, `lastUsed`), or a new one is added.
+    /// updated (name, pin, the address first, Tailscale names added, `lastUsed`: `now`, or the clock's time), or a new
+    /// one is added.
     /// - Throws: when `bridges.json` exists and cannot be read (it is left as it is), or cannot be written.
     @discardableResult
     public func remember(
-        name: String, pin: CertificatePin?, address: String?, tailscale: [String], credentials: String? = nil, now: Date = Date()
+        name: String, pin: CertificatePin?, address: String?, tailscale: [String], credentials: String? = nil, now: Date? = nil
     ) throws -> Bridge {
+        let now = now ?? clock.wallTime
         // A file that cannot be read is left for the user to look at, never overwritten.
         var bridges = try load()
         let id = pin?.description ?? name

@@ -1,6 +1,7 @@
 import BridgeDPoP
 public import BridgePairingWire
 public import BridgeTLS
+public import BridgeTime
 public import Foundation
 import Logging
 
@@ -51,8 +52,20 @@ public actor TokenVault {
     private let refreshMargin: TimeInterval
     private let now: @Sendable () -> Date
 
-    /// Creates a vault backed by `file` (`nil` keeps tokens in memory only) and loads it if present.
-    public init(file: URL?, refreshMargin: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// Creates a vault backed by `file` (`nil` keeps tokens in memory only) and loads it if present; token expiry and
+    /// its DPoP proofs are read on `clock`'s wall time (the system's unless a test moves one).
+    public init(file: URL?, refreshMargin: TimeInterval = 60, clock: any BridgeClock = ContinuousClock()) {
+        self.init(file: file, refreshMargin: refreshMargin, wallTime: { clock.wallTime })
+    }
+
+    /// Creates a vault whose time is `now`: a second way to read the time, left until its last users move to
+    /// ``init(file:refreshMargin:clock:)``.
+    @available(*, deprecated, message: "read the time on a BridgeClock: init(file:refreshMargin:clock:)")
+    public init(file: URL?, refreshMargin: TimeInterval = 60, now: @escaping @Sendable () -> Date) {
+        self.init(file: file, refreshMargin: refreshMargin, wallTime: now)
+    }
+
+    private init(file: URL?, refreshMargin: TimeInterval, wallTime now: @escaping @Sendable () -> Date) {
         self.file = file
         self.refreshMargin = refreshMargin
         self.now = now
@@ -87,7 +100,7 @@ public actor TokenVault {
         let pending = keyName.map { _ in keyFile("dpop/.pending-\(UUID().uuidString).key") }
         let signer = try pending.map { file throws(DPoPClientKeyError) in try DPoPClientKey.create(at: file) } ?? DPoPSigner()
         do {
-            let newBinding = DPoPClientBinding(signer: signer, now: now)
+            let newBinding = DPoPClientBinding(signer: signer, wallTime: now)
             let answer = try await newBinding.request(
                 "POST", url: bridge + "/api/auth/exchange", using: connector, pin: expected,
                 headers: ["Content-Type": "application/json"], body: Array(body))
@@ -141,7 +154,7 @@ public actor TokenVault {
         } else {
             signer = try DPoPClientKey.load(from: keyFile(name))
         }
-        let loaded = DPoPClientBinding(signer: signer, now: now)
+        let loaded = DPoPClientBinding(signer: signer, wallTime: now)
         binding = loaded
         return loaded
     }

@@ -1,3 +1,4 @@
+public import BridgeTime
 public import Foundation
 public import Logging
 
@@ -36,9 +37,9 @@ public enum TailnetLookup {
     }
 
     /// The MagicDNS name's HTTPS certificate for `identity`, fetched from the same LocalAPI sockets, for
-    /// BridgeServer's `BridgeServerConfiguration.tailscaleCertificates`; `nil` without a tailnet name.
-    public static func certificates(for identity: TailnetIdentity?) -> TailscaleCertificates? {
+    /// BridgeServer's `BridgeServerConfiguration.tailscaleCertificates`, renewed on `clock`; `nil` without a tailnet name.
+    public static func certificates(for identity: TailnetIdentity?, clock: any BridgeClock = ContinuousClock()) -> TailscaleCertificates? {
         guard let identity, !identity.dnsName.isEmpty else { return nil }
-        return TailscaleCertificates(name: identity.dnsName, fetcher: TailscaleCertificateFetcher(socketPaths: socketPaths()))
+        return TailscaleCertificates(name: identity.dnsName, fetcher: TailscaleCertificateFetcher(socketPaths: socketPaths()), clock: clock)
     }
 }

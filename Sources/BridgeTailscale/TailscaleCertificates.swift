@@ -17,25 +17,22 @@ public final class TailscaleCertificates: Sendable {
     public let name: String
     private let fetch: @Sendable (String) async throws(TailscaleError) -> Data
     private let clock: any BridgeClock
-    private let wallClock: @Sendable () -> Date
     private let current = Mutex<TailscaleCertificate?>(nil)
 
-    /// Certificates for `name` from tailscaled's LocalAPI through `fetcher`.
-    public convenience init(name: String, fetcher: TailscaleCertificateFetcher = TailscaleCertificateFetcher()) {
-        self.init(name: name, clock: ContinuousClock(), wallClock: { Date() }) { name throws(TailscaleError) in
+    /// Certificates for `name` from tailscaled's LocalAPI through `fetcher`, renewed on `clock`.
+    public convenience init(
+        name: String, fetcher: TailscaleCertificateFetcher = TailscaleCertificateFetcher(), clock: any BridgeClock = ContinuousClock()
+    ) {
+        self.init(name: name, clock: clock) { name throws(TailscaleError) in
             try await fetcher.pair(for: name)
         }
     }
 
     /// Certificates for `name` from `fetch` (tailscaled's `?type=pair` answer); the renewal sleeps on `clock` and
-    /// judges validity by `wallClock` (tests move both by hand).
-    public init(
-        name: String, clock: any BridgeClock, wallClock: @escaping @Sendable () -> Date,
-        fetch: @escaping @Sendable (String) async throws(TailscaleError) -> Data
-    ) {
+    /// judges validity by its ``BridgeClock/wallTime`` (a test moves both by hand).
+    public init(name: String, clock: any BridgeClock, fetch: @escaping @Sendable (String) async throws(TailscaleError) -> Data) {
         self.name = Self.normalized(name)
         self.clock = clock
-        self.wallClock = wallClock
         self.fetch = fetch
     }
 
@@ -46,7 +43,7 @@ public final class TailscaleCertificates: Sendable {
     /// ``name`` and a valid certificate is there, else no change (the bridge's own identity).
     package func override(forServerName serverName: String?) -> NIOSSLContextConfigurationOverride {
         guard let serverName, Self.normalized(serverName) == name,
-              let certificate = current.withLock({ $0 }), certificate.isValid(at: wallClock()) else {
+              let certificate = current.withLock({ $0 }), certificate.isValid(at: clock.wallTime) else {
             return .noChanges
         }
         return certificate.override
@@ -88,11 +85,11 @@ public final class TailscaleCertificates: Sendable {
                         "not_valid_after": "\(ISO8601DateFormatter().string(from: certificate.notValidAfter))",
                     ])
                 }
-                delay = TailscaleCertificateSchedule.delay(after: certificate, now: wallClock())
+                delay = TailscaleCertificateSchedule.delay(after: certificate, now: clock.wallTime)
             } catch {
                 failures += 1
                 let expired = current.withLock { held -> Bool in
-                    guard let certificate = held, !certificate.isValid(at: wallClock()) else { return false }
+                    guard let certificate = held, !certificate.isValid(at: clock.wallTime) else { return false }
                     held = nil
                     return true
                 }

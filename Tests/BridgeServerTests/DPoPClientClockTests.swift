@@ -1,6 +1,7 @@
 import BridgeClient
 import BridgePairing
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Logging
 import Testing
@@ -28,8 +29,9 @@ struct DPoPClientClockTests {
           arguments: [-600.0, 600.0])
     func skewedClock(skew: TimeInterval) async throws {
         try await Self.withBridge { port, store in
-            let clock: @Sendable () -> Date = { Date().addingTimeInterval(skew) }
-            let vault = TokenVault(file: nil, now: clock)
+            // The client's clock, moved by hand: it stands `skew` away from the bridge's (the system's).
+            let clock = ManualBridgeClock(wallStart: Date().addingTimeInterval(skew))
+            let vault = TokenVault(file: nil, clock: clock)
             let pairing = try await store.issuePairingToken()
             let paired = try await vault.pair(bridge: "http://127.0.0.1:\(port)", pairingToken: pairing.token, deviceName: "skewed")
             #expect(paired.tokens.tokenType == "DPoP")
@@ -43,7 +45,7 @@ struct DPoPClientClockTests {
 
             // The same key on a binding that knows nothing of the bridge's clock yet: the upgrade is refused for its
             // iat (a refusal without Date), the client asks /api/health for the bridge's clock and tries once more.
-            let fresh = DPoPClientBinding(signer: binding.signer, now: clock)
+            let fresh = DPoPClientBinding(signer: binding.signer, clock: clock)
             let again = try await BridgeRPCClient.connect(
                 to: "ws://127.0.0.1:\(port)/", credential: BridgeCredential(accessToken: credential.accessToken, proofKey: fresh),
                 logger: logger)

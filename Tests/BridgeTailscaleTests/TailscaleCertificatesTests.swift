@@ -1,4 +1,3 @@
-@testable import BridgeTailscale
 import BridgeTestKit
 import Crypto
 import Foundation
@@ -8,6 +7,7 @@ import SwiftASN1
 import Synchronization
 import Testing
 import X509
+@testable import BridgeTailscale
 
 /// The tailnet's HTTPS certificate (issue 11 item 6), against a stand-in for tailscaled's `?type=pair` answer made
 /// from a test CA: parsing, the choice by SNI, and renewal before expiry on a clock moved by hand.
@@ -48,8 +48,8 @@ struct TailscaleCertificatesTests {
         let ca = TestCA()
         let now = Date()
         let pair = try ca.pair(for: Self.name, notBefore: now.addingTimeInterval(-3600), days: 90)
-        let clock = TestClock()
-        let certificates = TailscaleCertificates(name: Self.name + ".", clock: clock, wallClock: { now }) { _ throws(TailscaleError) in pair.pem }
+        let clock = TestClock(wallStart: now)
+        let certificates = TailscaleCertificates(name: Self.name + ".", clock: clock) { _ throws(TailscaleError) in pair.pem }
         // Nothing fetched yet: everyone gets the bridge's identity.
         #expect(certificates.override(forServerName: Self.name).certificateChain == nil)
         try await certificates.refresh()
@@ -59,21 +59,21 @@ struct TailscaleCertificatesTests {
         #expect(certificates.override(forServerName: "desk.local").certificateChain == nil)
         #expect(certificates.override(forServerName: "other.tail-test.ts.net").certificateChain == nil)
         // Past its expiry it is not served.
-        let later = TailscaleCertificates(name: Self.name, clock: clock, wallClock: { now.addingTimeInterval(91 * 86400) }) { _ throws(TailscaleError) in pair.pem }
+        let afterExpiry = TestClock(wallStart: now.addingTimeInterval(91 * 86400))
+        let later = TailscaleCertificates(name: Self.name, clock: afterExpiry) { _ throws(TailscaleError) in pair.pem }
         try await later.refresh()
         #expect(later.override(forServerName: Self.name).certificateChain == nil)
     }
 
     @Test func theCertificateIsRenewedBeforeItExpires() async throws {
         let ca = TestCA()
-        let clock = TestClock()
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let wallClock: @Sendable () -> Date = { start.addingTimeInterval(clock.elapsed) }
+        let clock = TestClock(wallStart: start)
         let first = try ca.pair(for: Self.name, notBefore: start.addingTimeInterval(-60), days: 90)
         let renewed = try ca.pair(for: Self.name, notBefore: start.addingTimeInterval(59 * 86400), days: 90)
         // tailscaled's stand-in: hands out the first certificate until it renews, a third of its lifetime before the end.
         let tailscaled = FakeTailscaled(answer: .success(first.pem))
-        let certificates = TailscaleCertificates(name: Self.name, clock: clock, wallClock: wallClock) { name throws(TailscaleError) in
+        let certificates = TailscaleCertificates(name: Self.name, clock: clock) { name throws(TailscaleError) in
             try tailscaled.fetch(name)
         }
         let renewal = Task { await certificates.run(logger: Logger(label: "test")) }
@@ -99,7 +99,7 @@ struct TailscaleCertificatesTests {
         clock.advance(by: .seconds(3600))
         #expect(await clock.waitForSleepers(1))
         #expect(certificates.certificate?.serial == renewed.serial)
-        #expect(wallClock() < start.addingTimeInterval(90 * 86400 - 60))  // the first one had not expired yet
+        #expect(clock.wallTime < start.addingTimeInterval(90 * 86400 - 60))  // the first one had not expired yet
         #expect(certificates.override(forServerName: Self.name).certificateChain != nil)
 
         // tailscaled goes away: the held certificate stays while valid, retried after 1, 2, 4 … minutes.

@@ -2,8 +2,9 @@ public import BridgeDiscovery
 import BridgeHTTP
 public import BridgePairing
 import BridgeSessionStore
-public import BridgeTailscale
 public import BridgeTLS
+public import BridgeTailscale
+import BridgeTime
 public import Foundation
 public import Logging
 public import ServiceLifecycle
@@ -89,11 +90,16 @@ public struct BridgeService: Service {
         installID = try InstallIdentity.load(stateDirectory: options.stateDirectory)
         var configuration = options.configuration
         let tailnet = await TailnetLookup.current(logger: logger)
+        // Token expiry, rate limits, DPoP proofs' age and the TLS certificate's validity read the bridge's one clock.
+        let tokenClock = TokenClock(configuration.clock)
         let store: TokenStore?
         if case .token(let requireApproval) = options.auth {
             let tokens = try TokenStore(
-                directory: options.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), logger: logger)
-            let authenticator = Authenticator(store: tokens, dpop: DPoPPolicy(mode: options.dpop), logger: logger)
+                directory: options.stateDirectory, configuration: TokenStoreConfiguration(requireApproval: requireApproval),
+                clock: tokenClock, logger: logger)
+            let authenticator = Authenticator(
+                store: tokens, limiter: FailedAuthRateLimiter(clock: tokenClock), dpop: DPoPPolicy(mode: options.dpop, clock: tokenClock),
+                logger: logger)
             logger.notice("DPoP (RFC 9449 device-bound tokens)", metadata: ["dpop": "\(options.dpop.rawValue)"])
             configuration.authenticator = authenticator
             configuration.authorizeUpgrade = authenticator.upgradeAuthorizer()
@@ -103,10 +109,11 @@ public struct BridgeService: Service {
         }
         // Issue 25 item 2 (sessions): the session table survives a restart; an unusable database is moved aside.
         configuration.sessionStore = try BridgeService.openSessionStore(stateDirectory: options.stateDirectory, logger: logger)
-        identity = try BridgeService.loadIdentity(stateDirectory: options.stateDirectory, tailnet: tailnet, logger: logger)
+        identity = try BridgeService.loadIdentity(
+            stateDirectory: options.stateDirectory, tailnet: tailnet, now: configuration.clock.wallTime, logger: logger)
         configuration.tlsIdentity = identity
         // Issue 11 item 6 (tls): the MagicDNS name's certificate from tailscaled, chosen by SNI, renewed while serving.
-        configuration.tailscaleCertificates = TailnetLookup.certificates(for: tailnet)
+        configuration.tailscaleCertificates = TailnetLookup.certificates(for: tailnet, clock: configuration.clock)
         if configuration.allowPlaintext {
             logger.warning("PLAINTEXT ALLOWED (--allow-plaintext): pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token")
         }
@@ -115,7 +122,8 @@ public struct BridgeService: Service {
             endpoint: .init(
                 host: LANAddress.preferred() ?? "127.0.0.1", port: configuration.port, webSocketPath: configuration.path,
                 session: UUID().uuidString.lowercased(), name: configuration.serverName,
-                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? [], pin: identity.pin.description))
+                fallbacks: tailnet.map { [$0.dnsName] + $0.addresses } ?? [], pin: identity.pin.description),
+            clock: tokenClock)
         configuration.pairing = pairing
         if store == nil {
             let networks = configuration.allowedNetworks
@@ -180,8 +188,8 @@ extension BridgeService {
 
     /// The identity in `stateDirectory` for this machine's names, made on first use; logs what happened and the pin
     /// (never the key).
-    static func loadIdentity(stateDirectory: URL, tailnet: TailnetIdentity?, logger: Logger) throws -> BridgeIdentity {
-        let identity = try BridgeIdentity.loadOrCreate(in: stateDirectory, names: identityNames(tailnet: tailnet))
+    static func loadIdentity(stateDirectory: URL, tailnet: TailnetIdentity?, now: Date, logger: Logger) throws -> BridgeIdentity {
+        let identity = try BridgeIdentity.loadOrCreate(in: stateDirectory, names: identityNames(tailnet: tailnet), now: now)
         let metadata: Logger.Metadata = [
             "pin": "\(identity.pin)", "names": "\(identity.dnsNames.joined(separator: ","))",
             "expires": "\(ISO8601DateFormatter().string(from: identity.notValidAfter))",
