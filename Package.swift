@@ -509,7 +509,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeSessionStoreTests",
-            dependencies: ["BridgeSessionStore"],
+            dependencies: ["BridgeSessionStore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -558,7 +558,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeProcessTests",
-            dependencies: ["BridgeProcess"],
+            dependencies: ["BridgeProcess", "BridgeTestKit"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

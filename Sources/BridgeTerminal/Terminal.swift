@@ -42,6 +42,8 @@ package final class Terminal: Sendable {
     /// A signal per batch of output for the phones (at most one pending).
     private let fresh: AsyncStream<Void>
     private let freshSink: AsyncStream<Void>.Continuation
+    /// Opened once the output is read to its end (or given up) and no new output can reach the phones.
+    private let outputDone = TerminalLatch()
 
     init(id: String, session: String, generation: Int, process: TerminalProcess, outputLimit: Int, notificationLimit: Int, logger: Logger) {
         self.id = id
@@ -59,6 +61,13 @@ package final class Terminal: Sendable {
         state.withLock { state in
             (state.output.text(final: state.exitStatus != nil), state.output.truncated, state.exitStatus)
         }
+    }
+
+    /// Waits until the command has ended and its output is read to its end (or given up after the grace period): from
+    /// then on the phones get nothing but what was gathered already and the exit. What a test waits for before it
+    /// moves the clock of the notifications.
+    package func outputEnded() async {
+        await outputDone.wait()
     }
 
     /// The exit status if the command has ended (and its output is read); otherwise `waiter` is kept for the end.
@@ -96,6 +105,7 @@ package final class Terminal: Sendable {
                     grace.cancelAll()
                 }
                 freshSink.finish()
+                outputDone.open()
             }
         } onCancel: {
             process.kill()

@@ -107,17 +107,19 @@ struct AgentTests {
 
     @Test("a stdio agent relays NDJSON both ways and stderr does not disturb it")
     func stdioAgentRoundTrip() async throws {
-        let script = """
-        import sys, json
-        for line in sys.stdin:
-            msg = json.loads(line)
-            sys.stderr.write("got " + msg.get("method", "?") + "\\n"); sys.stderr.flush()
-            if msg.get("method") == "die":
-                sys.exit(3)
-            if "id" in msg:
-                print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"echo": msg.get("params")}}), flush=True)
-        """
-        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["python3", "-u", "-c", script]), logger: Logger(label: "test.stdio"))
+        // Answers each request with its own id and params (taken from the line it read), says on stderr what it got,
+        // and exits with status 3 on `die`: a real process and real pipes, in sh.
+        let script = #"""
+        while IFS= read -r line; do
+          method=$(printf '%s' "$line" | sed -n 's/.*"method":"\([^"]*\)".*/\1/p')
+          echo "got $method" >&2
+          [ "$method" = die ] && exit 3
+          id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+          params=$(printf '%s' "$line" | sed -n 's/.*"params":\({[^}]*}\).*/\1/p')
+          printf '{"jsonrpc":"2.0","id":%s,"result":{"echo":%s}}\n' "$id" "$params"
+        done
+        """#
+        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["/bin/sh", "-c", script]), logger: Logger(label: "test.stdio"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
@@ -157,13 +159,28 @@ struct AgentTests {
 
     @Test("cancelling run() stops the agent process")
     func cancelStops() async throws {
-        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["sleep", "30"], terminationGrace: .milliseconds(200)), logger: Logger(label: "test"))
+        let agent = try await StdioAgent.launch(StdioAgentConfiguration(
+            command: ["/bin/sh", "-c", #"echo '{"jsonrpc":"2.0","method":"ready"}'; exec sleep 30"#], terminationGrace: .seconds(20)),
+            logger: Logger(label: "test"))
         let started = ContinuousClock.now
+        let (ran, ranSink) = AsyncStream.makeStream(of: Void.self)
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await agent.run() }
-            try? await Task.sleep(for: .milliseconds(100))
+            group.addTask {
+                await agent.run()
+                ranSink.finish()
+            }
+            // Cancelled once it runs (its first line read), not at an instant picked by a sleep.
+            var events = agent.events.makeAsyncIterator()
+            guard case .message(.notification(let ready)) = await events.next(), ready.method == "ready" else {
+                Issue.record("the agent did not start"); group.cancelAll(); return
+            }
             group.cancelAll()
+            for await _ in ran {}
+            var rest: [ACPAgentEvent] = []
+            while let event = await events.next() { rest.append(event) }
+            // SIGTERM ends the sleep (the grace period before SIGKILL is longer than the test's limit).
+            #expect(rest == [.exited(reason: "the agent process was killed by signal 15")])
         }
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - started < .seconds(15))
     }
 }

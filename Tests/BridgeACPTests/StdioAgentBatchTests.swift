@@ -1,16 +1,33 @@
-@testable import BridgeACP
+import BridgeProcess
 import BridgeRPC
 import Foundation
 import Logging
 import NIOCore
+import Synchronization
 import Testing
+@testable import BridgeACP
 
 /// The stdio agent's events in batches (``ACPEventBatching``): the messages of one read of stdout together, in order.
+/// The agents are `/bin/sh` scripts whose `printf` writes its whole text with one write(2).
 @Suite("The stdio agent's event batches", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct StdioAgentBatchTests {
-    private func launch(_ script: String, log: TestLog = TestLog()) async throws -> StdioAgent {
+    private func launch(_ script: String, log: TestLog = TestLog(), launcher: any StdioAgentLauncher = StdioAgentProcessLauncher())
+        async throws -> StdioAgent {
         try await StdioAgent.launch(
-            StdioAgentConfiguration(command: ["python3", "-u", "-c", script], terminationGrace: .seconds(3)), logger: log.logger())
+            StdioAgentConfiguration(command: ["/bin/sh", "-c", script], terminationGrace: .seconds(3)), launcher: launcher, logger: log.logger())
+    }
+
+    /// The default launcher, keeping the process it starts so that the test can wait for its end.
+    private final class KeepingLauncher: StdioAgentLauncher {
+        private let started = Mutex<ChildProcess?>(nil)
+
+        var process: ChildProcess? { started.withLock { $0 } }
+
+        func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> ChildProcess {
+            let process = try StdioAgentProcessLauncher().launch(request)
+            started.withLock { $0 = process }
+            return process
+        }
     }
 
     /// Runs the agent to its end, collecting its batches (taken before it runs) and whatever ``ACPAgent/events`` gives.
@@ -40,11 +57,15 @@ struct StdioAgentBatchTests {
     @Test("the lines of one write come as one batch in order, a bad line among them skipped; events gives nothing")
     func oneReadOneBatch() async throws {
         let log = TestLog()
-        let agent = try await launch("""
-        import os
-        os.write(1, b'{"jsonrpc":"2.0","method":"one"}\\n{"jsonrpc":"2.0","method":"two"}\\nnot json\\n'
-                    b'{"jsonrpc":"2.0","method":"three"}\\r\\n\\n{"jsonrpc":"2.0","method":"four"}\\n')
-        """, log: log)
+        let agent = try await launch(#"""
+        printf '{"jsonrpc":"2.0","method":"one"}
+        {"jsonrpc":"2.0","method":"two"}
+        not json
+        {"jsonrpc":"2.0","method":"three"}\r
+
+        {"jsonrpc":"2.0","method":"four"}
+        '
+        """#, log: log)
         let (batches, single) = await runBatched(agent)
         #expect(batches.map(methods) == [["one", "two", "three", "four"], ["exited"]])
         #expect(single.isEmpty)
@@ -54,14 +75,13 @@ struct StdioAgentBatchTests {
     @Test("a line split across two reads is whole in the batch of the read that ends it, before the lines after it")
     func lineAcrossReads() async throws {
         // The agent writes its next part once told to, so that each part is a read of its own.
-        let agent = try await launch("""
-        import os, sys
-        os.write(1, b'{"jsonrpc":"2.0","method":"first"}\\n{"jsonrpc":"2.0","met')
-        sys.stdin.readline()
-        os.write(1, b'hod":"second"}\\n{"jsonrpc":"2.0","method":"third"}\\n')
-        sys.stdin.readline()
-        os.write(1, b'{"jsonrpc":"2.0","method":"last"}')
-        """)
+        let agent = try await launch(#"""
+        printf '{"jsonrpc":"2.0","method":"first"}\n{"jsonrpc":"2.0","met'
+        read line
+        printf 'hod":"second"}\n{"jsonrpc":"2.0","method":"third"}\n'
+        read line
+        printf '{"jsonrpc":"2.0","method":"last"}'
+        """#)
         guard let batches = agent.takeEventBatches() else { Issue.record("no batches"); return }
         async let run: Void = agent.run()
         var seen: [[String]] = []
@@ -75,13 +95,17 @@ struct StdioAgentBatchTests {
 
     @Test("a read of more messages than a batch holds comes in full batches, in order")
     func bigRead() async throws {
-        let agent = try await launch("""
-        import os
-        os.write(1, b"".join(b'{"jsonrpc":"2.0","method":"m%d"}\\n' % n for n in range(150)))
-        """)
-        // Its lines are in the pipe before the reader starts (not a timer: a shorter wait only makes smaller reads),
-        // so that one read holds them all.
-        try await Task.sleep(for: .milliseconds(500))
+        let launcher = KeepingLauncher()
+        let agent = try await launch(#"""
+        lines=; n=0
+        while [ $n -lt 150 ]; do lines="$lines{\"jsonrpc\":\"2.0\",\"method\":\"m$n\"}
+        "; n=$((n + 1)); done
+        printf '%s' "$lines"
+        """#, launcher: launcher)
+        // Its lines are in the pipe before the reader starts (it has written them and exited), so that one read
+        // holds them all.
+        let process = try #require(launcher.process)
+        #expect(await process.wait() == .exited(0))
         let (batches, _) = await runBatched(agent)
         let messages = batches.dropLast().flatMap(methods)
         #expect(messages == (0..<150).map { "m\($0)" })
@@ -91,11 +115,7 @@ struct StdioAgentBatchTests {
 
     @Test("requests left unanswered by a dead agent fail in its last batch, just before exited")
     func lastBatch() async throws {
-        let agent = try await launch("""
-        import os, signal, sys
-        sys.stdin.readline()
-        os.kill(os.getpid(), signal.SIGKILL)
-        """)
+        let agent = try await launch("read line; kill -KILL $$")
         try agent.send(.request(JSONRPCRequest(id: .int(5), method: "anything")))
         let (batches, _) = await runBatched(agent)
         guard batches.count == 1, batches[0].count == 2, case .message(.response(let failed)) = batches[0][0],
@@ -108,16 +128,13 @@ struct StdioAgentBatchTests {
 
     @Test("batches are taken once, and only before the agent runs")
     func takenBeforeRunOnly() async throws {
-        let taken = try await launch("import sys; sys.stdin.readline()")
+        let taken = try await launch("read line")
         #expect(taken.takeEventBatches() != nil)
         #expect(taken.takeEventBatches() == nil)
         taken.stop()
         await taken.run()
 
-        let running = try await launch("""
-        print('{"jsonrpc":"2.0","method":"ready"}', flush=True)
-        import sys; sys.stdin.readline()
-        """)
+        let running = try await launch(#"echo '{"jsonrpc":"2.0","method":"ready"}'; read line"#)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await running.run() }
             var events = running.events.makeAsyncIterator()

@@ -4,13 +4,14 @@ import Foundation
 import Logging
 import Testing
 
-/// The stdio agent on SwiftNIO pipes: framing, stderr, exit, ordering, failed writes, stopping.
+/// The stdio agent on SwiftNIO pipes: framing, stderr, exit, ordering, failed writes, stopping. The agents are small
+/// `/bin/sh` scripts: what is tested is the pipes and the process, so a real process, but no interpreter to start.
 @Suite("The stdio agent's pipes", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct StdioAgentTests {
     private func launch(_ script: String, log: TestLog = TestLog(), maxLineLength: Int = StdioAgent.maxLineLength,
                         grace: Duration = .seconds(3)) async throws -> StdioAgent {
         try await StdioAgent.launch(
-            StdioAgentConfiguration(command: ["python3", "-u", "-c", script], terminationGrace: grace, maxLineLength: maxLineLength),
+            StdioAgentConfiguration(command: ["/bin/sh", "-c", script], terminationGrace: grace, maxLineLength: maxLineLength),
             logger: log.logger())
     }
 
@@ -42,14 +43,12 @@ struct StdioAgentTests {
     @Test("a line over the maximum is dropped and logged, the lines after it and a last line without newline arrive, stderr goes to the log")
     func framingAndStderr() async throws {
         let log = TestLog()
-        let agent = try await launch("""
-        import sys
-        sys.stderr.write("warming up\\nstill warming\\n"); sys.stderr.flush()
-        sys.stdout.write("x" * 200 + "\\n")
-        sys.stdout.write('{"jsonrpc":"2.0","method":"after"}\\r\\n\\n')
-        sys.stdout.write('{"jsonrpc":"2.0","method":"last"}')
-        sys.stdout.flush()
-        """, log: log, maxLineLength: 64)
+        let agent = try await launch(#"""
+        printf 'warming up\nstill warming\n' >&2
+        printf '%0200d\n' 0 | tr 0 x
+        printf '{"jsonrpc":"2.0","method":"after"}\r\n\n'
+        printf '{"jsonrpc":"2.0","method":"last"}'
+        """#, log: log, maxLineLength: 64)
         let events = await runToEnd(agent)
         #expect(methods(events) == ["after", "last", "exited"])
         guard case .exited(let reason)? = events.last else { Issue.record("no exit event"); return }
@@ -63,11 +62,7 @@ struct StdioAgentTests {
 
     @Test("an agent killed by a signal: its pending request fails saying so, then exited, then the stream ends")
     func killedBySignal() async throws {
-        let agent = try await launch("""
-        import os, signal, sys
-        sys.stdin.readline()
-        os.kill(os.getpid(), signal.SIGKILL)
-        """)
+        let agent = try await launch("read line; kill -KILL $$")
         try agent.send(.request(JSONRPCRequest(id: .int(5), method: "anything")))
         let events = await runToEnd(agent)
         guard events.count == 2, case .message(.response(let failed)) = events[0], case .exited(let reason) = events[1] else {
@@ -81,11 +76,7 @@ struct StdioAgentTests {
 
     @Test("sends from many tasks at once reach the agent each in its own order, none lost")
     func ordering() async throws {
-        let agent = try await launch("""
-        import sys
-        for line in sys.stdin:
-            sys.stdout.write(line)
-        """)
+        let agent = try await launch("exec cat")
         let tasks = 8, perTask = 250
         let events = await withTaskGroup(of: [ACPAgentEvent].self) { group in
             group.addTask { await agent.run(); return [] }
@@ -123,12 +114,12 @@ struct StdioAgentTests {
 
     @Test("a write that fails (the agent closed its stdin) answers the request with an error event")
     func failedWriteIsAnEvent() async throws {
-        let agent = try await launch("""
-        import os, sys, time
-        os.close(0)
-        print('{"jsonrpc":"2.0","method":"closed"}', flush=True)
-        time.sleep(30)
-        """, grace: .milliseconds(200))
+        // Stdin closed, then a sleep that lasts until the test stops the agent.
+        let agent = try await launch(#"""
+        exec 0<&-
+        echo '{"jsonrpc":"2.0","method":"closed"}'
+        exec sleep 30
+        """#, grace: .milliseconds(200))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
@@ -146,12 +137,12 @@ struct StdioAgentTests {
 
     @Test("an agent that ignores SIGTERM is killed after the grace period")
     func killAfterGrace() async throws {
-        let agent = try await launch("""
-        import signal, sys, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print('{"jsonrpc":"2.0","method":"ready"}', flush=True)
-        time.sleep(30)
-        """, grace: .milliseconds(200))
+        // SIGTERM ignored (kept so across exec): only the SIGKILL after the grace period ends the sleep.
+        let agent = try await launch(#"""
+        trap '' TERM
+        echo '{"jsonrpc":"2.0","method":"ready"}'
+        exec sleep 30
+        """#, grace: .milliseconds(200))
         let started = ContinuousClock.now
         let reason: String? = await withTaskGroup(of: String?.self) { group in
             group.addTask { await agent.run(); return nil }

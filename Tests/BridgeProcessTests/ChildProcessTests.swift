@@ -1,4 +1,5 @@
 import BridgeProcess
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -96,8 +97,9 @@ struct ChildProcessTests {
 
     @Test("terminate() reaches a supervised command (passed on by the supervisor), which ends gracefully with its own status")
     func terminateIsPassedOn() async throws {
+        // The sleep runs in the background so that the shell's wait, not the sleep, is what SIGTERM interrupts.
         let (process, output) = try startShell(
-            "trap 'echo graceful; exit 7' TERM; echo ready; while :; do sleep 0.05; done", supervised: true)
+            "trap 'kill $!; echo graceful; exit 7' TERM; sleep 300 & echo ready; wait", supervised: true)
         var seen = read(output, until: "ready\n")
         process.terminate()
         #expect(await process.wait() == .exited(7))
@@ -112,13 +114,8 @@ struct ChildProcessTests {
         let background = try #require(Int32(line))
         process.kill()
         #expect(await process.wait() == .signaled(SIGKILL))
-        // The background sleep was in the group: gone (a zombie until init reaps it, so look for a while).
-        var alive = true
-        for _ in 0..<100 where alive {
-            alive = kill(background, 0) == 0 && !isZombie(background)
-            if alive { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(!alive)
+        // The background sleep was in the group: it ends (a zombie until init reaps it, which counts as ended).
+        #expect(await ProcessEnd.wait(for: background), "the background child is killed with the group")
     }
 
     @Test("standard input, output and error are the three descriptors given")
@@ -149,12 +146,19 @@ struct ChildProcessTests {
         #expect(await process.wait() == .exited(0))
         #expect(kill(background, 0) == 0)
         process.kill()
-        var alive = true
-        for _ in 0..<100 where alive {
-            alive = kill(background, 0) == 0 && !isZombie(background)
-            if alive { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(!alive)
+        #expect(await ProcessEnd.wait(for: background), "what the command left in its group is killed")
+    }
+
+    @Test("the test kit's ProcessEnd tells a process that goes on from one that ended (a zombie counts as ended)")
+    func processEndTellsTheEnd() async throws {
+        let (process, output) = try startShell("echo $$; exec sleep 300", supervised: false)
+        let pid = try #require(Int32(read(output, until: "\n").trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Alive: the bound passes and the wait says so (a short bound cannot make this flaky: the sleep goes on).
+        #expect(await ProcessEnd.wait(for: pid, timeout: .milliseconds(300)) == false)
+        process.kill()
+        #expect(await ProcessEnd.wait(for: pid))
+        #expect(await process.wait() == .signaled(SIGKILL))
+        #expect(await ProcessEnd.wait(for: pid), "reaped: gone at once")
     }
 
     @Test("a signal sent after the child has been reaped goes nowhere")

@@ -292,7 +292,9 @@ struct ACPConformanceTests {
                 try await phone.initialize(seed: true)
                 let session = try await phone.newSession(seed: true)
                 phone.prompt(seed: true, session: session, text: "wait", id: "phone-7")
-                try await Task.sleep(for: .milliseconds(200))
+                // The prompt is routed (the phone's id mapped to the agent's) before the cancel: a later request of the
+                // same phone has been answered by the agent.
+                _ = try await phone.call("_test/log", id: "routed", [:])
                 phone.send(JSONValue.object(["jsonrpc": "2.0", "method": "$/cancel_request", "params": ["request_id": "phone-7"]]))
                 phone.send(JSONValue.object(["jsonrpc": "2.0", "method": "session/cancel", "params": ["session_id": .string(session)]]))
                 let (done, _) = try await phone.collect(until: "phone-7")

@@ -2,6 +2,7 @@ import BridgeRPC
 import BridgeSandbox
 import BridgeServer
 import BridgeTerminal
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -53,14 +54,9 @@ private func isRunning(_ pid: Int32) -> Bool {
     return state != "Z" && state != "X"
 }
 
-/// Waits (bounded, polling /proc) until process `pid` is gone.
-private func isGone(_ pid: Int32, within limit: Duration = .seconds(10)) async throws -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while isRunning(pid) {
-        guard ContinuousClock.now < deadline else { return false }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return true
+/// Waits (bounded) until process `pid` has ended: its pidfd tells, a zombie counts (``ProcessEnd``).
+private func isGone(_ pid: Int32, within limit: Duration = .seconds(10)) async -> Bool {
+    await ProcessEnd.wait(for: pid, timeout: limit)
 }
 
 /// The first integer on a line of `text`.
@@ -131,7 +127,7 @@ struct ACPTerminalConformanceTests {
             #expect(killed == [:])
             let (exit, _) = try await alice.agentResult(seed: true, session: session, "terminal/wait_for_exit", ["terminalId": .string(terminal)], id: "w")
             #expect(exit == ["exitCode": .null, "signal": "SIGKILL"])
-            #expect(try await isGone(child), "the background child is killed with its group")
+            #expect(await isGone(child), "the background child is killed with its group")
             let (output, _) = try await alice.agentResult(seed: true, session: session, "terminal/output", ["terminalId": .string(terminal)], id: "o")
             #expect(output["output"] == .string("\(child)\n"))
             #expect(output["exitStatus"]?["signal"] == "SIGKILL")
@@ -179,7 +175,7 @@ struct ACPTerminalConformanceTests {
             let pid = try #require(firstPID(first["params"]?["output"]?.stringValue ?? ""), "\(first)")
             #expect(isRunning(pid))
             _ = try await alice.agentResult(seed: true, session: session, "terminal/release", ["terminalId": .string(terminal)], id: "r")
-            #expect(try await isGone(pid), "released: killed")
+            #expect(await isGone(pid), "released: killed")
 
             let (second, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "echo $$; exec sleep 300"], id: "c2")
             let other = try #require(second["terminalId"]?.stringValue)
@@ -187,7 +183,7 @@ struct ACPTerminalConformanceTests {
             let otherPID = try #require(firstPID(told["params"]?["output"]?.stringValue ?? ""), "\(told)")
             let (closed, _) = try await bob.call("session/close", id: "close", ["sessionId": .string(session)])
             #expect(closed["result"] == [:], "\(closed)")
-            #expect(try await isGone(otherPID), "the session's terminals are killed when it is closed")
+            #expect(await isGone(otherPID), "the session's terminals are killed when it is closed")
         }
     }
 
@@ -200,7 +196,7 @@ struct ACPTerminalConformanceTests {
             let pid = try #require(firstPID(told["params"]?["output"]?.stringValue ?? ""), "\(told)")
             alice.prompt(seed: true, session: session, text: "die", id: "die")
             _ = try await bob.next { $0["method"] == "_oa/agent_exited" }
-            #expect(try await isGone(pid), "the dead agent's terminal is killed")
+            #expect(await isGone(pid), "the dead agent's terminal is killed")
         }
     }
 
@@ -217,7 +213,7 @@ struct ACPTerminalConformanceTests {
                 return try #require(firstPID(told?["params"]?["output"]?.stringValue ?? ""), "\(String(describing: told))")
             }
         }
-        #expect(try await isGone(pid, within: .seconds(5)))
+        #expect(await isGone(pid, within: .seconds(5)))
     }
 
     @Test("the agent's tool call content of type terminal reaches both phones unchanged (in each one's spelling)")

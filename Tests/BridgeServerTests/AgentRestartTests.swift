@@ -1,65 +1,60 @@
 import BridgeACP
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Logging
+import Synchronization
 import Testing
 
 /// A `session/new` that finds the agent dead before the bridge has seen its process end (issue 15: -32603 "could not
-/// write to the agent" within ~100 ms of a SIGKILL) restarts the agent and goes through. The agents here stop
-/// reading (and answering) while their process lives on, so the process's end is never reported: the window stays
-/// open for as long as the test needs, with no timing in the test.
+/// write to the agent" within ~100 ms of a SIGKILL) restarts the agent and goes through. The restart logic runs on
+/// in-process agents (``ScriptedAgent``) that stop reading (and answering) while they live on, as a process whose pipes
+/// closed before its end is reported: the window stays open for as long as the test needs, with no timing in the
+/// test. One test crashes a real process (`/bin/sh`), and one checks the stdio agent's side of a failed write.
 @Suite("Agent restart", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
 struct AgentRestartTests {
-    /// Sessions are `<pid>-<n>`, so a test tells which process answered. A prompt `deaf` makes the agent close its
-    /// stdin, then it is answered (`mute`: then stdout is closed too) and the agent sleeps until it is stopped. With
-    /// `muteAfterInitialize` every process closes its stdin and stdout right after answering `initialize` and exits
-    /// half a second later.
-    static let script = """
-    import json, os, sys, time
-    ALWAYS = sys.argv[1] == "muteAfterInitialize"
-    count = 0
-    def send(m): print(json.dumps(m), flush=True)
-    for line in sys.stdin:
-        msg = json.loads(line)
-        method, params = msg.get("method"), msg.get("params") or {}
-        if method == "initialize":
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
-            if ALWAYS:
-                os.close(0)
-                sys.stdout.flush()
-                os.close(1)
-                time.sleep(0.5)
-                os._exit(0)
-        elif method == "session/new":
-            count += 1
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "%d-%d" % (os.getpid(), count)}})
-        elif method == "session/prompt":
-            text = params["prompt"][0]["text"]
-            # Stdin is closed before the answer goes out: a client that has the answer and sends more finds the agent
-            # deaf already (closed after it, the next request could reach the pipe first and be lost unread, with no
-            # error for the bridge: the test waited 30 s and failed under load).
-            if text in ("deaf", "mute"):
-                os.close(0)
-            send({"jsonrpc": "2.0", "id": msg["id"], "result": {"stopReason": "end_turn"}})
-            if text in ("deaf", "mute"):
-                if text == "mute":
-                    sys.stdout.flush()
-                    os.close(1)
-                time.sleep(60)
-    """
-
-    static func agent(_ mode: String = "plain") -> [String] {
-        ["python3", "-u", "-c", script, mode]
+    /// Agents numbered by their start, so a test tells which one answered: sessions are `<agent>-<n>`. A prompt `deaf`
+    /// makes the agent stop reading before it answers (a client that has the answer and sends more finds it deaf
+    /// already); `mute`: it stops writing too, after the answer. With `muteAfterInitialize` every agent stops reading
+    /// and writing right after answering `initialize`.
+    static func agents(muteAfterInitialize: Bool = false) -> @Sendable () -> any ACPAgent {
+        let started = Mutex(0)
+        return {
+            let number = started.withLock { $0 += 1; return $0 }
+            let sessions = Mutex(0)
+            return ScriptedAgent { message, peer in
+                guard case .request(let request) = message else { return }
+                switch request.method {
+                case "initialize":
+                    peer.respond(to: request.id, result: ["protocolVersion": 1, "agentCapabilities": [:], "authMethods": []])
+                    if muteAfterInitialize {
+                        peer.stopReading()
+                        peer.stopWriting()
+                    }
+                case "session/new":
+                    let count = sessions.withLock { $0 += 1; return $0 }
+                    peer.respond(to: request.id, result: ["sessionId": .string("\(number)-\(count)")])
+                case "session/prompt":
+                    let text = request.params?["prompt"]?.arrayValue?.first?["text"]?.stringValue
+                    if text == "deaf" || text == "mute" { peer.stopReading() }
+                    peer.respond(to: request.id, result: ["stopReason": "end_turn"])
+                    if text == "mute" { peer.stopWriting() }
+                default:
+                    peer.respond(to: request.id, error: .methodNotFound(request.method))
+                }
+            }
+        }
     }
 
-    static func pid(of session: String) -> Substring {
+    /// Which agent (or process) answered: the part of a session id before its `-`.
+    static func agent(of session: String) -> Substring {
         session.split(separator: "-").first ?? ""
     }
 
     @Test("a session/new sent to an agent that stopped reading its stdin starts a new agent and goes through", arguments: ["deaf", "mute"])
     func newSessionAfterDeath(_ how: String) async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = AgentRestartTests.agent() }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = AgentRestartTests.agents() }) { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let first = try await client.newSession(seed: false, id: "s1")
@@ -67,11 +62,11 @@ struct AgentRestartTests {
                 let (done, _) = try await client.collect(until: "p1")
                 #expect(done["result"]?["stopReason"] == "end_turn")
 
-                // Before the fix: -32603 "could not write to the agent: ..." (the process never ends here).
+                // Before the fix: -32603 "could not write to the agent: ..." (the agent never ends here).
                 client.send(JSONValue.object(["jsonrpc": "2.0", "id": "s2", "method": "session/new", "params": [:]]))
                 let (answer, _) = try await client.collect(until: "s2", timeout: .seconds(30))
                 let second = try #require(answer["result"]?["sessionId"]?.stringValue, "session/new failed: \(answer)")
-                #expect(AgentRestartTests.pid(of: second) != AgentRestartTests.pid(of: first))
+                #expect(AgentRestartTests.agent(of: second) != AgentRestartTests.agent(of: first))
 
                 // The new agent works, and the old session is gone with the old agent.
                 client.prompt(seed: false, session: second, text: "hello", id: "p2")
@@ -86,12 +81,58 @@ struct AgentRestartTests {
     /// in vain and sent again once), it ends in an error; an unbounded replay would start agent after agent.
     @Test("a session/new that no agent reads is answered with an error, not sent to agent after agent")
     func replayIsBounded() async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = AgentRestartTests.agent("muteAfterInitialize") }) { port, _ in
+        let starts = Mutex(0)
+        let agents = AgentRestartTests.agents(muteAfterInitialize: true)
+        try await TestBridge.with(configure: {
+            $0.inProcessAgent = {
+                starts.withLock { $0 += 1 }
+                return agents()
+            }
+        }) { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 client.send(JSONValue.object(["jsonrpc": "2.0", "id": "s1", "method": "session/new", "params": [:]]))
                 let (answer, _) = try await client.collect(until: "s1", timeout: .seconds(30))
                 #expect(answer["error"]?["code"] == .int(Int64(JSONRPCError.internalErrorCode)), "\(answer)")
+            }
+        }
+        // The first agent (mute already), the one started for the request (deaf: written in vain) and the one it is
+        // sent to again (deaf too: final); an unbounded replay would go on starting agents.
+        #expect(starts.withLock { $0 } <= 3)
+    }
+
+    /// The agent of the restart test with a real process: it answers by the method named on each line and is killed
+    /// by a signal (SIGKILL, from itself) on the prompt `crash`; its sessions are `<pid>-<n>`.
+    static let crashingAgent = #"""
+    n=0
+    while IFS= read -r line; do
+      id=$(printf '%s' "$line" | sed -n 's/^.*"id":\([0-9][0-9]*\).*$/\1/p')
+      case $line in
+        *'"crash"'*) kill -KILL $$ ;;
+        *'"initialize"'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n' "$id" ;;
+        *'session\/new'* | *'session/new'*) n=$((n + 1)); printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"%s-%s"}}\n' "$id" $$ $n ;;
+        *'"id":'*) printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}\n' "$id" ;;
+      esac
+    done
+    """#
+
+    @Test("an agent process killed by a signal: the phone is told, and the next session/new starts a new process")
+    func crashedProcess() async throws {
+        try await TestBridge.with(configure: { $0.agentCommand = ["/bin/sh", "-c", AgentRestartTests.crashingAgent] }) { port, _ in
+            try await TestClient.with(port: port) { client in
+                try await client.initialize(seed: false)
+                let first = try await client.newSession(seed: false, id: "s1")
+                client.prompt(seed: false, session: first, text: "crash", id: "p1")
+                let (failed, frames) = try await client.collect(until: "p1", timeout: .seconds(30))
+                #expect(failed["error"] != nil, "\(failed)")
+                var told = frames.first { $0["method"] == "_oa/agent_exited" }
+                if told == nil { told = try await client.next(timeout: .seconds(30)) { $0["method"] == "_oa/agent_exited" }.0 }
+                #expect(told?["params"]?["reason"]?.stringValue?.contains("killed by signal 9") == true, "\(String(describing: told))")
+
+                let second = try await client.newSession(seed: false, id: "s2")
+                #expect(AgentRestartTests.agent(of: second) != AgentRestartTests.agent(of: first))
+                client.prompt(seed: false, session: second, text: "hello", id: "p2")
+                #expect(try await client.collect(until: "p2").0["result"]?["stopReason"] == "end_turn")
             }
         }
     }
@@ -100,12 +141,12 @@ struct AgentRestartTests {
     /// the agent says it can take no more; one sent with `resend` is not kept again.
     @Test("a request whose write failed can be taken back once; a resent one cannot")
     func undeliveredRequest() async throws {
-        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["python3", "-u", "-c", """
-        import os, time
-        os.close(0)
-        print('{"jsonrpc":"2.0","method":"closed"}', flush=True)
-        time.sleep(30)
-        """], terminationGrace: .milliseconds(200)), logger: Logger(label: "test.agent"))
+        // Stdin closed, then a sleep that lasts until the test stops the agent.
+        let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["/bin/sh", "-c", #"""
+        exec 0<&-
+        echo '{"jsonrpc":"2.0","method":"closed"}'
+        exec sleep 30
+        """#], terminationGrace: .milliseconds(200)), logger: Logger(label: "test.agent"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()

@@ -1,10 +1,19 @@
 import BridgeSessionStore
 import Foundation
+import GRDB
 import Testing
 
 extension Tag {
     /// In-process only (a temporary directory, no sockets, no other programs).
     @Tag static var unit: Self
+}
+
+/// Writes `sql` into the SQLite file at `path` on a connection of its own (GRDB's, in the test's process), closed
+/// before it returns: the database another program (or an older bridge) left behind.
+private func writeDatabase(at path: String, _ sql: String) throws {
+    let queue = try DatabaseQueue(path: path)
+    try queue.writeWithoutTransaction { db in try db.execute(sql: sql) }
+    try queue.close()
 }
 
 /// A temporary state directory, removed at the end.
@@ -110,12 +119,6 @@ struct SessionStoreTests {
     func schemaV1Migrates() async throws {
         try await withDirectory { directory in
             let file = directory.appendingPathComponent(SessionStore.databaseFileName)
-            let script = """
-                import sqlite3, sys
-                c = sqlite3.connect(sys.argv[1])
-                c.executescript(sys.argv[2])
-                c.commit()
-                """
             let schema = """
                 PRAGMA application_id = \(SessionStore.applicationID);
                 CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
@@ -129,12 +132,7 @@ struct SessionStoreTests {
                   PRIMARY KEY (sessionId, key)) WITHOUT ROWID;
                 INSERT INTO session VALUES ('old', 'old', '/work/old', '[]', 'Before', NULL, NULL, NULL, NULL, NULL, 8, 0, 1, 1);
                 """
-            let sqlite = Process()
-            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            sqlite.arguments = ["-c", script, file.path, schema]
-            try sqlite.run()
-            sqlite.waitUntilExit()
-            #expect(sqlite.terminationStatus == 0)
+            try writeDatabase(at: file.path, schema)
             let store = try SessionStore(directory: directory)
             #expect(store.recovery == nil)
             let sessions = try store.load()
@@ -167,12 +165,7 @@ struct SessionStoreTests {
     func foreignDatabase() async throws {
         try await withDirectory { directory in
             let file = directory.appendingPathComponent(SessionStore.databaseFileName)
-            let sqlite = Process()
-            sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            sqlite.arguments = ["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table notes(x)'); c.execute(\"insert into notes values('mine')\"); c.commit()", file.path]
-            try sqlite.run()
-            sqlite.waitUntilExit()
-            #expect(sqlite.terminationStatus == 0)
+            try writeDatabase(at: file.path, "CREATE TABLE notes(x); INSERT INTO notes VALUES ('mine');")
             let original = try Data(contentsOf: file)
             let store = try SessionStore(directory: directory)
             let recovery = try #require(store.recovery)

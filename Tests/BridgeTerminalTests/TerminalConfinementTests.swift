@@ -1,8 +1,9 @@
-@testable import BridgeTerminal
 import BridgeSandbox
+import BridgeTestKit
 import Foundation
 import Logging
 import Testing
+@testable import BridgeTerminal
 
 /// Terminals confined for real (issue 27, item 3): started from the directory's descriptor, under Landlock.
 @Suite("Terminal confinement", .timeLimit(.minutes(1)), .tags(.externalTool))
@@ -10,18 +11,15 @@ struct TerminalConfinementTests {
     /// Runs `command` through a host in the directory open at `directory` under `policy`; returns its output.
     private func run(_ command: String, directory: Int32, path: String, policy: SandboxPolicy) async throws -> String {
         let host = TerminalHost(settings: TerminalSettings(), clock: ContinuousClock(), logger: Logger(label: "test.terminal"))
+        let updates = ObservedList<TerminalUpdate>()
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await host.run { _ in } }
+            group.addTask { await host.run { update in updates.append(update) } }
             defer { host.close() }
             let terminal = try host.create(
                 session: "s", generation: 1, command: command, args: [], environment: [], directory: directory, directoryPath: path,
                 policy: policy, outputByteLimit: nil)
-            _ = await terminal.process.wait()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while terminal.snapshot.exitStatus == nil {
-                try #require(ContinuousClock.now < deadline, "no exit status")
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            // The exit goes to the phones once the output is read: the output is whole then.
+            try #require(await updates.wait { $0.contains { $0.terminalID == terminal.id && $0.exitStatus != nil } }, "no exit status")
             return terminal.snapshot.output
         }
     }

@@ -1,9 +1,8 @@
-@testable import BridgeTerminal
 import BridgeTestKit
 import Foundation
 import Logging
-import Synchronization
 import Testing
+@testable import BridgeTerminal
 
 /// The terminal host without a bridge: limits, and how output reaches the phones (gathered per interval, bounded),
 /// on a clock the test moves.
@@ -22,28 +21,22 @@ struct TerminalHostTests {
             $0.maxNotificationBytes = 16
             $0.notificationInterval = .milliseconds(100)
         }
-        let updates = Updates()
+        let updates = ObservedList<TerminalUpdate>()
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await host.run { update in updates.add(update) } }
+            group.addTask { await host.run { update in updates.append(update) } }
             let terminal = try host.create(
                 session: "s", generation: 1, command: "head -c 100000 /dev/zero | tr '\\0' a", args: [], environment: [],
                 directory: NSTemporaryDirectory(), outputByteLimit: nil)
             // Everything is read (the output kept for the agent is complete) before the clock moves.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while terminal.snapshot.output.utf8.count < 100_000 || terminal.process.exitStatus == nil {
-                try #require(ContinuousClock.now < deadline, "the command's output was not read")
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            await terminal.outputEnded()
+            #expect(terminal.snapshot.output.utf8.count == 100_000, "the command's output was read")
+            #expect(terminal.process.exitStatus == .exited(0))
             #expect(updates.all.isEmpty, "nothing is sent before the interval has passed")
-            // Move the clock on in interval steps until both updates are out. The notification's sleep and the output
-            // grace's (until the pipe's end is read) park in either order, so waiting for one sleeper and moving once
-            // can move the clock before the notification's sleep began (a CI run hung that way).
-            let sent = ContinuousClock.now + .seconds(20)
-            while updates.all.count < 2 {
-                try #require(ContinuousClock.now < sent, "no update")
-                clock.advance(by: .milliseconds(100))
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            // The output grace's sleep is over with the output read: the notification's is the only one left on the
+            // clock. One interval sends what it gathered, then the exit comes.
+            try #require(await clock.waitForSleepers(1), "the notification waits for its interval")
+            clock.advance(by: .milliseconds(100))
+            try #require(await updates.wait { $0.count >= 2 }, "no update: \(updates.all)")
             let seen = updates.all
             #expect(seen.count == 2)
             #expect(seen[0].output == String(repeating: "a", count: 16))
@@ -99,16 +92,8 @@ struct TerminalHostTests {
             #expect(await process.wait() == .exited(0))
             process.reap()
         }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while freed != nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        // Nothing holds it once the test's reference is gone (the reaper's thread holds the ChildProcess, not this).
         #expect(freed == nil)
-    }
-
-    /// What the host handed over, in order.
-    private final class Updates: Sendable {
-        private let list = Mutex<[TerminalUpdate]>([])
-        func add(_ update: TerminalUpdate) { list.withLock { $0.append(update) } }
-        var all: [TerminalUpdate] { list.withLock { $0 } }
     }
 
     @Test("arguments are quoted for the shell; the command line is as written")

@@ -9,6 +9,9 @@ import Synchronization
 /// messages behind it too.
 ///
 /// Like a process: a request still unanswered when the agent ends gets an error response, then `.exited` comes last.
+/// Like a process whose pipes close before it ends, it can stop reading (``Peer/stopReading()``: what is sent to it
+/// then fails as a write to a closed pipe does, and ``takeUndelivered(_:)`` gives those requests back) or stop writing
+/// (``Peer/stopWriting()``) while it has not ended: ``endReason`` says so before any `.exited`.
 public final class ScriptedAgent: ACPAgent {
     /// What a script answers through.
     public struct Peer: Sendable {
@@ -63,23 +66,52 @@ public final class ScriptedAgent: ACPAgent {
         public func exit(reason: String) {
             agent.end(reason)
         }
+
+        /// Stops reading, as a process that closed its stdin: the messages not yet handed to the script are lost
+        /// unread, and each request sent from now on fails as a write to a closed pipe does (its error response on
+        /// ``ScriptedAgent/events``, the request kept for ``ScriptedAgent/takeUndelivered(_:)`` unless it was resent);
+        /// from the first such failure ``ScriptedAgent/endReason`` says the agent stopped reading. The agent has not
+        /// ended: no `.exited` until it is stopped.
+        public func stopReading() {
+            agent.state.withLock { $0.deaf = true }
+        }
+
+        /// Stops writing, as a process that closed its stdout: nothing it sends arrives any more, and
+        /// ``ScriptedAgent/endReason`` says so at once. The agent has not ended: no `.exited` until it is stopped.
+        public func stopWriting() {
+            agent.state.withLock { state in
+                state.mute = true
+                if state.broken == nil { state.broken = "the agent closed its stdout" }
+            }
+        }
     }
 
     /// A script: called with each message the bridge sends.
     public typealias Script = @Sendable (_ message: JSONRPCMessage, _ peer: Peer) async -> Void
 
-    private struct State {
+    fileprivate struct State {
         var reason: String?
         var pending: Set<JSONRPCID> = []
         var asks: [JSONRPCID: CheckedContinuation<JSONRPCResponse, Never>] = [:]
         var nextAsk = 0
+        /// It stopped reading (``Peer/stopReading()``).
+        var deaf = false
+        /// It stopped writing (``Peer/stopWriting()``).
+        var mute = false
+        /// Why it can take no more although it has not ended.
+        var broken: String?
+        /// Requests sent in vain to a deaf agent, until taken back.
+        var undelivered: [JSONRPCID: JSONRPCRequest] = [:]
+        /// Requests sent with ``resend(_:)``: not kept again.
+        var resent: Set<JSONRPCID> = []
     }
 
+    /// What the agent says: its messages to the bridge, then how it ended.
     public let events: AsyncStream<ACPAgentEvent>
     private let eventSink: AsyncStream<ACPAgentEvent>.Continuation
     private let inbox: AsyncStream<JSONRPCMessage>
     private let inboxSink: AsyncStream<JSONRPCMessage>.Continuation
-    private let state = Mutex(State())
+    fileprivate let state = Mutex(State())
     private let script: Script
     private let observe: (@Sendable (JSONRPCMessage) -> Void)?
 
@@ -92,13 +124,15 @@ public final class ScriptedAgent: ACPAgent {
         (inbox, inboxSink) = AsyncStream.makeStream(of: JSONRPCMessage.self)
     }
 
-    /// Why the agent ended, once it has.
-    public var endReason: String? { state.withLock { $0.reason } }
+    /// Why the agent ended, once it has; or why it can take no more although it has not ended (it stopped writing,
+    /// or a request was sent in vain since it stopped reading).
+    public var endReason: String? { state.withLock { $0.reason ?? $0.broken } }
 
+    /// Answers the bridge's messages with the script until the agent is stopped or the task cancelled.
     public func run() async {
         let peer = Peer(agent: self)
         await withTaskCancellationHandler {
-            for await message in inbox {
+            for await message in inbox where !state.withLock({ $0.deaf }) {
                 await script(message, peer)
             }
         } onCancel: {
@@ -106,7 +140,21 @@ public final class ScriptedAgent: ACPAgent {
         }
     }
 
+    /// Hands the bridge's message to the script; once the agent stopped reading, a request fails as a write to a
+    /// closed pipe would and is kept to be taken back.
     public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
+        let unread = state.withLock { state -> JSONRPCResponse?? in
+            guard state.reason == nil, state.deaf else { return nil }
+            // Written to a pipe nobody reads: the write fails, as StdioAgent's does, and the request is kept once.
+            guard case .request(let request) = message else { return .some(nil) }
+            state.broken = state.broken ?? "the agent stopped reading its input"
+            if state.resent.remove(request.id) == nil { state.undelivered[request.id] = request }
+            return .some(JSONRPCResponse(id: request.id, error: ACPAgentError.writeFailed("the agent stopped reading").rpcError))
+        }
+        if let unread {
+            if let failure = unread { eventSink.yield(.message(.response(failure))) }
+            return
+        }
         let (reason, asker) = state.withLock { state -> (String?, CheckedContinuation<JSONRPCResponse, Never>?) in
             if let reason = state.reason { return (reason, nil) }
             switch message {
@@ -143,14 +191,32 @@ public final class ScriptedAgent: ACPAgent {
         }
     }
 
+    /// Ends the agent: its events stream ends with "the agent was stopped".
     public func stop() async {
         end("the agent was stopped")
     }
 
-    /// Passes a message of the agent's on (a response settles its request); nothing once the agent has ended.
+    /// Takes back a request sent in vain after the agent stopped reading (``Peer/stopReading()``), once.
+    public func takeUndelivered(_ id: JSONRPCID) -> JSONRPCRequest? {
+        state.withLock { $0.undelivered.removeValue(forKey: id) }
+    }
+
+    /// Sends a request another agent never received; if this agent does not read it either, it is not kept again.
+    public func resend(_ request: JSONRPCRequest) throws(ACPAgentError) {
+        state.withLock { _ = $0.resent.insert(request.id) }
+        do {
+            try send(.request(request))
+        } catch {
+            state.withLock { _ = $0.resent.remove(request.id) }
+            throw error
+        }
+    }
+
+    /// Passes a message of the agent's on (a response settles its request); nothing once the agent has ended or
+    /// stopped writing.
     private func emit(_ message: JSONRPCMessage) {
         let open = state.withLock { state -> Bool in
-            guard state.reason == nil else { return false }
+            guard state.reason == nil, !state.mute else { return false }
             if case .response(let response) = message { state.pending.remove(response.id) }
             return true
         }

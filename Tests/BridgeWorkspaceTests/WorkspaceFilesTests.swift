@@ -1,11 +1,10 @@
-import BridgeTestKit
-@testable import BridgeWorkspace
 import BridgeRPC
+import BridgeTestKit
 import CWorkspaceFS
 import Foundation
 import NIOPosix
-import Synchronization
 import Testing
+@testable import BridgeWorkspace
 
 /// Both ways of opening: `openat2(2)` first (`true`), and the component walk a kernel without it gets (`false`).
 private let confinements = [true, false]
@@ -260,38 +259,44 @@ struct WorkspaceFilesTests {
         let pool = NIOThreadPool(numberOfThreads: 2)
         pool.start()
         let io = WorkspaceIO(pool: pool, limit: .seconds(10), clock: clock)
-        let stopped = Mutex(false)
-        let started = Mutex(false)
+        // The jobs stand for long file calls: each holds its pool thread until the test opens its gate (after its
+        // caller was answered), then tells whether it was told it is abandoned, the step a real call looks at.
+        let seen = ObservedList<Bool>()
+        let slowGate = ThreadGate()
         let slow = Task {
             await io.run(path: "slow.txt") { isAbandoned throws(WorkspaceFileError) -> Int in
-                started.withLock { $0 = true }
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !isAbandoned() && ContinuousClock.now < deadline { usleep(1_000) }
-                stopped.withLock { $0 = isAbandoned() }
+                seen.append(isAbandoned())
+                _ = slowGate.wait()
+                seen.append(isAbandoned())
                 throw .abandoned(path: "slow.txt")
             }
         }
         #expect(await clock.waitForSleepers(1))
+        #expect(await seen.wait { !$0.isEmpty }, "the job runs on the pool")
         clock.advance(by: .seconds(9))
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(1))
         #expect(await slow.value == .failure(.timedOut(path: "slow.txt", limit: .seconds(10))))
-        // The job on the pool saw it was abandoned and stopped (bounded: 10 s of real time).
-        let until = ContinuousClock.now + .seconds(10)
-        while !stopped.withLock({ $0 }) && ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(started.withLock { $0 })
-        #expect(stopped.withLock { $0 })
+        slowGate.open()
+        // The job on the pool was not abandoned while its caller waited, and is once its caller was answered.
+        #expect(await seen.wait { $0.count == 2 })
+        #expect(seen.all == [false, true])
 
+        let stuckGate = ThreadGate()
+        let stuck = ObservedList<Bool>()
         let cancelled = Task {
             await io.run(path: "stuck.txt") { isAbandoned throws(WorkspaceFileError) -> Int in
-                let deadline = ContinuousClock.now + .seconds(60)
-                while !isAbandoned() && ContinuousClock.now < deadline { usleep(1_000) }
+                _ = stuckGate.wait()
+                stuck.append(isAbandoned())
                 return 1
             }
         }
         #expect(await clock.waitForSleepers(1))
         cancelled.cancel()
         #expect(await cancelled.value == .failure(.abandoned(path: "stuck.txt")))
+        stuckGate.open()
+        #expect(await stuck.wait { !$0.isEmpty })
+        #expect(stuck.all == [true], "a cancelled call is abandoned")
 
         let quick = await io.run(path: "quick.txt") { _ throws(WorkspaceFileError) -> Int in 42 }
         #expect(quick == .success(42))
