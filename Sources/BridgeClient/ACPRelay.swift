@@ -33,6 +33,7 @@ public actor ACPRelay {
     private let candidates: [BridgeEndpoint]
     private let options: BridgeSessionOptions
     private let credential: @Sendable () async throws -> BridgeCredential?
+    private let refresh: (@Sendable () async throws -> BridgeCredential?)?
     private let logger: Logger
     private let output: Output
     private let onEvent: @Sendable (ACPRelayEvent) -> Void
@@ -87,12 +88,16 @@ public actor ACPRelay {
     ///   - options: timeouts, pings, the reconnect policy and the pin (with one, only `wss://` to that key).
     ///   - credential: what to present (the access token, with its DPoP key when bound), asked at every attempt (see
     ///     ``BridgeClientSession/credential(given:vault:)``).
+    ///   - refresh: rotates the tokens and returns the new credential, for a bridge that refuses the access token as
+    ///     expired before this client expected (clocks apart): each race tries once more with it (see
+    ///     ``BridgeClientSession/refresh(given:vault:)``).
     ///   - noCandidates: what the editor's `initialize` is answered when there is no candidate at all.
     ///   - output: writes one message to the editor (called in order, one at a time).
     ///   - onEvent: hears of links made, lost and mended (for a log on stderr).
     public init(
         candidates: [BridgeEndpoint], options: BridgeSessionOptions,
         credential: @escaping @Sendable () async throws -> BridgeCredential?,
+        refresh: (@Sendable () async throws -> BridgeCredential?)? = nil,
         logger: Logger, noCandidates: String = "no bridge found and no address to try",
         output: @escaping Output, onEvent: @escaping @Sendable (ACPRelayEvent) -> Void = { _ in }
     ) {
@@ -103,6 +108,7 @@ public actor ACPRelay {
         }
         self.options = options
         self.credential = credential
+        self.refresh = refresh
         self.logger = logger
         self.noCandidates = noCandidates
         self.output = output
@@ -332,10 +338,13 @@ public actor ACPRelay {
         guard !candidates.isEmpty else { throw BridgeClientError.noCandidates(noCandidates) }
         let (options, credential, logger, text, id) = (self.options, self.credential, self.logger, self.initializeText, self.initializeRequestID)
         let race = HappyEyeballs(attemptDelay: options.attemptDelay)
+        let refreshed = OneRefresh.of(refresh)
         let raced = try await race.race(BridgeConnection.distinct(candidates, pin: options.pin), attempt: { endpoint in
-            let client = try await ACPRelayLink.connect(
-                to: endpoint.url, credential: try await credential(), pin: options.pin, timeout: options.connectTimeout,
-                pingInterval: options.pingInterval, logger: logger)
+            let client = try await OneRefresh.connecting(refreshed, credential: try await credential(), address: endpoint.url, logger: logger) {
+                try await ACPRelayLink.connect(
+                    to: endpoint.url, credential: $0, pin: options.pin, timeout: options.connectTimeout,
+                    pingInterval: options.pingInterval, logger: logger)
+            }
             do {
                 // The editor's own initialize, as it came; the answer (a result or an error) reaches it as it comes.
                 let answer = try await client.request(raw: text, id: id, timeout: options.initializeTimeout)

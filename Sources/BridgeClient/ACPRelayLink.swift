@@ -52,6 +52,9 @@ final class ACPRelayLink: Sendable {
                                 pingInterval: pingInterval, logger: logger)
         } catch let error as WebSocketConnectorError where error.needsPairing && !error.refusesHostOrOrigin {
             let said = error.upgradeStatus.map { "HTTP \($0)" } ?? "refused"
+            if credential != nil, case .upgradeRefused(403, "token_expired"?, _) = error {
+                throw BridgeClientError.tokenExpired("\(said) token_expired")
+            }
             throw BridgeClientError.unauthorized(credential == nil
                 ? "\(said) to a client without a token: this client has to pair with the bridge first"
                 : "\(said): the bridge refused the token (expired or revoked)")

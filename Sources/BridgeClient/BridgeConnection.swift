@@ -44,9 +44,7 @@ public struct BridgeConnection: Sendable {
         let reachable = BridgeConnection.distinct(candidates, pin: options.pin)
         // A bridge that answered 401/403 is there: that is "needs pairing", not "no address answered".
         let refused = FirstRefusal()
-        var refreshed: OneRefresh?
-        if let refresh { refreshed = OneRefresh(refresh) }
-        let oneRefresh = refreshed
+        let oneRefresh = OneRefresh.of(refresh)
         let raced: (endpoint: BridgeEndpoint, value: (BridgeAgentClient, JSONValue), attempts: [HappyEyeballs.Attempt])
         do {
             raced = try await race.race(reachable, attempt: { endpoint in
@@ -78,33 +76,14 @@ public struct BridgeConnection: Sendable {
     }
 
     /// Opens the WebSocket to `endpoint` with `credential`; a `403 token_expired` gets one more try with the credential
-    /// `refreshed` gives (``BridgeClientError/unauthorized(_:)`` when there is none, the refresh is refused, or the new
-    /// token is refused as expired too).
+    /// `refreshed` gives (``OneRefresh/connecting(_:credential:address:logger:_:)``).
     private static func connect(
         _ endpoint: BridgeEndpoint, credential: BridgeCredential?, refreshed: OneRefresh?, options: BridgeSessionOptions, logger: Logger
     ) async throws -> BridgeRPCClient {
-        let why: String
-        do {
-            return try await BridgeRPCClient.connect(
+        try await OneRefresh.connecting(refreshed, credential: credential, address: endpoint.url, logger: logger) { credential in
+            try await BridgeRPCClient.connect(
                 to: endpoint.url, credential: credential, pin: options.pin, timeout: options.connectTimeout,
                 pingInterval: options.pingInterval, logger: logger)
-        } catch BridgeClientError.tokenExpired(let expired) {
-            why = expired
-        }
-        guard let refreshed else { throw BridgeClientError.unauthorized(why) }
-        let fresh: BridgeCredential?
-        do {
-            fresh = try await refreshed.credential()
-        } catch {
-            throw BridgeClientError.unauthorized("\(why); refreshing the tokens was refused: \(error)")
-        }
-        logger.notice("the bridge refused the access token as expired; tokens refreshed, trying once more", metadata: ["address": "\(endpoint.url)"])
-        do {
-            return try await BridgeRPCClient.connect(
-                to: endpoint.url, credential: fresh, pin: options.pin, timeout: options.connectTimeout,
-                pingInterval: options.pingInterval, logger: logger)
-        } catch BridgeClientError.tokenExpired(let again) {
-            throw BridgeClientError.unauthorized("\(again), even after refreshing the tokens")
         }
     }
 
@@ -113,29 +92,6 @@ public struct BridgeConnection: Sendable {
     static func distinct(_ candidates: [BridgeEndpoint], pin: CertificatePin?) -> [BridgeEndpoint] {
         var seen = Set<String>()
         return (pin == nil ? candidates : candidates.map(\.overTLS)).filter { seen.insert($0.url).inserted }
-    }
-}
-
-/// One token refresh for a whole race: the first attempt refused as expired starts it, the others wait for the same
-/// answer (its task is kept here and awaited by every caller).
-private final class OneRefresh: Sendable {
-    private let refresh: @Sendable () async throws -> BridgeCredential?
-    private let task = Mutex<Task<BridgeCredential?, any Error>?>(nil)
-
-    init(_ refresh: @escaping @Sendable () async throws -> BridgeCredential?) {
-        self.refresh = refresh
-    }
-
-    /// The refreshed credential (refreshed once, on the first call).
-    func credential() async throws -> BridgeCredential? {
-        let refresh = self.refresh
-        let running = task.withLock { task in
-            if let task { return task }
-            let started = Task { try await refresh() }
-            task = started
-            return started
-        }
-        return try await running.value
     }
 }
 

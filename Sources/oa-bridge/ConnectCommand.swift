@@ -204,7 +204,7 @@ struct ConnectCommand: AsyncParsableCommand {
             }
             await ConnectStdio(
                 candidates: candidates, options: options, credential: BridgeClientSession.credential(given: token, vault: vault),
-                nothingFound: nothingFound, logger: logger, remember: remember
+                refresh: BridgeClientSession.refresh(given: token, vault: vault), nothingFound: nothingFound, logger: logger, remember: remember
             ).run()
             return
         }

@@ -9,6 +9,7 @@ struct ConnectStdio {
     let candidates: [BridgeEndpoint]
     let options: BridgeSessionOptions
     let credential: @Sendable () async throws -> BridgeCredential?
+    let refresh: (@Sendable () async throws -> BridgeCredential?)?
     let nothingFound: String
     let logger: Logger
     let remember: @Sendable (BridgeEndpoint, CertificatePin?) async -> Void
@@ -17,7 +18,7 @@ struct ConnectStdio {
         // Each bridge reached is saved by a task of this group, in the order reached; it ends when the relay has.
         let (reached, reaching) = AsyncStream.makeStream(of: (endpoint: BridgeEndpoint, pin: CertificatePin?).self)
         let relay = ACPRelay(
-            candidates: candidates, options: options, credential: credential, logger: logger, noCandidates: nothingFound,
+            candidates: candidates, options: options, credential: credential, refresh: refresh, logger: logger, noCandidates: nothingFound,
             output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
             onEvent: { event in
                 if case .connected(let endpoint, let pin, _) = event { reaching.yield((endpoint, pin)) }

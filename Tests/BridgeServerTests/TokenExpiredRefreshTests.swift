@@ -2,6 +2,7 @@ import BridgeClient
 import BridgePairing
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization
@@ -96,6 +97,30 @@ struct TokenExpiredRefreshTests {
                 #expect(detail.contains("refresh"), "\(detail)")
             }
             #expect(refreshes.withLock { $0 } == 1)
+        }
+    }
+
+    @Test("connect --stdio's relay: the same token_expired is refreshed and the editor's initialize answered")
+    func relayRefreshes() async throws {
+        let moved = Moved()
+        try await Self.withBridge(moved: moved) { port, store in
+            let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
+            let lines = Mutex<[JSONValue]>([])
+            let changes = ChangeSignal()
+            let relay = ACPRelay(
+                candidates: [try BridgeEndpoint.manual("127.0.0.1:\(port)")],
+                options: BridgeSessionOptions(pingInterval: nil, reconnectPolicy: ReconnectPolicy(maximumAttempts: 0)),
+                credential: BridgeClientSession.credential(vault: vault), refresh: BridgeClientSession.refresh(vault: vault),
+                logger: Self.logger,
+                output: { line in
+                    lines.withLock { $0.append((try? JSONValue(parsing: line)) ?? .string(line)) }
+                    changes.notify()
+                })
+            await relay.receive(line: #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#)
+            _ = await changes.wait(timeout: .seconds(20)) { !lines.withLock { $0.isEmpty } }
+            await relay.close()
+            let answer = try #require(lines.withLock { $0.first })
+            #expect(answer["id"] == .int(1) && answer["result"] != nil, "\(answer)")
         }
     }
 }
