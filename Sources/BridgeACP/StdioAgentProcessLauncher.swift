@@ -6,6 +6,8 @@ public struct StdioAgentProcessLauncher: StdioAgentLauncher {
     /// The launcher.
     public init() {}
 
+    /// Starts the agent as a direct child (BridgeProcess's spawn) with the request's program, arguments, environment,
+    /// directory and standard input; a failed spawn is ``ACPAgentError/spawnFailed``, with its errno.
     public func launch(_ request: StdioAgentLaunchRequest) throws(ACPAgentError) -> ChildProcess {
         do {
             return try ChildProcess.spawn(ChildProcess.Request(

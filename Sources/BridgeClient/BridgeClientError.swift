@@ -52,6 +52,7 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
         }
     }
 
+    /// What went wrong and what to do about it, in one sentence a person can act on.
     public var description: String {
         switch self {
         case .invalidAddress(let text, let reason):

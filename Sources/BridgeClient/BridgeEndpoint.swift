@@ -49,6 +49,7 @@ public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The URL and where it came from, e.g. `ws://192.0.2.7:9099/ (mdns)`.
     public var description: String { "\(url) (\(source.rawValue))" }
 
     /// Parses what a user types: `host`, `host:port`, `[v6]:port`, a bare IPv6 address, or a

@@ -36,5 +36,6 @@ public enum ProbeOutcome: String, Sendable, Hashable, Codable, CaseIterable, Cus
         }
     }
 
+    /// The outcome's name as reports print it (its raw value).
     public var description: String { rawValue }
 }

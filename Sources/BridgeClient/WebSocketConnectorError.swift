@@ -46,6 +46,7 @@ public enum WebSocketConnectorError: Error, Sendable, Hashable, CustomStringConv
         return nil
     }
 
+    /// What failed, at which address, and how to write the URL or what to check next.
     public var description: String {
         switch self {
         case .invalidURL(let url, let reason):

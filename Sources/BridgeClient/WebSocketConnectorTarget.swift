@@ -94,6 +94,7 @@ extension WebSocketConnector {
         /// Where errors say the connection went: `host:port`, an IPv6 address in brackets with its zone as is.
         public var displayAddress: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+        /// The URL as the user gave it.
         public var description: String { url }
 
         /// The socket address when ``host`` is an IP address (a zone becomes the scope id); `nil` for a name.

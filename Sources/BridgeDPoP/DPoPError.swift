@@ -80,5 +80,6 @@ public enum DPoPError: Error, Sendable, Equatable {
 }
 
 extension DPoPError: CustomStringConvertible {
+    /// The error's code as sent on the wire and its message, e.g. `invalid_dpop_proof: the proof is too old`.
     public var description: String { "\(code): \(message)" }
 }

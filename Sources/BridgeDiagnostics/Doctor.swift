@@ -2,8 +2,8 @@ import BridgeClient
 public import BridgeDiscovery
 import BridgePairing
 import BridgeProcess
-public import BridgeTailscale
 import BridgeTLS
+public import BridgeTailscale
 public import Foundation
 public import Logging
 import NIOPosix

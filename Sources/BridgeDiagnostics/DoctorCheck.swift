@@ -14,6 +14,7 @@ public struct DoctorCheck: Sendable, Hashable, Codable {
             }
         }
 
+        /// Orders statuses by how bad they are, so the worst of several checks is their `max()`.
         public static func < (lhs: Status, rhs: Status) -> Bool { lhs.rank < rhs.rank }
     }
 

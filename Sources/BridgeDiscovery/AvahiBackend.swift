@@ -20,6 +20,8 @@ public struct AvahiBackend: DiscoveryBackend {
         self.defaultInterface = interface
     }
 
+    /// Publishes `registration` through avahi-daemon (on the backend's interface when it names none) until the
+    /// advertisement is cancelled; its events say when the name is established, renamed after a collision, or failed.
     public func advertise(_ registration: ServiceRegistration) -> Advertisement {
         var registration = registration
         if registration.interface == nil { registration.interface = defaultInterface }
@@ -39,6 +41,8 @@ public struct AvahiBackend: DiscoveryBackend {
         }
     }
 
+    /// Browses for services of `type` through avahi-daemon and resolves each one found; the stream ends when the
+    /// consumer stops reading or the daemon goes away (its last event says why).
     public func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent> {
         let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: BrowseEvent.self, bufferingPolicy: .bufferingNewest(1024))
@@ -56,6 +60,7 @@ public struct AvahiBackend: DiscoveryBackend {
         return events
     }
 
+    /// Lists the service types announced on the network (DNS-SD's `_services._dns-sd._udp` meta-query), as they come and go.
     public func browseServiceTypes(domain: String?, interface: String?) -> AsyncStream<ServiceTypeEvent> {
         let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: ServiceTypeEvent.self, bufferingPolicy: .bufferingNewest(1024))
@@ -72,6 +77,8 @@ public struct AvahiBackend: DiscoveryBackend {
         return events
     }
 
+    /// Looks up the addresses of an mDNS host name (`name.local`) through avahi-daemon.
+    /// - Throws: ``DiscoveryError/hostNotFound(name:seconds:)`` when nothing answered within `timeout`.
     public func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution {
         let interface = interface ?? defaultInterface
         let name = HostResolution.mdnsName(hostName)

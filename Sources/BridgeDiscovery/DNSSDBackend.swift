@@ -35,6 +35,7 @@ public struct DNSSDBackend: DiscoveryBackend {
         DNSSDEnvironment.prepare()
     }
 
+    /// Publishes `registration` through the dns_sd API (DNSServiceRegister) until the advertisement is cancelled.
     public func advertise(_ registration: ServiceRegistration) -> Advertisement {
         var registration = registration
         if registration.interface == nil { registration.interface = defaultInterface }
@@ -55,6 +56,7 @@ public struct DNSSDBackend: DiscoveryBackend {
             withdraw: { await advertiser.withdraw() })
     }
 
+    /// Browses for services of `type` through the dns_sd API and resolves each one found, until the consumer stops reading.
     public func browse(_ type: ServiceType, domain: String?, interface: String?) -> AsyncStream<BrowseEvent> {
         let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: BrowseEvent.self, bufferingPolicy: .bufferingNewest(1024))
@@ -74,6 +76,7 @@ public struct DNSSDBackend: DiscoveryBackend {
         return events
     }
 
+    /// Lists the service types announced on the network (DNS-SD's `_services._dns-sd._udp` meta-query) through the dns_sd API.
     public func browseServiceTypes(domain: String?, interface: String?) -> AsyncStream<ServiceTypeEvent> {
         let interface = interface ?? defaultInterface
         let (events, continuation) = AsyncStream.makeStream(of: ServiceTypeEvent.self, bufferingPolicy: .bufferingNewest(1024))
@@ -93,6 +96,8 @@ public struct DNSSDBackend: DiscoveryBackend {
         return events
     }
 
+    /// Looks up the addresses of an mDNS host name through the dns_sd API (DNSServiceGetAddrInfo).
+    /// - Throws: ``DiscoveryError/hostNotFound(name:seconds:)`` when nothing answered within `timeout`.
     public func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution {
         let interface = interface ?? defaultInterface
         let name = HostResolution.mdnsName(hostName)

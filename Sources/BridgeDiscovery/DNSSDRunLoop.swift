@@ -1,10 +1,11 @@
+import CDNSSD
+import Foundation
+
 // `pollfd` is declared by the C headers both CAvahi and Glibc read; which module owns it depends on the build order
 // (a clean build gives it to CAvahi), so MemberImportVisibility needs both imported here.
 #if canImport(CAvahi)
 import CAvahi
 #endif
-import CDNSSD
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

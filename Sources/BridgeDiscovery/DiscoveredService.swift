@@ -21,6 +21,7 @@ public struct ServiceInstance: Sendable, Hashable, Codable, CustomStringConverti
         return text.isEmpty ? "local" : text
     }
 
+    /// The service's full DNS-SD name, `instance.type.domain`.
     public var description: String { "\(name).\(type).\(domain)" }
 }
 
@@ -64,6 +65,7 @@ public struct ServiceAddress: Sendable, Hashable, Codable, CustomStringConvertib
         }
     }
 
+    /// The address as a URL host takes it: a link-local IPv6 address with its zone (`fe80::1%eth0`).
     public var description: String {
         if let zone, isLinkLocal { return "\(ip)%\(zone)" }
         return ip

@@ -19,6 +19,7 @@ public enum DiscoveryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No mDNS host answered for this name within the time given.
     case hostNotFound(name: String, seconds: Double)
 
+    /// What failed and how to fix it (start the daemon, write the service type as `_name._tcp`, ...).
     public var description: String {
         switch self {
         case .daemonUnavailable(let reason):

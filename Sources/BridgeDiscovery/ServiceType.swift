@@ -26,5 +26,6 @@ public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
         self.rawValue = uncheckedRawValue
     }
 
+    /// The type as DNS-SD writes it, e.g. `_oa-bridge._tcp`.
     public var description: String { rawValue }
 }

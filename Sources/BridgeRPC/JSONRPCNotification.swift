@@ -58,10 +58,12 @@ public struct JSONRPCNotification: Sendable, Hashable {
         self.scannedUpdate = scanned.update
     }
 
+    /// Equal when method and params are: what the bridge noted while scanning the frame is not compared.
     public static func == (lhs: JSONRPCNotification, rhs: JSONRPCNotification) -> Bool {
         lhs.method == rhs.method && lhs.params == rhs.params
     }
 
+    /// Hashes what ``==`` compares: the method and the params.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(method)
         hasher.combine(params)

@@ -2,6 +2,7 @@
 /// so a number the parser kept as text (``JSONNumber``) equals the `.double` Swift code makes of it when both write
 /// the same JSON (`2.5`), while `1e3` and `1000.0` stay apart, as do `.int(1)` and `.double(1.0)`.
 extension JSONValue {
+    /// Equal when both are the same kind of JSON value with equal contents (numbers as the type comment says).
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -18,6 +19,7 @@ extension JSONValue {
         }
     }
 
+    /// Hashes the kind and contents, so values ``==`` calls equal hash alike.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)

@@ -41,6 +41,7 @@ public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
         lhs.device == rhs.device && lhs.inode == rhs.inode
     }
 
+    /// Hashes the device and inode, what identifies a file.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(device)
         hasher.combine(inode)

@@ -30,21 +30,36 @@ public enum Landlock {
 
     /// Filesystem access rights (`LANDLOCK_ACCESS_FS_*`).
     public struct Access: OptionSet, Sendable, Hashable {
+        /// The `LANDLOCK_ACCESS_FS_*` bits.
         public let rawValue: UInt64
+        /// Rights from their `LANDLOCK_ACCESS_FS_*` bits.
         public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+        /// Execute a file (`LANDLOCK_ACCESS_FS_EXECUTE`).
         public static let execute = Access(rawValue: 1 << 0)
+        /// Open a file for writing (`LANDLOCK_ACCESS_FS_WRITE_FILE`).
         public static let writeFile = Access(rawValue: 1 << 1)
+        /// Open a file for reading (`LANDLOCK_ACCESS_FS_READ_FILE`).
         public static let readFile = Access(rawValue: 1 << 2)
+        /// Open a directory or list its entries (`LANDLOCK_ACCESS_FS_READ_DIR`).
         public static let readDir = Access(rawValue: 1 << 3)
+        /// Remove or rename an empty directory (`LANDLOCK_ACCESS_FS_REMOVE_DIR`).
         public static let removeDir = Access(rawValue: 1 << 4)
+        /// Unlink or rename a file (`LANDLOCK_ACCESS_FS_REMOVE_FILE`).
         public static let removeFile = Access(rawValue: 1 << 5)
+        /// Create a character device (`LANDLOCK_ACCESS_FS_MAKE_CHAR`).
         public static let makeChar = Access(rawValue: 1 << 6)
+        /// Create a directory (`LANDLOCK_ACCESS_FS_MAKE_DIR`).
         public static let makeDir = Access(rawValue: 1 << 7)
+        /// Create a regular file (`LANDLOCK_ACCESS_FS_MAKE_REG`).
         public static let makeReg = Access(rawValue: 1 << 8)
+        /// Create a UNIX domain socket (`LANDLOCK_ACCESS_FS_MAKE_SOCK`).
         public static let makeSock = Access(rawValue: 1 << 9)
+        /// Create a named pipe (`LANDLOCK_ACCESS_FS_MAKE_FIFO`).
         public static let makeFifo = Access(rawValue: 1 << 10)
+        /// Create a block device (`LANDLOCK_ACCESS_FS_MAKE_BLOCK`).
         public static let makeBlock = Access(rawValue: 1 << 11)
+        /// Create a symbolic link (`LANDLOCK_ACCESS_FS_MAKE_SYM`).
         public static let makeSym = Access(rawValue: 1 << 12)
         /// ABI 2: link or rename across directories.
         public static let refer = Access(rawValue: 1 << 13)

@@ -19,8 +19,11 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public var deviceId: String?
     /// The last `modes`, `models`, `configOptions` and the agent's `_meta` (JSON text).
     public var modes: String?
+    /// The last `models` the agent reported (JSON text).
     public var models: String?
+    /// The last `configOptions` (JSON text).
     public var configOptions: String?
+    /// The agent's last `_meta` (JSON text).
     public var agentMeta: String?
     /// The `_meta.seq` the session's next update gets.
     public var nextSeq: Int64
@@ -31,6 +34,7 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public var readOnly: Bool
     /// When it was created and last changed (seconds since 1970).
     public var createdAt: Double
+    /// When it last changed (seconds since 1970).
     public var updatedAt: Double
 
     /// A row; every optional value may be left out.

@@ -49,6 +49,7 @@ public enum TailscaleError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Talking to tailscaled failed.
     case unreachable(String)
 
+    /// What is wrong with Tailscale and what the bridge does about it (the fallback off, the answer it could not read).
     public var description: String {
         switch self {
         case .notInstalled:

@@ -9,9 +9,13 @@ public import NIOWebSocket
 /// A message that would inflate past `maxMessageSize`, or that is not valid deflate data, closes the connection with
 /// 1009 or 1007 and fires the ``PerMessageDeflateError``.
 public final class PerMessageDeflateClientHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    /// Frames from the WebSocket decoder, compressed or not.
     public typealias InboundIn = WebSocketFrame
+    /// Frames to the code reading the connection, inflated.
     public typealias InboundOut = WebSocketFrame
+    /// Frames the client writes, whole messages uncompressed.
     public typealias OutboundIn = WebSocketFrame
+    /// Frames to the WebSocket encoder, text and binary messages compressed.
     public typealias OutboundOut = WebSocketFrame
 
     private let compressor: PerMessageDeflateCompressor?
@@ -32,6 +36,8 @@ public final class PerMessageDeflateClientHandler: ChannelDuplexHandler, Removab
         self.maxMessageSize = maxMessageSize
     }
 
+    /// Inflates a compressed message (RSV1 set) and passes it on with RSV1 cleared; control frames and uncompressed
+    /// messages pass as they are. Too large or invalid data closes the connection (1009 or 1007).
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         var frame = unwrapInboundIn(data)
@@ -62,6 +68,7 @@ public final class PerMessageDeflateClientHandler: ChannelDuplexHandler, Removab
         }
     }
 
+    /// Compresses a whole text or binary message and sets RSV1; control frames and fragments pass as they are.
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var frame = unwrapOutboundIn(data)
         guard let compressor, frame.fin, frame.opcode == .text || frame.opcode == .binary, frame.reservedBits.isEmpty,

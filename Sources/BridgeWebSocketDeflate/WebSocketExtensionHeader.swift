@@ -11,6 +11,7 @@ public struct WebSocketExtensionElement: Sendable, Equatable {
         self.parameters = parameters
     }
 
+    /// Equal when the names and the parameters, in order, are.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.name == rhs.name && lhs.parameters.count == rhs.parameters.count
             && zip(lhs.parameters, rhs.parameters).allSatisfy { $0.name == $1.name && $0.value == $1.value }

@@ -6,12 +6,11 @@ import BridgeSessionStore
 import BridgeTLS
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
 import HummingbirdWSClient
+import HummingbirdWebSocket
 import Logging
 import NIOWebSocket
 import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #endif

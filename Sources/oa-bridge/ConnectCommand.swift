@@ -3,9 +3,9 @@ import BridgeClient
 import BridgeConfig
 import BridgeDiscovery
 import BridgeHTTP
-import BridgeServer
 import BridgePairing
 import BridgeRPC
+import BridgeServer
 import BridgeTLS
 import Foundation
 import Logging

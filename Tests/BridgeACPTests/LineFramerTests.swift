@@ -1,6 +1,6 @@
-@testable import BridgeACP
 import NIOCore
 import Testing
+@testable import BridgeACP
 
 @Suite("Cutting the agent's output into lines", .tags(.unit))
 struct LineFramerTests {

@@ -1,7 +1,7 @@
-@testable import BridgeClient
 import BridgeDPoP
 import Foundation
 import Testing
+@testable import BridgeClient
 
 @Suite("DPoP on the client: the key file and the proofs it makes", .tags(.unit))
 struct DPoPClientTests {

@@ -1,8 +1,8 @@
-@testable import BridgeClient
 import BridgeTLS
 import Foundation
 import Logging
 import Testing
+@testable import BridgeClient
 #if canImport(Glibc)
 import Glibc
 #endif

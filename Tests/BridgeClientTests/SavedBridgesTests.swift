@@ -1,8 +1,8 @@
-@testable import BridgeClient
 import BridgeRPC
 import BridgeTLS
 import Foundation
 import Testing
+@testable import BridgeClient
 
 @Suite("Saved bridges: found by name, address or identity; recovery decisions", .tags(.unit))
 struct SavedBridgesTests {

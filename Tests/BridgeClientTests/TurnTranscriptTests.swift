@@ -1,7 +1,7 @@
-@testable import BridgeClient
 import BridgeRPC
 import Synchronization
 import Testing
+@testable import BridgeClient
 
 @Suite("connect's transcript: answer and notes apart, permission questions", .tags(.unit))
 struct TurnTranscriptTests {

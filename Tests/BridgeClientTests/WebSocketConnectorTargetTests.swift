@@ -1,6 +1,6 @@
-@testable import BridgeClient
 import NIOHTTP1
 import Testing
+@testable import BridgeClient
 
 @Suite("WebSocketConnector.Target: URLs with IPv4, IPv6 and zones", .tags(.unit))
 struct WebSocketConnectorTargetTests {

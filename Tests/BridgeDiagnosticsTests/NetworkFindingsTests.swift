@@ -1,8 +1,7 @@
-@testable import BridgeDiagnostics
 import BridgeDiscovery
 import BridgeTestKit
 import Testing
-
+@testable import BridgeDiagnostics
 #if canImport(Glibc)
 import Glibc
 #endif

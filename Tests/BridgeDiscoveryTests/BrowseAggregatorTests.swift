@@ -1,5 +1,5 @@
-@testable import BridgeDiscovery
 import Testing
+@testable import BridgeDiscovery
 
 /// The announce / first-seen / stale logic both mDNS browsers share, without a daemon: times are passed in.
 @Suite("Browse aggregator", .tags(.unit))

@@ -1,5 +1,5 @@
-@testable import BridgeDiscovery
 import Testing
+@testable import BridgeDiscovery
 
 /// `discover`'s state without a daemon: TXT diffs, conflicts, settling. Times are passed in.
 @Suite("Discovery watcher", .tags(.unit))

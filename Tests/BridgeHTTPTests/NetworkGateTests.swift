@@ -1,7 +1,7 @@
-@testable import BridgeHTTP
 import BridgeRPC
 import HTTPTypes
 import Testing
+@testable import BridgeHTTP
 
 /// `--auth none`: CIDR parsing and the loopback / allowed-network gate.
 @Suite("CIDR networks and the --auth none gate", .tags(.unit))

@@ -1,4 +1,5 @@
 import BridgeRPC
+import Foundation
 import Testing
 
 @Suite("JSONValue", .tags(.unit))
@@ -68,5 +69,3 @@ struct JSONValueTests {
         #expect(try JSONDecoder().decode(JSONValue.self, from: data) == value)
     }
 }
-
-import Foundation

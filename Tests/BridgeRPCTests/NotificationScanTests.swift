@@ -1,5 +1,5 @@
-@testable import BridgeRPC
 import Testing
+@testable import BridgeRPC
 
 /// The validating scan of an agent's `session/update` line (``JSONRPCNotification/init(scanning:method:)``): it
 /// accepts only what the full parse reads as such a notification, and then says what the full parse says.

@@ -1,5 +1,5 @@
-@testable import BridgeRPC
 import Testing
+@testable import BridgeRPC
 
 @Suite("The agent's bytes of params, kept beside the parsed value", .tags(.unit))
 struct RawParamsTests {

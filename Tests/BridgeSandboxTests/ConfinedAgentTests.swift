@@ -1,7 +1,6 @@
-@testable import BridgeSandbox
 import Foundation
 import Testing
-
+@testable import BridgeSandbox
 #if canImport(Glibc)
 import Glibc
 #endif

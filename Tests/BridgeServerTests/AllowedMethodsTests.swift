@@ -1,10 +1,10 @@
-@testable import BridgeServer
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
 import Testing
+@testable import BridgeServer
 
 /// Issue 26.7: a routed path's other methods get `405` with `Allow`, through the responder the bridge serves
 /// (``PathNormalizingResponder`` with ``AllowedMethods``), on a router with a parameter route and a route that answers

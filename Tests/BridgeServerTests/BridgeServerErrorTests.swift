@@ -1,9 +1,8 @@
-@testable import BridgeServer
 import BridgePairing
 import Foundation
 import NIOCore
 import Testing
-
+@testable import BridgeServer
 #if canImport(Glibc)
 import Glibc
 #endif

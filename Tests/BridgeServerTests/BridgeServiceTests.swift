@@ -3,8 +3,8 @@ import BridgeDiscovery
 import BridgePairing
 import BridgePairingWire
 import BridgeServer
-import BridgeTailscale
 import BridgeTLS
+import BridgeTailscale
 import Foundation
 import Logging
 import Testing

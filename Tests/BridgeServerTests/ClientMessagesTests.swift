@@ -1,7 +1,7 @@
-@testable import BridgeServer
 import NIOCore
 import Synchronization
 import Testing
+@testable import BridgeServer
 
 /// ``ClientMessages``, the queue from a connection's event loop to its task (issue 32: a queue of its own instead of an
 /// `AsyncStream`): order, the end after ``ClientMessages/finish()``, a waiting consumer resumed by a message, by the

@@ -1,9 +1,9 @@
-@testable import BridgeServer
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Synchronization
 import Testing
+@testable import BridgeServer
 
 /// What a ``ConnectionCloser`` did to its connection.
 private final class CloseLog: Sendable {

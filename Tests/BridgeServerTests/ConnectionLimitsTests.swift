@@ -1,4 +1,3 @@
-@testable import BridgeServer
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -7,6 +6,7 @@ import NIOEmbedded
 import NIOHTTPTypes
 import Testing
 @testable import BridgeHTTP
+@testable import BridgeServer
 
 /// The bounds before a connection's first answer (issue 16 item 5): admission counts, the time bound with an
 /// injected clock (EmbeddedEventLoop's), the 503 for a refused connection, and the shaped answer of a refused upgrade.

@@ -1,7 +1,7 @@
-@testable import BridgeServer
 import Logging
 import Synchronization
 import Testing
+@testable import BridgeServer
 
 /// Where ``SinkLogHandler`` puts the metadata of each line.
 private final class LogSink: Sendable {

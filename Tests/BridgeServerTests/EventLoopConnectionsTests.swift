@@ -1,5 +1,5 @@
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// ``BridgeServerConfiguration/eventLoopConnections``: the first connections run on their event loop, the ones that
 /// open while that many are open do not (the bridge says which at debug level).

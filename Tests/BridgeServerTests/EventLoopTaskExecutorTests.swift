@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import Foundation
 import NIOCore
 import NIOPosix
 import Testing
+@testable import BridgeServer
 
 /// A default actor: it runs wherever the calling task's executor preference says, when it is free.
 private actor Probe {

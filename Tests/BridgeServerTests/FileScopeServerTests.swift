@@ -1,7 +1,7 @@
-@testable import BridgeServer
 import BridgeWorkspace
 import Foundation
 import Testing
+@testable import BridgeServer
 
 /// What the bridge makes of `--fs-scope`: its configuration's default and the error that stops it (the scopes
 /// themselves are tested in BridgeWorkspaceTests).

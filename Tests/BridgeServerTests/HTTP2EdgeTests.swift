@@ -1,5 +1,4 @@
 import BridgeHTTP
-@testable import BridgeServer
 import Foundation
 import HTTPTypes
 import Logging
@@ -8,6 +7,7 @@ import NIOEmbedded
 import NIOHTTP2
 import NIOHTTPTypes
 import Testing
+@testable import BridgeServer
 
 /// Issue 28 item 1: the choice of HTTP/1.1 or HTTP/2 per connection (``HTTP2ProtocolSelector``), the edges of an
 /// HTTP/2 stream (``HTTP2StreamGuard``) and an HTTP/2 connection's admission place (``ConnectionGuard``), on

@@ -1,4 +1,3 @@
-@testable import BridgeServer
 import BridgePairing
 import Foundation
 import HTTPTypes
@@ -8,6 +7,7 @@ import Logging
 import Prometheus
 import Testing
 @testable import BridgeHTTP
+@testable import BridgeServer
 
 /// Authentication follows routes, not path strings (issue 16 item 6), and the loopback-only routes check `Host`
 /// (DNS rebinding), through the bridge's own router (``BridgeHTTPRouter``) served by HummingbirdTesting.

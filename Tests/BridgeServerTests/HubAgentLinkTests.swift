@@ -1,7 +1,7 @@
 import BridgeACP
 import BridgeRPC
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// The hub's link to the agent as a state machine (``AgentLink``, issue 31 item 2): generations, starts, waiters and
 /// ends, without running an agent (the demo agent is made, never run).

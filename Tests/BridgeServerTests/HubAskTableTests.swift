@@ -1,7 +1,7 @@
 import BridgeACP
 import BridgeRPC
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// The agent's requests to clients as a value (``AskTable``, issue 31 item 2): who is asked, which answer wins, what a
 /// client's departure settles, and when a request times out, without a bridge or a clock that moves.

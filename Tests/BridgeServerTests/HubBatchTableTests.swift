@@ -1,6 +1,6 @@
 import BridgeRPC
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// A JSON-RPC batch's answers collected as a value (``BatchTable``, issue 31 item 2), without a bridge.
 @Suite("Hub batch table", .tags(.unit))

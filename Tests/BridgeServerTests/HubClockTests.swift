@@ -1,9 +1,9 @@
 import BridgeRPC
-@testable import BridgeServer
 import BridgeSessionStore
 import BridgeTestKit
 import Foundation
 import Testing
+@testable import BridgeServer
 
 /// The hub reads the time from the configuration's clock (issue 31 item 2), not from `Date()`: the times it stores with
 /// a session, and the age of a stored session it starts with, follow a clock a test sets.

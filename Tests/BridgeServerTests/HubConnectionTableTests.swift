@@ -1,8 +1,8 @@
 import Foundation
 import Logging
+import Testing
 @testable import BridgePairing
 @testable import BridgeServer
-import Testing
 
 /// The hub's connected clients as a value (``ConnectionTable``, issue 31 item 2): ids, what each connection
 /// authenticated as, and which connections a revocation closes, without a bridge.

@@ -1,7 +1,7 @@
 import BridgeACP
 import BridgeRPC
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// The requests the bridge sent the agent as a value (``RouteTable``, issue 31 item 2): their ids, and what the hub
 /// asks of them (a session being created, a prompt running, a client's request by its own id), without a bridge.

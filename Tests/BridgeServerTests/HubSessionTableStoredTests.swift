@@ -1,9 +1,9 @@
 import BridgeRPC
-@testable import BridgeServer
-@testable import BridgeSessionStore
 import BridgeWorkspace
 import Foundation
 import Testing
+@testable import BridgeServer
+@testable import BridgeSessionStore
 
 /// Stored sessions read back by the session table (``SessionTable/dormantRecord(_:files:additional:bounds:idleSince:)``,
 /// issue 31 item 2): dormant, their replay and keys rebuilt, and numbering that never reuses a `seq` a crashed

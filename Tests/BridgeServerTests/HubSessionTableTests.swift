@@ -1,9 +1,9 @@
 import BridgeACP
 import BridgeRPC
-@testable import BridgeServer
 import BridgeWorkspace
 import Foundation
 import Testing
+@testable import BridgeServer
 
 /// The sessions the hub keeps as a value (``SessionTable``, issue 31 item 2): creation, loading dormant, restoring
 /// live or read-only, numbering and keeping updates, early notifications, the agent's departure and retention,

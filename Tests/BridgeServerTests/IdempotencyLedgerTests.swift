@@ -1,6 +1,6 @@
-@testable import BridgeServer
 import BridgeRPC
 import Testing
+@testable import BridgeServer
 
 @Suite("Idempotency keys of a session's prompts", .tags(.unit))
 struct IdempotencyLedgerTests {

@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import BridgeTestKit
 import Foundation
 import Synchronization
 import Testing
+@testable import BridgeServer
 @testable import BridgeTime
 
 /// Issue 14 goal 5: an idle bridge uses no CPU. Its sweeps (stuck clients, orphaned requests and retention) sleep until

@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Testing
+@testable import BridgeServer
 
 /// The keepalive pings on the event loop (``WebSocketKeepalive``), timed by the embedded loop's manual time.
 @Suite("Keepalive pings without a task", .tags(.unit))

@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import BridgeRPC
 import Foundation
 import Testing
 @testable import BridgeHTTP
+@testable import BridgeServer
 
 /// `--auth none` in a bridge: the configuration's networks and the loopback / allowed-network gate on a running server
 /// (CIDR parsing and the gate itself: BridgeHTTPTests).

@@ -1,7 +1,7 @@
-@testable import BridgeServer
 import BridgeTestKit
 import NIOCore
 import Testing
+@testable import BridgeServer
 
 /// A client's outbound budget in bytes (issue 27.4): the queue counted frames, so a few large frames from a client
 /// that does not read grew the bridge's memory without bound.

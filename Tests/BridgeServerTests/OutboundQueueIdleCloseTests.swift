@@ -1,7 +1,7 @@
-@testable import BridgeServer
 import NIOCore
 import Synchronization
 import Testing
+@testable import BridgeServer
 
 /// The closes a queue handed to its close handler, and how many flush jobs its connection had been given by then.
 private final class CloseRecorder: Sendable {

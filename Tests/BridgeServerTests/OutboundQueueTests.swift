@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import BridgeTestKit
 import NIOCore
 import Synchronization
 import Testing
+@testable import BridgeServer
 
 /// A connection as the queue sees it: jobs run when the test says (an event loop), writes complete when it says
 /// (a peer reading).

@@ -1,9 +1,9 @@
-@testable import BridgeHTTP
 import BridgePairing
 import BridgeRPC
 import HTTPTypes
 import Hummingbird
 import Testing
+@testable import BridgeHTTP
 
 /// A refused pairing or account request is written as every refusal is (issue 31 item 5): ``JSONErrorResponse``,
 /// typed from the ``PairingError``, with Protocol.md's error body and header fields.

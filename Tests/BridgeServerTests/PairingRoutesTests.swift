@@ -1,7 +1,6 @@
 import BridgeHTTP
 import BridgePairing
 import BridgePairingUI
-@testable import BridgeServer
 import BridgeWebApp
 import Foundation
 import HTTPTypes
@@ -11,7 +10,7 @@ import Logging
 import NIOWebSocket
 import Synchronization
 import Testing
-
+@testable import BridgeServer
 #if canImport(Glibc)
 import Glibc
 #endif

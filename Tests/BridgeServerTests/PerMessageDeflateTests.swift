@@ -1,9 +1,9 @@
-@testable import BridgeServer
 import BridgeWebSocketDeflate
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Testing
+@testable import BridgeServer
 
 /// permessage-deflate (RFC 7692, issue 32 goal 5): the server's choice among offers, and the connection handler's
 /// compressed messages both ways on an embedded channel (RSV1 rules, a bounded inflater, fragments, the compressor's

@@ -1,4 +1,3 @@
-@testable import BridgeServer
 import BridgePairing
 import Foundation
 import HTTPTypes
@@ -7,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import Testing
 @testable import BridgeHTTP
+@testable import BridgeServer
 
 /// Issue 27 item 10: the clear-text policy judges the normalised path of every request-target form, so that no
 /// spelling of `/api/auth/*` (absolute form with a bad port, empty or dot segments, escapes) slips past it from the LAN.

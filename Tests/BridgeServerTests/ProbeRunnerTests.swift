@@ -2,8 +2,8 @@ import BridgeClient
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
-import BridgeTestKit
 import BridgeTLS
+import BridgeTestKit
 import Foundation
 import Testing
 

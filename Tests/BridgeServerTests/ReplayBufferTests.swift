@@ -1,6 +1,6 @@
-@testable import BridgeServer
 import BridgeRPC
 import Testing
+@testable import BridgeServer
 
 @Suite("The replay buffer's ring", .tags(.unit))
 struct ReplayBufferTests {

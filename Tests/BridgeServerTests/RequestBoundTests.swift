@@ -1,9 +1,9 @@
-@testable import BridgeServer
 import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+@testable import BridgeServer
 
 /// Issue 26.1: the whole request, head and body, is bounded in time, answered or not, and a plain-HTTP connection
 /// counts toward its address until it closes (the slow-body attack: a `404` at once, then the body one byte at a time).

@@ -1,5 +1,5 @@
-@testable import BridgeServer
 import Testing
+@testable import BridgeServer
 
 /// The bounded tables behind retention (issue 15 item 2): the memory of dropped sessions, and the per-address table
 /// of connection admission.

@@ -2,12 +2,12 @@ import BridgePairing
 import BridgeRPC
 import BridgeServer
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HummingbirdWSClient
 import NIOWebSocket
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Issue 16, item 4 and `me` / `logout`: every revocation closes the affected WebSockets within a second (4003),
 /// whichever process made it; a paired device can ask who it is and unpair itself.

@@ -1,6 +1,6 @@
-@testable import BridgeServer
 import NIOCore
 import Testing
+@testable import BridgeServer
 
 /// The fragment-by-fragment UTF-8 check (issue 26.4) agrees with the standard library's validation, wherever the
 /// bytes are split.

@@ -1,8 +1,8 @@
-@testable import BridgeServer
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import Testing
+@testable import BridgeServer
 
 /// The WebSocket handler's protocol edges (issue 26.4, 26.5, 27.4) on an embedded channel: UTF-8 checked as fragments
 /// arrive (1007), nothing after the bridge's close, bounded fragments, and reads paused while the client does not

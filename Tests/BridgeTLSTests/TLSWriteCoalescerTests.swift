@@ -1,9 +1,9 @@
-@testable import BridgeTLS
 import Logging
 import NIOCore
 import NIOEmbedded
 import NIOSSL
 import Testing
+@testable import BridgeTLS
 
 /// The bridge's TLS pipeline (``TLSSniffer`` → NIOSSL) against a real NIOSSL client, both on embedded channels with
 /// the bytes carried between them by hand, so every TLS record the bridge writes can be counted.

@@ -1,5 +1,5 @@
-@testable import BridgeTerminal
 import Testing
+@testable import BridgeTerminal
 
 /// The output a terminal keeps for `terminal/output` and for the phones: the schema's `outputByteLimit`, cut from the
 /// beginning at a UTF-8 character boundary.

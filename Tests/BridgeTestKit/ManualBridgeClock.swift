@@ -49,6 +49,8 @@ public final class ManualBridgeClock: BridgeClock {
     /// How many tasks sleep on the clock right now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// Suspends until a test moves the clock to `deadline` or past it (``advance(by:)``); throws `CancellationError`
+    /// when the task is cancelled first.
     public func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
         let id = state.withLock { state in
             state.nextID += 1
@@ -95,5 +97,6 @@ public final class ManualBridgeClock: BridgeClock {
 
 /// The hand-moved clock as a standard `Clock` too (for code that takes one, such as `WorkspaceIO`).
 extension ManualBridgeClock: Clock {
+    /// Zero: the clock moves only when a test moves it, by any amount.
     public var minimumResolution: Duration { .zero }
 }

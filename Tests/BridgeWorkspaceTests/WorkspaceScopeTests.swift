@@ -1,7 +1,7 @@
-@testable import BridgeWorkspace
 import BridgeRPC
 import Foundation
 import Testing
+@testable import BridgeWorkspace
 
 /// Both ways of opening: `openat2(2)` first (`true`), and the component walk a kernel without it gets (`false`).
 private let confinements = [true, false]

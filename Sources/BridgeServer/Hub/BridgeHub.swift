@@ -1,14 +1,14 @@
 import BridgeACP
 import BridgePairing
-import BridgeSessionStore
 import BridgeRPC
+import BridgeSessionStore
 import BridgeTerminal
 import BridgeTime
 import BridgeWorkspace
 import Foundation
+import Logging
 import Metrics
 import NIOWebSocket
-import Logging
 
 /// The bridge's shared state: connected clients, the agent, sessions and in-flight requests.
 ///

@@ -2,10 +2,10 @@ public import BridgeACP
 public import BridgePairing
 public import BridgeSandbox
 public import BridgeSessionStore
+public import BridgeTLS
 public import BridgeTailscale
 public import BridgeTerminal
 public import BridgeTime
-public import BridgeTLS
 public import BridgeWorkspace
 public import Foundation
 public import Prometheus

@@ -1,7 +1,7 @@
 import BridgeHTTP
 import BridgePairing
-import BridgeTailscale
 import BridgeTLS
+import BridgeTailscale
 import Hummingbird
 import Logging
 

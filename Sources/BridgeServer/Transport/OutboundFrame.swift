@@ -1,5 +1,4 @@
 import BridgeRPC
-import NIOWebSocket
 import NIOCore
 import NIOWebSocket
 

@@ -1,11 +1,11 @@
 import BridgeRPC
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import NIOCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One connection of the Streamable HTTP profile at `/acp` (ACP's "Streamable HTTP & WebSocket Transport" RFD): a hub
 /// connection like a WebSocket's, whose client messages arrive as POSTs and whose server messages leave on SSE streams.

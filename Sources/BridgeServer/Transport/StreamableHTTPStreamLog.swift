@@ -1,8 +1,8 @@
+import Foundation
+import NIOCore
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import NIOCore
 
 /// One SSE stream of a Streamable HTTP connection (the connection-scoped one, or one per session): the events routed
 /// to it, in order, and where its current reader is.

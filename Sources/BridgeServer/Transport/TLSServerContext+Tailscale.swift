@@ -1,5 +1,5 @@
-import BridgeTailscale
 import BridgeTLS
+import BridgeTailscale
 
 extension TLSServerContext {
     /// Loads `identity`'s certificate and key; with `tailscale`, a client whose ClientHello names the MagicDNS name
