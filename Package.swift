@@ -581,7 +581,7 @@ let package = Package(
         .testTarget(
             name: "OABridgeCLITests",
             dependencies: [
-                "oa-bridge", "BridgeConfig", "BridgePairing", "BridgeServer", "BridgeClient", "BridgeDiscovery",
+                "oa-bridge", "BridgeConfig", "BridgePairing", "BridgeServer", "BridgeClient", "BridgeDiscovery", "BridgeDiagnostics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

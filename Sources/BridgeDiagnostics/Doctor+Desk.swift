@@ -48,6 +48,7 @@ extension Doctor {
         }
         let cause: String
         let fix: String
+        var setting: DoctorSetting?
         if let rule = rules.findings.first {
             cause = "the firewall \(rule.verdict)s it: \(rule.summary)"
             fix = rule.fix
@@ -58,11 +59,12 @@ extension Doctor {
             fix = "find the rule with 'sudo oa-bridge doctor' (which reads nftables and iptables), or allow the port: 'sudo ufw allow \(port)/tcp'"
         } else {
             cause = "the bridge listens on some addresses only"
-            fix = "serve on every address: 'oa-bridge serve --host ::' (the default), or remove 'host' from the config file"
+            fix = "serve on every address (the default), or remove 'host' from the config file"
+            setting = .host
         }
         return DoctorCheck(name: name, status: .fail,
                            detail: "port \(port) answers on loopback but not from the LAN address: \(shown(failed)); \(cause). Phones cannot connect",
-                           fix: fix)
+                           fix: fix, setting: setting)
     }
 
     /// The addresses a phone on the LAN would use: IPv4 and global IPv6 of every interface that is up (at most 6).

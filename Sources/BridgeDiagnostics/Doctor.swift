@@ -184,7 +184,8 @@ public struct Doctor: Sendable {
         } else if await ProbeLocalBridge(port: options.port, timeout: .seconds(1)).check().running {
             visible = DoctorCheck(name: "our service visible", status: .warn,
                                   detail: "the bridge runs, but no _openagents._tcp service from this machine was seen (\(services.count) from others)",
-                                  fix: "check that 'serve' runs with discovery on ('--no-discovery' turns it off) and that its --interface is this network's; its log says why announcing failed")
+                                  fix: "check that 'serve' runs with discovery on and announces on this network's interface; its log says why announcing failed",
+                                  setting: .discovery)
         } else {
             visible = DoctorCheck(name: "our service visible", status: .warn,
                                   detail: "no _openagents._tcp service from this machine (\(services.count) from others)",
@@ -238,7 +239,7 @@ public struct Doctor: Sendable {
         if addresses.allSatisfy(NetworkFindings.isLoopback) {
             return DoctorCheck(name: "listening addresses", status: .warn,
                                detail: "port \(options.port) listens on \(shown) only: this machine can connect, phones on the network cannot",
-                               fix: "serve on every address: 'oa-bridge serve --host ::' (the default; '--host 0.0.0.0' for IPv4 only), or remove 'host' from the config file")
+                               fix: "serve on every address (the default), or remove 'host' from the config file", setting: .host)
         }
         return DoctorCheck(name: "listening addresses", status: .ok, detail: "port \(options.port) listens on \(shown)")
     }
@@ -393,14 +394,15 @@ public struct Doctor: Sendable {
             switch tcp {
             case .answered:
                 return [DoctorCheck(name: name, status: .warn, detail: "127.0.0.1:\(options.port) takes connections but does not answer /api/health as a bridge does",
-                                    fix: "another program holds port \(options.port) (see 'ss -ltnp'): stop it, or serve the bridge on another port with 'oa-bridge serve --port N'")]
+                                    fix: "another program holds port \(options.port) (see 'ss -ltnp'): stop it, or serve the bridge on another port",
+                                    setting: .port)]
             case .timeout:
                 return [DoctorCheck(name: name, status: .warn, detail: "127.0.0.1:\(options.port) \(DoctorAdvice.words(tcp))",
                                     fix: DoctorAdvice.numbered(["a firewall rule drops port \(options.port) even on loopback: see the packet filter row",
                                                                 "the bridge is stuck: restart it ('systemctl --user restart oa-bridge', or stop and start 'oa-bridge serve')"]))]
             default:
                 return [DoctorCheck(name: name, status: .warn, detail: "nothing answers on 127.0.0.1:\(options.port): the bridge is not running (or uses another port)",
-                                    fix: "start the bridge: 'oa-bridge serve' (or pass --port if it uses another port)")]
+                                    fix: "start the bridge: 'oa-bridge serve' (on its port, if it uses another)", setting: .port)]
             }
         }
         let answered = String(format: "the bridge answers on %@ in %.0f ms", finding.url, finding.ms)

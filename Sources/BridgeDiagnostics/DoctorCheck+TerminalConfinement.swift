@@ -16,8 +16,9 @@ extension DoctorCheck {
                 name: name, status: .warn,
                 detail: "\(error.description); serve turns the agent's terminals off (the agent is told terminal: false) and cannot "
                     + "start an agent under --sandbox-agent",
-                fix: "a kernel with Landlock ABI \(Landlock.minimumABI) or later (Linux 6.2+, lsm=...,landlock), or 'oa-bridge serve "
-                    + "--terminal-confinement unconfined' to run terminals unconfined, or --no-terminal")
+                fix: "a kernel with Landlock ABI \(Landlock.minimumABI) or later (Linux 6.2+, lsm=...,landlock), or let serve run "
+                    + "terminals unconfined, or turn them off",
+                setting: .terminalConfinement)
         }
     }
 }

@@ -26,12 +26,15 @@ public struct DoctorCheck: Sendable, Hashable, Codable {
     public var detail: String
     /// What to do about a warning or failure.
     public var fix: String?
+    /// The setting of `serve` the fix is about, whose flag the command line adds to ``fix``.
+    public var setting: DoctorSetting?
 
     /// Creates a check result.
-    public init(name: String, status: Status, detail: String, fix: String? = nil) {
+    public init(name: String, status: Status, detail: String, fix: String? = nil, setting: DoctorSetting? = nil) {
         self.name = name
         self.status = status
         self.detail = detail
         self.fix = fix
+        self.setting = setting
     }
 }

@@ -83,6 +83,8 @@ struct DoctorCommand: AsyncParsableCommand {
             checks += [DoctorCheck.tlsIdentity(stateDirectory: StateDirectory.resolve(override: stateDir)), DoctorCheck.terminalConfinement()]
             checks.append(await DoctorCheck.dpopBinding(stateDirectory: StateDirectory.resolve(override: stateDir)))
         }
+        // The libraries' fixes say what to change; the command line names the flag.
+        checks = checks.map(FlagAdvice.withFlag)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

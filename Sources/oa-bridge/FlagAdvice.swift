@@ -1,5 +1,6 @@
 import BridgeClient
 import BridgeConfig
+import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
@@ -43,6 +44,25 @@ enum FlagAdvice {
             return "On the desktop run 'oa-bridge pair --json', then here: oa-bridge connect --pair '<what it printed>'."
         default:
             return nil
+        }
+    }
+
+    /// Doctor's check with the flag of the setting its fix is about added to the fix ("…, or remove 'host' from the
+    /// config file. 'oa-bridge serve --host ::' (the default; …)").
+    static func withFlag(_ check: DoctorCheck) -> DoctorCheck {
+        guard let setting = check.setting, let fix = check.fix else { return check }
+        var check = check
+        check.fix = fix + (".!?".contains(fix.last ?? ".") ? " " : ". ") + advice(for: setting)
+        return check
+    }
+
+    /// The flag for a setting doctor's fix is about.
+    static func advice(for setting: DoctorSetting) -> String {
+        switch setting {
+        case .host: "Serve on every address with 'oa-bridge serve --host ::' (the default; '--host 0.0.0.0' for IPv4 only)."
+        case .port: "Pass --port N to serve (and to doctor) for another port."
+        case .discovery: "'--discovery off' turns announcing off; --interface chooses the network it announces on."
+        case .terminalConfinement: "'oa-bridge serve --terminal-confinement unconfined' runs terminals unconfined, --no-terminal turns them off."
         }
     }
 }

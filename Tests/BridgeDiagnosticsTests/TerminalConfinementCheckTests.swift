@@ -10,7 +10,8 @@ struct TerminalConfinementCheckTests {
             let check = DoctorCheck.terminalConfinement(probe: probe)
             #expect(check.status == .warn)
             #expect(check.detail.contains("terminal: false"), "\(check.detail)")
-            #expect(check.fix?.contains("--terminal-confinement unconfined") == true)
+            #expect(check.setting == .terminalConfinement && check.fix?.contains("unconfined") == true)
+            #expect(check.fix?.contains("--") == false, "the command line names the flag: \(check.fix ?? "")")
         }
     }
 

@@ -1,5 +1,6 @@
 import BridgeClient
 import BridgeConfig
+import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
 import BridgeServer
@@ -44,5 +45,20 @@ struct FlagAdviceTests {
             #expect(FlagAdvice.advice(for: error)?.contains(flag) == true, "no \(flag) for \(error)")
         }
         #expect(FlagAdvice.advice(for: BridgeClientError.timedOut("x")) == nil)
+    }
+
+    @Test("doctor's fixes name no flag; the command line adds the setting's: --host, --port, --discovery/--interface, --terminal-confinement")
+    func doctorFixes() {
+        let settings: [(DoctorSetting, String)] = [
+            (.host, "--host ::"), (.port, "--port N"), (.discovery, "--interface"), (.terminalConfinement, "--terminal-confinement unconfined"),
+        ]
+        for (setting, flag) in settings {
+            let check = DoctorCheck(name: "x", status: .warn, detail: "d", fix: "serve on every address", setting: setting)
+            let shown = FlagAdvice.withFlag(check).fix ?? ""
+            #expect(shown.hasPrefix("serve on every address. ") && shown.contains(flag), "\(shown)")
+        }
+        let plain = DoctorCheck(name: "x", status: .warn, detail: "d", fix: "sudo ufw allow 9099/tcp")
+        #expect(FlagAdvice.withFlag(plain) == plain)
+        #expect(DoctorCheck.terminalConfinement(probe: { .success(0) }).fix?.contains("--") == false)
     }
 }

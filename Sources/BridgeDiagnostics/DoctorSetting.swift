@@ -1,0 +1,12 @@
+/// The setting of `oa-bridge serve` a doctor check's fix is about. The library says what to change in words; the
+/// command line names the flag (issue 31 item 5), in the text and in the JSON's `fix`.
+public enum DoctorSetting: String, Sendable, Hashable, Codable {
+    /// The addresses serve listens on.
+    case host
+    /// The port serve listens on (and doctor checks).
+    case port
+    /// Whether and where serve announces itself over mDNS.
+    case discovery
+    /// Whether terminals run confined, unconfined or not at all.
+    case terminalConfinement
+}
