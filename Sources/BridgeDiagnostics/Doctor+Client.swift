@@ -108,7 +108,7 @@ extension Doctor {
         connector: WebSocketConnector
     ) async -> DoctorCheck {
         let vault = TokenVault(file: saved.credentialsFile(for: bridge))
-        let pairAgain = "pair again: scan the QR code 'oa-bridge pair' shows on the desktop (or 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints)"
+        let pairAgain = "pair again: scan the QR code 'oa-bridge pair' shows on the desktop"
         var credential: BridgeCredential?
         var device: String?
         if let credentials = await vault.current {
@@ -117,12 +117,12 @@ extension Doctor {
                 credential = try await vault.credential()
             } catch let error as BridgeClientError {
                 return DoctorCheck(name: name, status: .fail, detail: "answers at \(reached)\(pinText), but refused to renew this device's token: \(error.description)",
-                                   fix: pairAgain)
+                                   fix: pairAgain, setting: .pairing)
             } catch let error as WebSocketConnectorError {
                 return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but renewing the token at \(credentials.bridge) failed: \(error.description)",
                                    fix: "connect once with 'oa-bridge connect \(TerminalText.escapedLine(bridge.name))' (it renews the token at the address that answers)")
             } catch {
-                return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but renewing the token failed: \(error)", fix: pairAgain)
+                return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but renewing the token failed: \(error)", fix: pairAgain, setting: .pairing)
             }
         }
         let status: WebSocketConnector.Answer
@@ -140,12 +140,12 @@ extension Doctor {
         case 401 where device != nil, 403 where device != nil:
             return DoctorCheck(name: name, status: .fail,
                                detail: "answers at \(reached)\(pinText), but no longer accepts this device's token (HTTP \(status.status)): the device was revoked on the desktop, or its pairings were reset",
-                               fix: pairAgain)
+                               fix: pairAgain, setting: .pairing)
         case 401, 403:
-            return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but this device is not paired with it (no token kept)", fix: pairAgain)
+            return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but this device is not paired with it (no token kept)", fix: pairAgain, setting: .pairing)
         default:
             return DoctorCheck(name: name, status: .warn, detail: "answers at \(reached)\(pinText), but its status answered HTTP \(status.status)",
-                               fix: "is this address still the bridge? 'oa-bridge discover --probe' tries every address it announces")
+                               fix: "is this address still the bridge? A probe of every address it announces says", setting: .probe)
         }
     }
 

@@ -1,5 +1,5 @@
-/// The setting of `oa-bridge serve` a doctor check's fix is about. The library says what to change in words; the
-/// command line names the flag (issue 31 item 5), in the text and in the JSON's `fix`.
+/// The setting of `oa-bridge serve`, or the client's step, a doctor check's fix is about. The library says what to
+/// change or do in words; the command line names the flag (issue 31 item 5), in the text and in the JSON's `fix`.
 public enum DoctorSetting: String, Sendable, Hashable, Codable {
     /// The addresses serve listens on.
     case host
@@ -9,4 +9,8 @@ public enum DoctorSetting: String, Sendable, Hashable, Codable {
     case discovery
     /// Whether terminals run confined, unconfined or not at all.
     case terminalConfinement
+    /// Pairing this device (a client): with the code the desktop shows.
+    case pairing
+    /// Trying every address a bridge announces (a client).
+    case probe
 }

@@ -63,6 +63,8 @@ enum FlagAdvice {
         case .port: "Pass --port N to serve (and to doctor) for another port."
         case .discovery: "'--discovery off' turns announcing off; --interface chooses the network it announces on."
         case .terminalConfinement: "'oa-bridge serve --terminal-confinement unconfined' runs terminals unconfined, --no-terminal turns them off."
+        case .pairing: "Or here: 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints on the desktop."
+        case .probe: "Run 'oa-bridge discover --probe'."
         }
     }
 }
