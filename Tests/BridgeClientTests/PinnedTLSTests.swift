@@ -1,6 +1,7 @@
 import BridgeTLS
 import Foundation
 import Logging
+import Synchronization
 import Testing
 @testable import BridgeClient
 #if canImport(Glibc)
@@ -12,6 +13,8 @@ import Glibc
 /// A pinned client must take it by its key; before the fix every such address failed with `failedToValidateHostname`.
 private final class OpenSSLServer: Sendable {
     let process: Process
+    /// The server's output, open while it runs (what it writes after it listens stays unread: a few lines).
+    let output: Pipe
     let port: Int
     let directory: URL
 
@@ -29,10 +32,9 @@ private final class OpenSSLServer: Sendable {
         request.standardError = FileHandle.nullDevice
         try request.run()
         request.waitUntilExit()
-        // Its output goes to a file that is polled (never a blocking read): "ACCEPT [::1]:35485" once it listens.
-        let log = directory.appendingPathComponent("s_server.out")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
+        // "ACCEPT [::1]:35485" on its output once it listens: read as it comes (this runs on a thread of its own),
+        // bounded by a watchdog that kills a server still silent after 10 s (its output then ends).
+        output = Pipe()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         let accept = host.contains(":") ? "[\(host)]:0" : "\(host):0"
@@ -41,19 +43,24 @@ private final class OpenSSLServer: Sendable {
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        try? output.close()
+        try? output.fileHandleForWriting.close()
+        let listening = ListeningFlag()
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
+            if !listening.value.withLock({ $0 }) { kill(pid, SIGKILL) }
+        }
         var seen = ""
         var found: Int?
-        let deadline = Date().addingTimeInterval(10)
-        while found == nil, Date() < deadline, process.isRunning {
-            seen = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        while found == nil {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }  // it exited (or the watchdog killed it)
+            seen += String(decoding: data, as: UTF8.self)
             if let line = seen.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT") }),
                let colon = line.lastIndex(of: ":") {
                 found = Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-            } else {
-                Thread.sleep(forTimeInterval: 0.05)
             }
         }
+        listening.value.withLock { $0 = found != nil }
         guard let found else {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl s_server did not listen: \(seen)"])
@@ -72,6 +79,11 @@ private final class OpenSSLServer: Sendable {
     func stopSoon() {
         Thread { self.stop() }.start()
     }
+}
+
+/// Whether the server listened: what its watchdog looks at.
+private final class ListeningFlag: Sendable {
+    let value = Mutex(false)
 }
 
 /// Runs `body`, which blocks (a process to wait for, a file to poll), on a thread of its own: blocked on one of the

@@ -136,12 +136,21 @@ struct DNSSDBackendTests {
         }
         #expect(stopped.withLock { $0 })
         #expect(log.withLock { $0 } == ["perform on loop", "timer 20", "timer 60"])
-        // After stop, work is dropped and a completion runs at once.
-        loop.perform { log.withLock { $0.append("after stop") } }
+        // After stop, work is dropped (neither run nor kept: no thread is left to run it) and a completion runs at
+        // once. Dropped is seen at once, with no wait: the work's closure is released as `perform` returns.
         let late = DNSSDLockedValue(false)
         loop.stop { late.withLock { $0 = true } }
         #expect(late.withLock { $0 })
-        try await Task.sleep(for: .milliseconds(50))
+        weak var dropped: DroppedWork?
+        do {
+            let work = DroppedWork()
+            dropped = work
+            loop.perform {
+                _ = work
+                log.withLock { $0.append("after stop") }
+            }
+        }
+        #expect(dropped == nil, "work given to a stopped loop is kept")
         #expect(!log.withLock { $0 }.contains("after stop"))
     }
 
@@ -186,3 +195,6 @@ private final class DNSSDLockedValue<Value: Sendable>: Sendable {
         value.withLock { body(&$0) }
     }
 }
+
+/// What a closure given to a stopped run loop holds: released at once if the work is dropped.
+private final class DroppedWork: Sendable {}

@@ -1,3 +1,4 @@
+import BridgeTestKit
 import Foundation
 import Synchronization
 import Testing
@@ -101,20 +102,26 @@ enum LiveDaemon {
 /// (cancelling a task blocked in `AsyncStream.next()` would end the stream itself).
 final class EventRecorder<Element: Sendable>: Sendable {
     private let state = LockedList<Element>()
+    /// Told of every element recorded: a wait looks again only then.
+    private let changes = ChangeSignal()
     private let task: Task<Void, Never>
 
     init(_ stream: AsyncStream<Element>) {
         let state = self.state
+        let changes = self.changes
         task = Task {
-            for await element in stream { state.withLock { $0.append(element) } }
+            for await element in stream {
+                state.withLock { $0.append(element) }
+                changes.notify()
+            }
         }
     }
 
     /// Waits until an element (recorded before or after the call) matches; each element matches once.
     func wait<Value: Sendable>(within limit: Duration, _ match: @escaping @Sendable (Element) -> Value?) async throws -> Value {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            let found: Value? = state.withLock { elements in
+        var found: Value?
+        _ = await changes.wait(timeout: limit) {
+            found = state.withLock { elements in
                 for (index, element) in elements.enumerated() {
                     if let value = match(element) {
                         elements.removeSubrange(...index)
@@ -123,9 +130,9 @@ final class EventRecorder<Element: Sendable>: Sendable {
                 }
                 return nil
             }
-            if let found { return found }
-            try await Task.sleep(for: .milliseconds(20))
+            return found != nil
         }
+        if let found { return found }
         let seen = state.withLock { $0.map { String(describing: $0) } }
         throw LiveDaemon.Timeout(description: "nothing matched within \(limit); unmatched events: \(seen)")
     }

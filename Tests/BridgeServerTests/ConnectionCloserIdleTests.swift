@@ -1,3 +1,4 @@
+import BridgeTestKit
 import NIOCore
 import NIOEmbedded
 import NIOWebSocket
@@ -8,6 +9,8 @@ import Testing
 /// What a ``ConnectionCloser`` did to its connection.
 private final class CloseLog: Sendable {
     private let state = Mutex<(sent: [String], closed: Int)>(([], 0))
+    /// Told of everything the closer did to the connection (a close sent, the timeout armed, the connection closed).
+    private let changes = ChangeSignal()
     var sent: [String] { state.withLock { $0.sent } }
     var closed: Int { state.withLock { $0.closed } }
 
@@ -15,8 +18,23 @@ private final class CloseLog: Sendable {
         ConnectionCloser(LoggedTarget(log: self, eventLoop: loop, failing: failing), closeTimeout: .seconds(15))
     }
 
-    fileprivate func record(sent line: String) { state.withLock { $0.sent.append(line) } }
-    fileprivate func closedOnce() { state.withLock { $0.closed += 1 } }
+    fileprivate func record(sent line: String) {
+        state.withLock { $0.sent.append(line) }
+        changes.notify()
+    }
+
+    fileprivate func closedOnce() {
+        state.withLock { $0.closed += 1 }
+        changes.notify()
+    }
+
+    fileprivate func armed() { changes.notify() }
+
+    /// Waits (bounded: 5 s) until the closer's task got as far as `condition` says; it is a task, not a timer, that
+    /// is waited for, and each of its steps is told here.
+    func wait(until condition: () -> Bool) async throws {
+        try #require(await changes.wait(timeout: .seconds(5), for: condition))
+    }
 }
 
 /// A connection that records into a ``CloseLog``; its close frame can fail to go out.
@@ -31,13 +49,8 @@ private struct LoggedTarget: ConnectionCloseTarget {
     }
 
     func closeConnection() { log.closedOnce() }
-}
 
-/// Waits (bounded: 5 s) for the closer's task to get somewhere; it is a task, not a timer, that is waited for.
-private func eventually(_ condition: () -> Bool) async throws {
-    for _ in 0..<5000 where !condition() {
-        try await Task.sleep(for: .milliseconds(1))
-    }
+    func closeTimeoutArmed() { log.armed() }
 }
 
 /// Issue 14 goal 4: the close the hub queues is sent from a task started only then, and its timeout is a timer on the
@@ -51,7 +64,7 @@ struct ConnectionCloserIdleTests {
         let closer = log.closer(on: loop)
         closer.send(.goingAway, "bridge shutting down")
         closer.send(.policyViolation, "again")
-        try await eventually { closer.waitsForAnswer }
+        try await log.wait { closer.waitsForAnswer }
         #expect(log.sent == ["\(WebSocketErrorCode.goingAway) bridge shutting down"])
         await loop.advanceTime(by: .seconds(14))
         #expect(log.closed == 0)
@@ -67,7 +80,7 @@ struct ConnectionCloserIdleTests {
         let log = CloseLog()
         let closer = log.closer(on: loop)
         closer.send(.tokenExpired, "token expired")
-        try await eventually { closer.waitsForAnswer }
+        try await log.wait { closer.waitsForAnswer }
         closer.end()
         #expect(!closer.waitsForAnswer)
         await loop.advanceTime(by: .seconds(30))
@@ -81,7 +94,7 @@ struct ConnectionCloserIdleTests {
         let failing = CloseLog()
         let closer = failing.closer(on: loop, failing: true)
         closer.send(.messageTooBig, "too big")
-        try await eventually { failing.closed == 1 }
+        try await failing.wait { failing.closed == 1 }
         #expect(failing.closed == 1)
         #expect(!closer.waitsForAnswer)
 

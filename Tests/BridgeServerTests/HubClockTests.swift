@@ -41,7 +41,8 @@ struct HubClockTests {
         // On the machine's clock the session was used just now and is kept; on the bridge's it is two days idle, past the
         // 1 h limit, and dropped when the bridge starts.
         let clock = ManualClock(wallStart: Date().addingTimeInterval(2 * 86_400))
-        try await TestBridge.with(configure: {
+        let logs = LogRecorder()
+        try await TestBridge.with(logs: logs, configure: {
             $0.sessionStore = store
             $0.workingDirectory = work
             $0.clock = clock
@@ -49,15 +50,12 @@ struct HubClockTests {
         }) { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
-                // The bridge drops it as it starts (its retention runs beside the first connections): looked for until it
-                // is gone, for at most 10 s.
-                var listed = true
-                for attempt in 0..<100 where listed {
-                    phone.send(["jsonrpc": "2.0", "id": .string("list\(attempt)"), "method": "session/list", "params": [:]])
-                    let (answer, _) = try await phone.collect(until: .string("list\(attempt)"))
-                    listed = answer["result"]?["sessions"]?.arrayValue?.contains { $0["sessionId"] == "old" } ?? true
-                    if listed { try await Task.sleep(for: .milliseconds(100)) }
-                }
+                // The bridge drops it as it starts (its retention runs beside the first connections): waited for (at most
+                // 10 s), then looked for.
+                #expect(await logs.waitFor("dropped an idle session"), "the session two days idle on the bridge's clock was not dropped")
+                phone.send(["jsonrpc": "2.0", "id": "list", "method": "session/list", "params": [:]])
+                let (answer, _) = try await phone.collect(until: "list")
+                let listed = answer["result"]?["sessions"]?.arrayValue?.contains { $0["sessionId"] == "old" } ?? true
                 #expect(!listed, "the session two days idle on the bridge's clock is still listed")
                 phone.send(["jsonrpc": "2.0", "id": "r", "method": "_oa/session/resume", "params": ["sessionId": "old", "lastSeq": 0]])
                 let (resumed, _) = try await phone.collect(until: "r")

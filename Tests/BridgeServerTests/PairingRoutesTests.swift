@@ -499,11 +499,13 @@ struct PairingPageRenderer: Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
+        // Its exit is waited for (bounded): outputs here are small (well under a pipe buffer), so wait first and read
+        // after, and a hung child cannot block us.
+        let exited = DispatchGroup()
+        exited.enter()
+        process.terminationHandler = { _ in exited.leave() }
         try process.run()
-        // Outputs here are small (well under a pipe buffer), so wait first and read after: a hung child cannot block us.
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        if process.isRunning {
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
             throw PairingHTTP.Failure(message: "\(executable) did not finish within \(Int(timeout)) s")
         }

@@ -67,17 +67,16 @@ struct ShutdownTests {
                     clock.advance(by: .seconds(3) - .milliseconds(20))
                     try #require(await clock.waitForSleepers(3))
                     #expect(stoppedAt.instant == nil, "the prompt got its grace period")
-                    // The grace period is over: the prompt is cancelled, and waited for one more second at most.
+                    // The grace period is over: the prompt is cancelled, and waited for one more second at most (the
+                    // hub looks every 20 ms of the clock). Each time its look sleeps on the clock again (beside the
+                    // two sweeps), the clock moves 20 ms on, until the bridge stopped: no more than that second.
                     clock.advance(by: .milliseconds(20))
-                    for _ in 0..<60 where stoppedAt.instant == nil {
-                        try await Task.sleep(for: .milliseconds(5))
+                    var steps = 0
+                    while await !stoppedAt.stopsOrSleeps(on: clock, sleepers: 3), steps < 50 {
                         clock.advance(by: .milliseconds(20))
+                        steps += 1
                     }
-                    let deadline = ContinuousClock.now + .seconds(10)
-                    while stoppedAt.instant == nil, ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
-                    #expect(stoppedAt.instant != nil, "then it was cancelled, not waited for")
+                    #expect(await stoppedAt.waitForStop(timeout: .seconds(10)), "then it was cancelled, not waited for")
                 }
             }
             // Nothing listens any more.
@@ -96,7 +95,8 @@ struct ShutdownTests {
 
     @Test("beyond maxConnections the upgrade is refused with 503 and a JSON body naming the limit; a freed slot is reused")
     func connectionCap() async throws {
-        try await TestBridge.with(configure: { $0.maxConnections = 2 }) { port, _ in
+        let logs = LogRecorder()
+        try await TestBridge.with(logs: logs, configure: { $0.maxConnections = 2 }) { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)
                 try await TestClient.with(port: port) { second in
@@ -110,7 +110,9 @@ struct ShutdownTests {
                     #expect(body["limit"] == 2)
                     #expect(body["message"]?.stringValue?.contains("2 WebSocket connections") == true)
                 }
-                // The second one left: a new connection fits again, once the bridge has seen it go (bounded).
+                // The second one left: a new connection fits again, once the bridge has seen it go (its slot is
+                // freed just after the hub logs the disconnect: a refused attempt in that gap is tried again).
+                try #require(await logs.waitFor("client disconnected"))
                 var admitted = false
                 let deadline = ContinuousClock.now + .seconds(10)
                 while !admitted, ContinuousClock.now < deadline {
@@ -139,6 +141,27 @@ extension ShutdownTests {
 /// When the service group returned.
 final class StopTime: Sendable {
     private let state = Mutex<ContinuousClock.Instant?>(nil)
+    private let changes = ChangeSignal()
     var instant: ContinuousClock.Instant? { state.withLock { $0 } }
-    func mark() { state.withLock { $0 = ContinuousClock.now } }
+
+    func mark() {
+        state.withLock { $0 = ContinuousClock.now }
+        changes.notify()
+    }
+
+    /// Waits until it stopped; false if it did not within `timeout`.
+    func waitForStop(timeout: Duration) async -> Bool {
+        await changes.wait(timeout: timeout) { instant != nil }
+    }
+
+    /// Waits (10 s at most) until it stopped or `sleepers` tasks sleep on `clock`; true if it stopped.
+    func stopsOrSleeps(on clock: ManualBridgeClock, sleepers: Int) async -> Bool {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await self.waitForStop(timeout: .seconds(10)) }
+            group.addTask { _ = await clock.waitForSleepers(sleepers, timeout: .seconds(10)) }
+            await group.next()
+            group.cancelAll()
+        }
+        return instant != nil
+    }
 }

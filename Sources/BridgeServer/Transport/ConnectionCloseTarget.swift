@@ -9,6 +9,14 @@ protocol ConnectionCloseTarget: Sendable {
     func sendClose(_ kind: OutboundFrame.CloseKind, _ reason: String) async throws
     /// Closes the connection at once.
     func closeConnection()
+    /// The close was sent and its timeout armed: the connection now waits for the peer's answer (a test waits for this
+    /// instead of looking again and again).
+    func closeTimeoutArmed()
+}
+
+extension ConnectionCloseTarget {
+    /// Nothing to do: only a test's target listens.
+    func closeTimeoutArmed() {}
 }
 
 /// A WebSocket connection as a ``ConnectionCloseTarget``: the close frame goes into its channel (its

@@ -46,7 +46,7 @@ final class ConnectionCloser<Target: ConnectionCloseTarget>: Sendable {
             if !state.ended { state.timeout = timeout }
             return state.ended
         }
-        if ended { timeout.cancel() }
+        if ended { timeout.cancel() } else { target.closeTimeoutArmed() }
     }
 
     /// Whether a close went out and its timer waits for the peer's answer.
