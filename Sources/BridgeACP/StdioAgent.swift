@@ -15,7 +15,7 @@ import Darwin
 /// Its stderr lines go to the log. Real agents (`gemini --acp`, `claude-code-acp`) run unchanged.
 ///
 /// Create it with ``launch(_:launcher:logger:)`` (which starts the process, through a ``StdioAgentLauncher``: a direct
-/// ``ChildProcess`` by default, a supervised and sandboxed one in `oa-bridge serve`), then run ``run()`` in a task you own: it reads
+/// `ChildProcess` by default, a supervised and sandboxed one in `oa-bridge serve`), then run ``run()`` in a task you own: it reads
 /// and writes the agent's pipes (SwiftNIO channels, no threads of its own) and returns once the process is gone;
 /// cancelling it stops the process (SIGTERM, then SIGKILL). ``send(_:)`` queues a line for stdin without waiting.
 /// Its events come one by one on ``events``, or, taken with ``takeEventBatches()`` before it runs, the messages of

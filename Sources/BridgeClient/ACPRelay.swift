@@ -91,6 +91,7 @@ public actor ACPRelay {
     ///   - refresh: rotates the tokens and returns the new credential, for a bridge that refuses the access token as
     ///     expired before this client expected (clocks apart): each race tries once more with it (see
     ///     ``BridgeClientSession/refresh(given:vault:)``).
+    ///   - logger: where the relay logs its links and what the bridge said (never a token).
     ///   - noCandidates: what the editor's `initialize` is answered when there is no candidate at all.
     ///   - output: writes one message to the editor (called in order, one at a time).
     ///   - onEvent: hears of links made, lost and mended (for a log on stderr).

@@ -16,7 +16,7 @@ import Synchronization
 /// let stopReason = try await session.prompt(sessionID: sessionID, text: "hello") { update, _ in … } onPermission: { _ in nil }
 /// ```
 public final class BridgeClientSession: Sendable {
-    /// The connection made by ``connect(to:options:credential:logger:)``: the race, the endpoint, `initialize`'s answer.
+    /// The connection made by ``connect(to:options:credential:refresh:logger:)``: the race, the endpoint, `initialize`'s answer.
     public let first: BridgeConnection
     private let current: Mutex<BridgeAgentClient>
     private let candidates: [BridgeEndpoint]
@@ -46,10 +46,13 @@ public final class BridgeClientSession: Sendable {
     /// Connects to the first of `candidates` to answer `initialize` (see
     /// ``BridgeConnection/open(_:options:credential:refresh:logger:)``).
     /// - Parameters:
+    ///   - candidates: the addresses to race (from discovery, saved bridges or the command line), in order.
+    ///   - options: timeouts, pings, the reconnect policy and the pin.
     ///   - credential: what to present (the access token, with its DPoP key when bound), asked once for this race and
     ///     once per attempt when reconnecting (`nil` for a bridge without auth); see ``credential(given:vault:)``.
     ///   - refresh: rotates the tokens and returns the new credential, for a bridge that refuses the access token as
     ///     expired before this client expected (clocks apart); see ``refresh(given:vault:)``.
+    ///   - logger: where the session logs its attempts and reconnects (never a token).
     /// - Throws: ``BridgeClientError`` when no candidate answers.
     public static func connect(
         to candidates: [BridgeEndpoint], options: BridgeSessionOptions = BridgeSessionOptions(),

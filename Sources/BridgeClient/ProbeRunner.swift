@@ -48,7 +48,7 @@ public struct ProbeRunner: Sendable {
         return ordered.map { "\(scheme)://\($0.urlHost):\(service.port)\(path)" }.filter { seen.insert($0).inserted }
     }
 
-    /// Probes every address of `service` at once (up to ``maxConcurrent`` at a time); the report keeps their order.
+    /// Probes every address of `service` at once (up to `maxConcurrent` at a time); the report keeps their order.
     public func probe(_ service: ResolvedService) async -> ProbeReport {
         let urls = ProbeRunner.candidateURLs(for: service)
         var results = [ProbeAttempt?](repeating: nil, count: urls.count)

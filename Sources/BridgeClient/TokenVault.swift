@@ -87,8 +87,12 @@ public actor TokenVault {
     }
 
     /// Exchanges a pairing token (from the QR payload) at `bridge` for access and refresh tokens.
-    /// - Parameter pin: the QR payload's `pin`; over `https://` the bridge must present it. Without one the
-    ///   certificate is trusted on first use and its pin kept.
+    /// - Parameters:
+    ///   - bridge: the bridge's base URL, `http://` or `https://` with host and port, as in the QR payload.
+    ///   - pairingToken: the one-time pairing token from the QR payload or the pairing code.
+    ///   - deviceName: the name the bridge lists this device under (`oa-bridge devices`).
+    ///   - pin: the QR payload's `pin`; over `https://` the bridge must present it. Without one the
+    ///     certificate is trusted on first use and its pin kept.
     @discardableResult
     public func pair(bridge: String, pairingToken: String, deviceName: String, pin: String? = nil) async throws -> Credentials {
         let expected = try pin.map { try CertificatePin(parsing: $0) }

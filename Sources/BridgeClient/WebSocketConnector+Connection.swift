@@ -4,7 +4,7 @@ public import NIOWebSocket
 import Synchronization
 
 extension WebSocketConnector {
-    /// An open WebSocket, handed to the body of ``WebSocketConnector/connect(to:headers:body:)``.
+    /// An open WebSocket, handed to the body of `WebSocketConnector.connect(to:headers:body:)`.
     ///
     /// Iterate ``messages`` once, from one task (it is the connection's single inbound stream); ``send(text:)`` and ``close(code:reason:)`` may be called from any task.
     /// Pings from the bridge are answered, fragmented messages joined, and a close frame answered, here.

@@ -29,6 +29,8 @@ extension WebSocketConnector {
     ///   - credential: sent as `Authorization: Bearer`, or bound to a key as `Authorization: DPoP` with a proof (tried
     ///     again with the bridge's nonce, or on its clock, as ``DPoPClientBinding/request(_:url:accessToken:using:pin:headers:body:)``
     ///     says).
+    ///   - headers: more request header fields, sent as given.
+    ///   - body: the request body (a `Content-Length` is sent with it).
     /// - Throws: ``WebSocketConnectorError`` when no answer came (refused, timed out, another key than `pin`…).
     public func request(
         _ method: String, url: String, pin: CertificatePin? = nil, credential: BridgeCredential? = nil,

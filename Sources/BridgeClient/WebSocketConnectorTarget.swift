@@ -4,7 +4,7 @@ import NIOCore
 extension WebSocketConnector {
     /// Where to open a WebSocket: parsed from a `ws://` or `wss://` URL whose host may be a name, an IPv4
     /// address or a bracketed IPv6 address with a zone (`ws://[fe80::1%25eth0]:9099/`, RFC 6874). `http://` and
-    /// `https://` are read the same way, for ``WebSocketConnector/request(_:url:pin:headers:body:)``.
+    /// `https://` are read the same way, for `WebSocketConnector.request(_:url:pin:headers:body:)`.
     public struct Target: Sendable, Hashable, CustomStringConvertible {
         /// Whether the URL is `wss://`.
         public var isSecure: Bool

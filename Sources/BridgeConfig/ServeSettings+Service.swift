@@ -6,7 +6,7 @@ import Foundation
 public import Logging
 
 extension ServeSettings {
-    /// The ``BridgeService`` these settings describe: the server configuration (name, address, agent, limits,
+    /// The `BridgeService` these settings describe: the server configuration (name, address, agent, limits,
     /// plaintext policy), the state directory, the auth mode and the mDNS backend.
     /// - Throws: ``ConfigError`` when the agent command line does not split, or the discovery backend is not
     ///   available on this platform.

@@ -11,8 +11,8 @@ public import Foundation
 ///    one the family is bound to, and its `jti` has not been used (it is recorded then). Keeping this second step apart
 ///    means only proofs from a family's own key can fill the replay cache.
 ///
-/// The proof is decoded once (``DPoPProofParts``); a key seen before is not decoded, checked or hashed again
-/// (``DPoPKeyCache``), nor is a request URI normalised again (``DPoPTargetURI/Memo``).
+/// The proof is decoded once (`DPoPProofParts`); a key seen before is not decoded, checked or hashed again
+/// (`DPoPKeyCache`), nor is a request URI normalised again (`DPoPTargetURI.Memo`).
 public struct DPoPVerifier: Sendable {
     /// The oldest `iat` accepted.
     public let maxAge: Duration

@@ -4,7 +4,7 @@ import Foundation
 
 /// What `oa-bridge discover` says about a browse, as lines for standard output and standard error: JSON records
 /// (`--json`), timestamped changes (`--watch`), or a one-shot table with conflicts and advice. The state is the
-/// ``DiscoveryWatcher`` (services, diffs, conflicts, settling) and the probe results beside it; the caller writes
+/// `DiscoveryWatcher` (services, diffs, conflicts, settling) and the probe results beside it; the caller writes
 /// the lines ``takeLines()`` hands over, so any front end can show the same.
 public struct DiscoveryReport: Sendable {
     /// A line to write, without its newline.

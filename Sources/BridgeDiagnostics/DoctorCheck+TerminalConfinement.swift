@@ -2,7 +2,7 @@ public import BridgeSandbox
 
 extension DoctorCheck {
     /// Whether the kernel can confine the agent's terminals and, under `--sandbox-agent`, the agent (Landlock, ABI
-    /// ``Landlock/minimumABI`` or later): without it `serve` turns terminals off (the agent is told `terminal: false`)
+    /// `Landlock/minimumABI` or later): without it `serve` turns terminals off (the agent is told `terminal: false`)
     /// unless started with `--terminal-confinement unconfined`, and does not start an agent it was told to sandbox.
     /// `probe` replaces the kernel's answer (tests).
     public static func terminalConfinement(probe: () -> Result<Int, SandboxError> = Landlock.abi) -> DoctorCheck {

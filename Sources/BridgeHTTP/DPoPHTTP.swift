@@ -38,7 +38,7 @@ extension DPoPPresentation {
 }
 
 /// Adds `DPoP-Nonce` (RFC 9449 §8) to every answer under `/api/` while DPoP is on, so a client always holds a
-/// current nonce (`GET /api/pair/hello` gives one before pairing). Add it before ``PairingErrorMiddleware`` so
+/// current nonce (`GET /api/pair/hello` gives one before pairing). Add it before `PairingErrorMiddleware` so
 /// refusals carry it too.
 package struct DPoPNonceMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The policy whose nonces are handed out.

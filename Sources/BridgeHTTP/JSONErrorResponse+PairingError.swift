@@ -3,7 +3,7 @@ import HTTPTypes
 
 extension JSONErrorResponse {
     /// The refusal of a request for `error`: its status (`403` for an approval still pending), code and message; for
-    /// ``BridgePairing/PairingError/rateLimited(retryAfterSeconds:)`` `Retry-After` and a `retry_after` member; for a
+    /// `BridgePairing/PairingError/rateLimited(retryAfterSeconds:)` `Retry-After` and a `retry_after` member; for a
     /// DPoP error `WWW-Authenticate: DPoP error=…`, for another `401` `WWW-Authenticate: Bearer`; and the private
     /// headers every pairing answer carries (`X-Content-Type-Options`, `X-Frame-Options`, `Referrer-Policy`).
     package init(refusing error: PairingError) {

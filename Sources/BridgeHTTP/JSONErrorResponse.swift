@@ -4,7 +4,7 @@ public import Hummingbird
 
 /// An HTTP refusal as a typed value: its status, a machine-readable code, a message, extra members of the JSON body
 /// and header fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`…). Thrown from the upgrade check, returned by
-/// middleware and routes, carried by an upgrade authorizer's denial, and written in one shape by ``head(closing:)``
+/// middleware and routes, carried by an upgrade authorizer's denial, and written in one shape by `head(closing:)`
 /// and ``body`` whichever layer writes it (Hummingbird, the HTTP/1.1 or HTTP/2 codec, or raw bytes before any codec).
 public struct JSONErrorResponse: HTTPResponseError, Equatable {
     /// The HTTP status.
@@ -71,7 +71,7 @@ public struct JSONErrorResponse: HTTPResponseError, Equatable {
         return Response(status: status, headers: fields, body: .init(byteBuffer: body))
     }
 
-    /// The response (``HTTPResponseError``).
+    /// The response (`HTTPResponseError`).
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         response
     }

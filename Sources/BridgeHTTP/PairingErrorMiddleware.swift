@@ -2,7 +2,7 @@ import BridgePairing
 package import Hummingbird
 package import Logging
 
-/// Answers a ``BridgePairing/PairingError`` thrown by any route with its status and JSON body (`401` with
+/// Answers a `BridgePairing/PairingError` thrown by any route with its status and JSON body (`401` with
 /// `WWW-Authenticate`, `403`, `429` with `Retry-After`, …; see ``PairingRoutes``), so routes just `try`.
 package struct PairingErrorMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     /// Where refusals are logged.

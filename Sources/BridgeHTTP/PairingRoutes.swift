@@ -25,7 +25,7 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 }
 
 /// HTTP routes for pairing and token exchange (issue 4), open by design (they are how a device gets a token);
-/// a ``BridgePairing/PairingError`` a route throws is answered by ``PairingErrorMiddleware``:
+/// a `BridgePairing/PairingError` a route throws is answered by `PairingErrorMiddleware`:
 ///
 /// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
 /// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.

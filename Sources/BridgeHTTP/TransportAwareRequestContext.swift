@@ -1,7 +1,7 @@
 import BridgeTLS
 public import Hummingbird
 
-/// A request context that knows whether its connection came in over TLS (read from ``TLSConnections`` when the
+/// A request context that knows whether its connection came in over TLS (read from `TLSConnections` when the
 /// context is made).
 public protocol TransportAwareRequestContext: RemoteAddressRequestContext {
     /// Whether the request's connection is TLS.

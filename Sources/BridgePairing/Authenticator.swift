@@ -237,10 +237,12 @@ extension Authenticator {
     /// - Parameters:
     ///   - path: the request target with its query (`/?token=…`).
     ///   - authorization: the `Authorization` header, if any.
-    ///   - origin: the `Origin` header, if any; `host`: the `Host` header.
+    ///   - origin: the `Origin` header, if any.
+    ///   - host: the `Host` header, if any.
     ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting); when `nil`,
     ///     the token is still checked but failures are not rate limited.
-    ///   - dpop: the request's method and target URI and its DPoP proof (the `DPoP` header, or `?dpop=` from a
+    ///   - allowedOrigins: other `Origin` values let through besides the bridge's own pages (exact `scheme://host[:port]`).
+    ///   - presentation: the request's method and target URI and its DPoP proof (the `DPoP` header, or `?dpop=` from a
     ///     browser), checked as ``authenticate(authorization:queryToken:address:touch:dpop:)`` does.
     public func checkUpgrade(
         path: String, authorization: String?, origin: String?, host: String?, remoteAddress: String?,

@@ -28,7 +28,7 @@ public struct DPoPPolicy: Sendable {
         return nonces.current(at: clock.now())
     }
 
-    /// Step 1 of a proof's check (see ``DPoPVerifier/check(_:for:now:)``), its error wrapped as ``PairingError/dpop(_:)``.
+    /// Step 1 of a proof's check (see `DPoPVerifier/check(_:for:now:)`), its error wrapped as ``PairingError/dpop(_:)``.
     public func check(_ proof: String, for request: DPoPRequest) async throws(PairingError) -> DPoPVerifiedProof {
         do {
             return try await verifier.check(proof, for: request, now: clock.now())
@@ -37,7 +37,7 @@ public struct DPoPPolicy: Sendable {
         }
     }
 
-    /// Step 2 (see ``DPoPVerifier/accept(_:boundTo:now:)``): the key is `thumbprint`'s and the `jti` is new.
+    /// Step 2 (see `DPoPVerifier/accept(_:boundTo:now:)`): the key is `thumbprint`'s and the `jti` is new.
     public func accept(_ proof: DPoPVerifiedProof, boundTo thumbprint: String?) throws(PairingError) {
         do {
             try verifier.accept(proof, boundTo: thumbprint, now: clock.now())

@@ -11,7 +11,7 @@ import Synchronization
 public actor PairingSession {
     /// Where the phone should connect.
     public struct Endpoint: Sendable, Equatable {
-        /// LAN address or host name for the QR code (see ``LANAddress/preferred()``).
+        /// LAN address or host name for the QR code (see `LANAddress/preferred()`).
         public var host: String
         /// TCP port.
         public var port: Int

@@ -126,12 +126,12 @@ public final class TokenStore: Sendable {
     ///   - pairingToken: the `oa_p_…` token from the QR code.
     ///   - deviceName: a name for `devices list`; sanitised and shortened; "Phone" when absent.
     ///   - address: the client's source address, recorded as the device's last address.
-    ///   - deviceID: when polling in approval mode, the device ID from the first (pending) answer.
+    ///   - claimedDeviceID: when polling in approval mode, the device ID from the first (pending) answer.
+    ///   - dpopThumbprint: the RFC 7638 thumbprint of the key whose DPoP proof came with the exchange: the new token
+    ///     family is bound to it (kept across refreshes); nil for an unbound family.
     /// - Throws: ``PairingError/missingToken``, ``PairingError/invalidToken(_:)``, ``PairingError/expiredToken(_:)``,
     ///   ``PairingError/revokedToken(_:)``, ``PairingError/pairingTokenAlreadyUsed``,
     ///   ``PairingError/deviceRevoked(deviceID:)``, ``PairingError/storage(_:)``.
-    ///   - dpopThumbprint: the RFC 7638 thumbprint of the key whose DPoP proof came with the exchange: the new token
-    ///     family is bound to it (kept across refreshes); nil for an unbound family.
     public func exchange(
         pairingToken: String, deviceName: String? = nil, address: String? = nil, deviceID claimedDeviceID: String? = nil,
         dpopThumbprint: String? = nil

@@ -56,14 +56,14 @@ public struct TokenLifetimes: Sendable, Equatable {
     }
 }
 
-/// The wall time the token store, the rate limiter and the pairing session read: the ``BridgeClock/wallTime`` of
+/// The wall time the token store, the rate limiter and the pairing session read: the `BridgeClock/wallTime` of
 /// the package's one clock (``init(_:)``), so a test that moves a clock by hand moves token expiry with the bridge's
 /// timers instead of sleeping.
 public struct TokenClock: Sendable {
     /// Returns the current time.
     public let now: @Sendable () -> Date
 
-    /// The wall time of `clock` (the bridge's ``BridgeClock``; in tests, BridgeTestKit's `ManualBridgeClock`).
+    /// The wall time of `clock` (the bridge's `BridgeClock`; in tests, BridgeTestKit's `ManualBridgeClock`).
     public init(_ clock: any BridgeClock) {
         self.now = { clock.wallTime }
     }

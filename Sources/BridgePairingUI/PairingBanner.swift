@@ -41,10 +41,13 @@ public enum PairingBanner {
     /// When `terminal` is too small for the code (it would wrap and could not be scanned), the text says so instead
     /// and gives `oa-bridge pair --png FILE` and the link itself.
     /// - Parameters:
+    ///   - payload: what the QR code holds (its web app URL) and the lines print.
+    ///   - expiresAt: when the pairing token expires, for "expires in N min"; `nil` leaves that out.
     ///   - port: the port the bridge listens on, for the `http://127.0.0.1:<port>/pair` line.
     ///   - certificateFingerprint: the TLS certificate's SHA-256 fingerprint as browsers show it
     ///     (`BridgeIdentity.certificateFingerprint`); `nil` leaves the certificate lines out.
     ///   - now: the current time, for "expires in N min".
+    ///   - ansiColors: whether the code's lines set their colours (see ``QRCode/terminalString(quietZone:ansiColors:)``).
     ///   - terminal: the terminal's size; `nil` (output is not a terminal) assumes 80 × 24.
     public static func text(
         payload: PairingPayload, expiresAt: Date?, port: Int, certificateFingerprint: String? = nil, now: Date = Date(),

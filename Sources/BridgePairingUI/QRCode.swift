@@ -158,7 +158,9 @@ public struct QRCode: Sendable, Equatable {
     /// Dark modules are drawn as the background and light modules as the foreground (`█`, `▀`, `▄`, space). With
     /// `ansiColors` (default) every line sets bright-white on black explicitly and resets at its end, so the code
     /// reads the same in light and dark terminals; without colours it assumes light text on a dark background.
-    /// - Parameter quietZone: light border in modules; at least 2 (clamped), 4 is the standard.
+    /// - Parameters:
+    ///   - quietZone: light border in modules; at least 2 (clamped), 4 is the standard.
+    ///   - ansiColors: whether each line sets bright-white on black and resets at its end.
     public func terminalString(quietZone: Int = 2, ansiColors: Bool = true) -> String {
         terminalLines(quietZone: quietZone, ansiColors: ansiColors).joined(separator: "\n") + "\n"
     }

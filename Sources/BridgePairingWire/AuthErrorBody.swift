@@ -15,7 +15,7 @@ public struct AuthErrorBody: Sendable, Equatable, Codable {
         case retryAfter = "retry_after"
     }
 
-    /// A body with a code and message (``PairingError`` supplies them on the desktop side).
+    /// A body with a code and message (`PairingError` supplies them on the desktop side).
     public init(error: String, message: String, retryAfter: Int? = nil) {
         self.error = error
         self.message = message

@@ -36,8 +36,15 @@ public struct PairingPayload: Sendable, Equatable, Codable {
     }
 
     /// A payload for `host` (an IPv4 address, a name, or an IPv6 address with or without brackets) and `port`.
-    /// - Parameter webSocketPath: the path of the JSON-RPC WebSocket endpoint, starting with `/`.
-    /// - Parameter pin: the TLS certificate pin; when given the URLs are `wss://` and `https://`.
+    /// - Parameters:
+    ///   - host: where the phone reaches the bridge: an IPv4 address, a name, or an IPv6 address (brackets optional).
+    ///   - port: the bridge's port.
+    ///   - webSocketPath: the path of the JSON-RPC WebSocket endpoint, starting with `/`.
+    ///   - session: the server's session UUID (changes at every start).
+    ///   - name: the service name shown to the user.
+    ///   - token: the pairing token, or `nil` when auth is off.
+    ///   - fallbacks: other host names or addresses to try (e.g. the Tailscale name), in order.
+    ///   - pin: the TLS certificate pin; when given the URLs are `wss://` and `https://`.
     public init(
         host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String,
         token: String?, fallbacks: [String] = [], pin: String? = nil

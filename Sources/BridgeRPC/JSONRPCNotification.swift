@@ -63,7 +63,7 @@ public struct JSONRPCNotification: Sendable, Hashable {
         lhs.method == rhs.method && lhs.params == rhs.params
     }
 
-    /// Hashes what ``==`` compares: the method and the params.
+    /// Hashes what `==` compares: the method and the params.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(method)
         hasher.combine(params)

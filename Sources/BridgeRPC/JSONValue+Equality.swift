@@ -19,7 +19,7 @@ extension JSONValue {
         }
     }
 
-    /// Hashes the kind and contents, so values ``==`` calls equal hash alike.
+    /// Hashes the kind and contents, so values `==` calls equal hash alike.
     public func hash(into hasher: inout Hasher) {
         switch self {
         case .null: hasher.combine(0)

@@ -1,14 +1,14 @@
 public import Foundation
 
 /// Fetches this node's HTTPS certificate for its MagicDNS name from tailscaled's LocalAPI
-/// (`GET /localapi/v0/cert/<name>?type=pair` over the unix socket, through ``LocalAPIRequest``).
+/// (`GET /localapi/v0/cert/<name>?type=pair` over the unix socket, through `LocalAPIRequest`).
 ///
 /// tailscaled answers only when the tailnet has HTTPS certificates enabled and the caller may ask (root, the
 /// `--operator` user, or `TS_PERMIT_CERT_UID`); it keeps the certificate cached and renews it itself, so asking
 /// again returns the cached one until it is renewed. The answer is the private key in PEM, then the certificate
 /// chain in PEM (leaf first).
 ///
-/// (Owned by the TLS work of issue 11; kept in this module because ``LocalAPIRequest`` is internal to it.)
+/// (Owned by the TLS work of issue 11; kept in this module because `LocalAPIRequest` is internal to it.)
 public struct TailscaleCertificateFetcher: Sendable {
     /// Candidate LocalAPI socket paths, tried in order (the first that exists and answers wins).
     public var socketPaths: [String]

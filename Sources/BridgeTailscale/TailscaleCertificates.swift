@@ -29,7 +29,7 @@ public final class TailscaleCertificates: Sendable {
     }
 
     /// Certificates for `name` from `fetch` (tailscaled's `?type=pair` answer); the renewal sleeps on `clock` and
-    /// judges validity by its ``BridgeClock/wallTime`` (a test moves both by hand).
+    /// judges validity by its `BridgeClock/wallTime` (a test moves both by hand).
     public init(name: String, clock: any BridgeClock, fetch: @escaping @Sendable (String) async throws(TailscaleError) -> Data) {
         self.name = Self.normalized(name)
         self.clock = clock

@@ -13,7 +13,7 @@ import Darwin
 /// One terminal an agent created: its process, the output kept for `terminal/output` (up to its byte limit), the
 /// output not yet shown to the phones, and the `terminal/wait_for_exit` requests waiting for the end.
 ///
-/// ``run(settings:clock:sink:)`` (a task of ``TerminalHost/run(sink:)``) reads the output pipe with SwiftNIO, hands
+/// ``run(settings:clock:sink:)`` (a task of `TerminalHost/run(sink:)`) reads the output pipe with SwiftNIO, hands
 /// the phones' share to `sink` at most once per ``TerminalSettings/notificationInterval``, and once the process has
 /// ended and its output is read (or ``TerminalSettings/outputGrace`` has passed) hands over the exit status and the
 /// waiters. Cancelling it kills the process group.

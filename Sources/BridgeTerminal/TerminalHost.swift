@@ -15,7 +15,7 @@ import Darwin
 ///
 /// Under ``TerminalConfinement/landlock`` (the default) each command runs under a Landlock ruleset made from the
 /// session's ``SandboxPolicy`` (see ``LandlockRuleset``); where the kernel has none (or an ABI older than
-/// ``Landlock/minimumABI``), the host says so when it starts and turns terminals off (``settings``' `enabled` is false:
+/// `Landlock/minimumABI`), the host says so when it starts and turns terminals off (``settings``' `enabled` is false:
 /// the agent is told `terminal: false` and every `terminal/*` request is refused) rather than run one unconfined.
 package final class TerminalHost: Sendable {
     /// The limits and switches in effect: those given, except that `enabled` is false where terminals were asked for

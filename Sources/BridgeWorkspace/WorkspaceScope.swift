@@ -8,7 +8,7 @@ import Darwin
 
 /// How far an agent's `fs/read_text_file` and `fs/write_text_file` may reach (`oa-bridge serve --fs-scope`).
 ///
-/// Whatever the scope, paths are opened beneath a directory descriptor (see ``WorkspaceFiles``): a symbolic link never
+/// Whatever the scope, paths are opened beneath a directory descriptor (see `WorkspaceFiles`): a symbolic link never
 /// leads beyond the scope's directory, and paths with `..` are refused. A path outside the session's directories is
 /// served only when it is absolute, as the ACP schema requires of every path.
 public enum WorkspaceScope: String, Sendable, CaseIterable, CustomStringConvertible {

@@ -31,7 +31,7 @@ public struct BridgeServerConfiguration: Sendable {
     /// Whether the agent process itself runs under Landlock (`--sandbox-agent`), as terminals do: it writes only in its
     /// working directory, the `--fs-scope` directory and a temporary directory of its own, reads those, the system's
     /// directories and its own installation, never the bridge's files; it is started from its directory's descriptor and
-    /// dies with the bridge (see ``BridgeAgentLauncher``). Unsandboxed, it starts with Foundation's `Process`.
+    /// dies with the bridge (see `BridgeAgentLauncher`). Unsandboxed, it starts with Foundation's `Process`.
     public var sandboxAgent: Bool = false
     /// Directories a sandboxed agent may also write and read (`--sandbox-agent-write`): the state it keeps outside the
     /// session. Missing ones are skipped; the bridge's own files stay out of reach beneath them.
@@ -77,7 +77,7 @@ public struct BridgeServerConfiguration: Sendable {
     /// for that name by SNI, fetched from tailscaled and renewed while the server runs; `nil`: the identity only.
     public var tailscaleCertificates: TailscaleCertificates? = nil
     /// `--allow-plaintext`: accept tokens, pairing and WebSocket upgrades in clear from other machines too (see
-    /// ``PlaintextPolicy``). Off by default: from a non-loopback peer such requests need TLS.
+    /// `PlaintextPolicy`). Off by default: from a non-loopback peer such requests need TLS.
     public var allowPlaintext: Bool = false
     /// The current pairing code and QR payload, for `/pair` and `/api/pair/*` (loopback only); `nil` leaves
     /// those routes out.
