@@ -354,6 +354,7 @@ let package = Package(
             name: "BridgeDiagnostics",
             dependencies: [
                 "BridgeProcess",
+                "BridgeTime",
                 "BridgeSandbox",
                 "BridgeClient",
                 "BridgeDiscovery",
@@ -364,8 +365,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            // Imports internal unless marked `public import` (SE-0409), as in BridgeConfig; the other libraries need
-            // theirs marked before the setting moves to `swiftSettings` above.
+            // Imports internal unless marked `public import` (SE-0409), as in every library and executable here; the
+            // test targets, which declare nothing public, are left without it.
             swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),
 
@@ -488,7 +489,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BridgeDiagnosticsTests",
-            dependencies: ["BridgeDiagnostics", "BridgeDiscovery", "BridgeTestKit", "BridgeSandbox", "BridgePairing"],
+            dependencies: [
+                "BridgeDiagnostics", "BridgeDiscovery", "BridgeTestKit", "BridgeSandbox", "BridgePairing",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

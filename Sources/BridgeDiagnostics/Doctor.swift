@@ -4,6 +4,7 @@ import BridgePairing
 import BridgeProcess
 import BridgeTLS
 public import BridgeTailscale
+public import BridgeTime
 public import Foundation
 public import Logging
 import NIOPosix
@@ -45,6 +46,8 @@ public struct Doctor: Sendable {
         public var configFile: String?
         /// The systemd unit `install-service` wrote, when one exists (evidence that a bridge is installed here).
         public var serviceUnit: String?
+        /// The clock the checks read: the browse's deadline, and the time the clock check judges.
+        public var clock: any BridgeClock = ContinuousClock()
 
         /// Creates options.
         public init(backend: any DiscoveryBackend, stateDirectory: URL) {
@@ -151,7 +154,8 @@ public struct Doctor: Sendable {
         let events = options.backend.browse(.openAgents, domain: nil)
         var unavailable: String?
         var services: [ResolvedService] = []
-        let deadline = ContinuousClock.now + options.browseTime
+        let clock = options.clock
+        let deadline = clock.now + options.browseTime
         await withTaskGroup(of: Void.self) { group in
             let collector = Collector()
             group.addTask {
@@ -159,8 +163,8 @@ public struct Doctor: Sendable {
                     await collector.add(event)
                 }
             }
-            while ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(100))
+            while clock.now < deadline {
+                try? await clock.sleep(for: .milliseconds(100))
                 if await collector.isUnavailable { break }
             }
             group.cancelAll()
@@ -474,12 +478,13 @@ public struct Doctor: Sendable {
     }
 
     func clock() -> DoctorCheck {
-        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        let now = options.clock.wallTime
+        let year = Calendar(identifier: .gregorian).component(.year, from: now)
         if year < 2025 {
-            return DoctorCheck(name: "clock", status: .fail, detail: "the system clock says \(Date())",
+            return DoctorCheck(name: "clock", status: .fail, detail: "the system clock says \(now)",
                                fix: "set the time (token expiry depends on it): 'sudo timedatectl set-ntp true'")
         }
-        return DoctorCheck(name: "clock", status: .ok, detail: "\(ISO8601DateFormatter().string(from: Date()))")
+        return DoctorCheck(name: "clock", status: .ok, detail: "\(ISO8601DateFormatter().string(from: now))")
     }
 
     /// Runs a command briefly (a ``ChildProcess``, its output read on a SwiftNIO pipe: no thread waits) and returns
