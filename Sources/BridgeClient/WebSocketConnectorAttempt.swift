@@ -61,12 +61,16 @@ extension WebSocketConnector {
         /// Adds TLS (for `wss://`), the HTTP client with the WebSocket upgrader, and the deadline to `channel`.
         func configure(channel: any Channel, tls: NIOSSLContext?, request: HTTPRequestHead, maxFrameSize: Int) throws -> Pending {
             try addTLS(to: channel, context: tls)
-            let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeResult>(maxFrameSize: maxFrameSize, enableAutomaticErrorHandling: true) { channel, response in
+            let upgrader = NIOTypedWebSocketClientUpgrader<UpgradeResult>(
+                maxFrameSize: maxFrameSize, enableAutomaticErrorHandling: true
+            ) { channel, response in
                 channel.eventLoop.makeCompletedFuture {
                     // permessage-deflate when the bridge took the offer (an answer the offer did not allow fails the
                     // upgrade, RFC 7692 §5).
-                    if let deflate = try PerMessageDeflateNegotiation.clientAccept(response: response.headers[PerMessageDeflateNegotiation.headerName]) {
-                        try channel.pipeline.syncOperations.addHandler(PerMessageDeflateClientHandler(parameters: deflate, maxMessageSize: maxFrameSize))
+                    let offerAnswer = response.headers[PerMessageDeflateNegotiation.headerName]
+                    if let deflate = try PerMessageDeflateNegotiation.clientAccept(response: offerAnswer) {
+                        let handler = PerMessageDeflateClientHandler(parameters: deflate, maxMessageSize: maxFrameSize)
+                        try channel.pipeline.syncOperations.addHandler(handler)
                     }
                     return .upgraded(try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(wrappingChannelSynchronously: channel))
                 }
@@ -144,7 +148,11 @@ extension WebSocketConnector {
                 if error.connectionErrors.isEmpty {
                     return .unreachable(address: address, reason: "cannot resolve the name '\(target.host)'")
                 }
-                if error.connectionErrors.contains(where: { ($0.error as? ChannelError).map { if case .connectTimeout = $0 { true } else { false } } ?? false }) {
+                let timedOut = error.connectionErrors.contains { attempt in
+                    guard case .connectTimeout? = attempt.error as? ChannelError else { return false }
+                    return true
+                }
+                if timedOut {
                     return .timedOut(address: address, after: timeout)
                 }
                 return .unreachable(address: address, reason: "\(error)")

@@ -187,17 +187,31 @@ public struct ServeSettings: Sendable {
             agent: try resolver.pickOptional("agent", flags.agent, parse: { $0 }, expected: "a command line"),
             agentEnv: agentEnv,
             agentCwd: try resolver.pickOptional("agent-cwd", flags.agentCwd, parse: { $0 }, expected: "a directory"),
-            workingDirectory: try resolver.pick("working-directory", flags.workingDirectory, parse: { $0 }, expected: "a directory", default: FileManager.default.currentDirectoryPath),
+            workingDirectory: try resolver.pick(
+                "working-directory", flags.workingDirectory, parse: { $0 },
+                expected: "a directory", default: FileManager.default.currentDirectoryPath),
             fsScope: try resolver.pick("fs-scope", flags.fsScope, parse: WorkspaceScope.init(rawValue:), expected: "workspace, home or any", default: .workspace),
             discovery: try resolver.pick("discovery", flags.discovery, parse: DiscoveryChoice.init(rawValue:), expected: "avahi, dnssd or off", default: .platformDefault),
             interface: try resolver.pickOptional("interface", flags.interface, parse: { $0.isEmpty ? nil : $0 }, expected: "a network interface name, e.g. eth0"),
             stateDir: try resolver.pickOptional("state-dir", flags.stateDir, parse: { $0 }, expected: "a directory"),
-            maxFrameSize: try resolver.pick("max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } }, expected: "a number of bytes, at least 1024", default: BridgeServerConfiguration.defaultMaxFrameSize),
-            maxConnections: try resolver.pick("max-connections", flags.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 1_024),
-            maxPendingPerAddress: try resolver.pick("max-pending-per-address", flags.maxPendingPerAddress, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } }, expected: "a number of connections, at least 1", default: 128),
-            maxIdleSessions: try resolver.pick("max-idle-sessions", flags.maxIdleSessions, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } }, expected: "a number of sessions, 0 or more", default: SessionRetention.defaultMaxIdleSessions),
-            maxIdleReplayBytes: try resolver.pick("max-idle-replay-bytes", flags.maxIdleReplayBytes, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } }, expected: "a number of bytes, 0 or more", default: SessionRetention.defaultMaxIdleReplayBytes),
-            idleSessionTimeout: try resolver.pick("idle-session-timeout", flags.idleSessionTimeout, parse: RetentionDuration.seconds, expected: "seconds, or a number with s, m, h or d (24h); 0 or off for no limit", default: Int(SessionRetention.defaultIdleTimeout.components.seconds)),
+            maxFrameSize: try resolver.pick(
+                "max-frame-size", flags.maxFrameSize, parse: { Int($0).flatMap { $0 >= 1_024 ? $0 : nil } },
+                expected: "a number of bytes, at least 1024", default: BridgeServerConfiguration.defaultMaxFrameSize),
+            maxConnections: try resolver.pick(
+                "max-connections", flags.maxConnections, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } },
+                expected: "a number of connections, at least 1", default: 1_024),
+            maxPendingPerAddress: try resolver.pick(
+                "max-pending-per-address", flags.maxPendingPerAddress, parse: { Int($0).flatMap { $0 >= 1 ? $0 : nil } },
+                expected: "a number of connections, at least 1", default: 128),
+            maxIdleSessions: try resolver.pick(
+                "max-idle-sessions", flags.maxIdleSessions, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } },
+                expected: "a number of sessions, 0 or more", default: SessionRetention.defaultMaxIdleSessions),
+            maxIdleReplayBytes: try resolver.pick(
+                "max-idle-replay-bytes", flags.maxIdleReplayBytes, parse: { Int($0).flatMap { $0 >= 0 ? $0 : nil } },
+                expected: "a number of bytes, 0 or more", default: SessionRetention.defaultMaxIdleReplayBytes),
+            idleSessionTimeout: try resolver.pick(
+                "idle-session-timeout", flags.idleSessionTimeout, parse: RetentionDuration.seconds,
+                expected: "seconds, or a number with s, m, h or d (24h); 0 or off for no limit", default: Int(SessionRetention.defaultIdleTimeout.components.seconds)),
             logLevel: try resolver.pick("log-level", flags.logLevel, parse: Logger.Level.init(rawValue:), expected: "trace, debug, info, notice, warning, error or critical", default: .info),
             logFormat: try resolver.pick("log-format", flags.logFormat, parse: BridgeLogging.Format.init(rawValue:), expected: "text or json", default: .text),
             auth: try resolver.pick("auth", flags.auth, parse: AuthMode.init(rawValue:), expected: "token or none", default: .token),
@@ -208,7 +222,9 @@ public struct ServeSettings: Sendable {
                                             expected: "CIDR networks, comma-separated", default: []),
             allowPlaintext: try resolver.pick("allow-plaintext", flags.allowPlaintext, parse: SettingResolver.bool, expected: "true or false", default: false),
             terminal: try resolver.pick("terminal", flags.terminal, parse: SettingResolver.bool, expected: "true or false", default: true),
-            terminalConfinement: try resolver.pick("terminal-confinement", flags.terminalConfinement, parse: TerminalConfinement.init(rawValue:), expected: "landlock or unconfined", default: .landlock),
+            terminalConfinement: try resolver.pick(
+                "terminal-confinement", flags.terminalConfinement, parse: TerminalConfinement.init(rawValue:),
+                expected: "landlock or unconfined", default: .landlock),
             sandboxAgent: try resolver.pick("sandbox-agent", flags.sandboxAgent, parse: SettingResolver.bool, expected: "true or false", default: false),
             sandboxAgentWrite: try resolver.pick("sandbox-agent-write", flags.sandboxAgentWrite.isEmpty ? nil : flags.sandboxAgentWrite,
                                                  parse: { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } },
@@ -262,7 +278,9 @@ struct SettingResolver {
     let environment: [String: String]
     let file: ConfigFile
 
-    func pick<T: Sendable>(_ key: String, _ flag: T?, parse: (String) -> T?, expected: String, default fallback: T) throws(ConfigError) -> Resolved<T> {
+    func pick<T: Sendable>(
+        _ key: String, _ flag: T?, parse: (String) -> T?, expected: String, default fallback: T
+    ) throws(ConfigError) -> Resolved<T> {
         if let flag { return Resolved(value: flag, source: "--\(key)") }
         if let found = try fromText(key, parse: parse, expected: expected) { return found }
         return Resolved(value: fallback, source: "default")
