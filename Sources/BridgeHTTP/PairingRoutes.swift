@@ -61,7 +61,7 @@ public enum PairingRoutes {
                 await pairing.replaceIfUsed()
                 switch outcome {
                 case .paired(let session):
-                    var response = session.response(now: Date())
+                    var response = session.response(now: pairing.clock.now())
                     // What a short link leaves out (name, session, fallbacks, the full pin), now that the phone is paired.
                     response.bridge = details(pairing)
                     return json(.ok, response)
@@ -74,7 +74,7 @@ public enum PairingRoutes {
                 guard let body: RefreshRequest = try await decode(request) else { return badRequest("{\"refresh_token\": \"oa_r_…\"}") }
                 do {
                     let session = try await authenticator.refresh(body, address: address, dpop: try DPoPPresentation.of(request, context: context))
-                    return json(.ok, session.response(now: Date()))
+                    return json(.ok, session.response(now: pairing.clock.now()))
                 } catch let error as PairingError {
                     guard case .dpop = error else { throw error }
                     return dpopGrantRefusal(error, route: "refresh", address: address, logger: logger)

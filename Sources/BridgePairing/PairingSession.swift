@@ -49,7 +49,9 @@ public actor PairingSession {
     // Not actor state: the port is known only once the server listens (`--port 0`), and readers are synchronous.
     private nonisolated let endpointBox: Mutex<Endpoint>
 
-    private let clock: TokenClock
+    /// The clock the pairing code's expiry is read on (the token store's, in a bridge): the token answers count
+    /// `expires_in` from its time.
+    public nonisolated let clock: TokenClock
     private var current: IssuedToken?
     private let watchers = PayloadWatchers()
 

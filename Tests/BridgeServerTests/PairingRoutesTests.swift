@@ -1,6 +1,8 @@
 import BridgeHTTP
 import BridgePairing
 import BridgePairingUI
+import BridgeTestKit
+import BridgeTime
 import BridgeWebApp
 import Foundation
 import HTTPTypes
@@ -20,7 +22,7 @@ import Glibc
 struct PairingRoutesTests {
     /// Runs the bridge's HTTP routes (``BridgeHTTPRouter``: pairing, health, the protected `/api/status`) on port 0.
     static func withRoutes<T: Sendable>(
-        requireApproval: Bool = false,
+        requireApproval: Bool = false, clock: any BridgeClock = ContinuousClock(),
         _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> T
     ) async throws -> T {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-routes-\(UUID().uuidString)")
@@ -28,9 +30,11 @@ struct PairingRoutesTests {
         var logger = Logger(label: "test.pairing-routes")
         logger.logLevel = .critical
         let store = try TokenStore(
-            directory: directory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), logger: logger)
+            directory: directory, configuration: TokenStoreConfiguration(requireApproval: requireApproval), clock: TokenClock(clock),
+            logger: logger)
         let authenticator = Authenticator(store: store)
-        let pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
+        let pairing = PairingSession(
+            store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"), clock: TokenClock(clock))
         var configuration = BridgeServerConfiguration(serverName: "desk")
         configuration.authenticator = authenticator
         configuration.pairing = pairing
@@ -47,6 +51,19 @@ struct PairingRoutesTests {
             guard let port = await iterator.next() else { throw PairingHTTP.Failure(message: "server did not start") }
             defer { group.cancelAll() }
             return try await body(port, store)
+        }
+    }
+
+    @Test("expires_in counts from the bridge's clock, not the machine's: 900 on a clock standing in 2001")
+    func expiresInOnTheBridgeClock() async throws {
+        let clock = ManualBridgeClock(wallStart: Date(timeIntervalSince1970: 1_000_000_000))
+        try await Self.withRoutes(clock: clock) { port, store in
+            let pairing = try await store.issuePairingToken()
+            let answer = try await PairingHTTP.request(
+                port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairing.token)","device_name":"phone"}"#)
+            #expect(answer.status == 200, "\(answer.text)")
+            let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(answer.text.utf8))
+            #expect(tokens.expiresIn == 900)
         }
     }
 
