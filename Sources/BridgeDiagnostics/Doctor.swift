@@ -326,7 +326,7 @@ public struct Doctor: Sendable {
         } catch {
             return DoctorCheck(name: name, status: .fail, detail: error.description)
         }
-        let clock = ContinuousClock()
+        let clock = options.clock
         let start = clock.now
         let advertisement = options.backend.advertise(registration)
         let browse = options.backend.browse(type, domain: nil)
