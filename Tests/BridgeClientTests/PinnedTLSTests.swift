@@ -75,8 +75,10 @@ private final class OpenSSLServer: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// ``stop()`` on a thread of its own: its wait must not hold one of the few threads every task runs on.
+    /// ``stop()`` with its wait on a thread of its own (the wait must not hold one of the few threads every task runs
+    /// on); the kill is sent at once, so a server never outlives a test process that ends before that thread runs.
     func stopSoon() {
+        kill(process.processIdentifier, SIGKILL)
         Thread { self.stop() }.start()
     }
 }
