@@ -33,13 +33,6 @@ public final class DPoPClientBinding: Sendable {
         self.init(signer: signer, wallTime: { clock.wallTime })
     }
 
-    /// A binding to `signer`'s key, its proofs dated by `now`: a second way to read the time, left until its last
-    /// users move to ``init(signer:clock:)``.
-    @available(*, deprecated, message: "date the proofs by a BridgeClock: init(signer:clock:)")
-    public convenience init(signer: DPoPSigner, now: @escaping @Sendable () -> Date) {
-        self.init(signer: signer, wallTime: now)
-    }
-
     /// A binding to `signer`'s key whose proofs are dated by `wallTime` (a ``BridgeClock``'s, through
     /// ``TokenVault``).
     init(signer: DPoPSigner, wallTime: @escaping @Sendable () -> Date) {

@@ -58,13 +58,6 @@ public actor TokenVault {
         self.init(file: file, refreshMargin: refreshMargin, wallTime: { clock.wallTime })
     }
 
-    /// Creates a vault whose time is `now`: a second way to read the time, left until its last users move to
-    /// ``init(file:refreshMargin:clock:)``.
-    @available(*, deprecated, message: "read the time on a BridgeClock: init(file:refreshMargin:clock:)")
-    public init(file: URL?, refreshMargin: TimeInterval = 60, now: @escaping @Sendable () -> Date) {
-        self.init(file: file, refreshMargin: refreshMargin, wallTime: now)
-    }
-
     private init(file: URL?, refreshMargin: TimeInterval, wallTime now: @escaping @Sendable () -> Date) {
         self.file = file
         self.refreshMargin = refreshMargin

@@ -68,12 +68,6 @@ public struct TokenClock: Sendable {
         self.now = { clock.wallTime }
     }
 
-    /// A clock backed by `now`: a second way to read the time, left until its last users move to ``init(_:)``.
-    @available(*, deprecated, message: "make it from a BridgeClock: TokenClock(_:) (in tests, BridgeTestKit's ManualBridgeClock)")
-    public init(now: @escaping @Sendable () -> Date) {
-        self.now = now
-    }
-
     /// The system wall clock (`ContinuousClock`'s wall time).
     public static let system = TokenClock(ContinuousClock())
 }

@@ -1,4 +1,5 @@
 import BridgeDPoP
+import BridgeTestKit
 import Foundation
 import Testing
 @testable import BridgeClient
@@ -98,7 +99,7 @@ struct DPoPClientTests {
     @Test("a clock 10 minutes behind is corrected by the bridge's Date, and its proofs then pass the bridge's iat check")
     func clockCorrected() async throws {
         let server = Date(timeIntervalSince1970: 1_795_000_000)
-        let binding = DPoPClientBinding(signer: DPoPSigner(), now: { server.addingTimeInterval(-600) })
+        let binding = DPoPClientBinding(signer: DPoPSigner(), clock: ManualBridgeClock(wallStart: server.addingTimeInterval(-600)))
         let nonces = DPoPNonceSource()
         binding.noteNonce(nonces.current(at: server))
         let request = DPoPRequest(method: "GET", uri: "https://h:1/", accessToken: "oa_s_token")
@@ -117,7 +118,7 @@ struct DPoPClientTests {
             try await binding.proof(method: "GET", url: "wss://h:1/", accessToken: "oa_s_token"), for: request, now: server)
         #expect(checked.claims.iat == Int64(server.timeIntervalSince1970))
         // Seconds apart (an HTTP date's rounding) or no date at all: nothing to correct.
-        let close = DPoPClientBinding(signer: DPoPSigner(), now: { server.addingTimeInterval(-2) })
+        let close = DPoPClientBinding(signer: DPoPSigner(), clock: ManualBridgeClock(wallStart: server.addingTimeInterval(-2)))
         #expect(!close.correctClock(byServerDate: date) && close.clockOffset == 0)
         #expect(!close.correctClock(byServerDate: "yesterday") && !close.correctClock(byServerDate: nil))
     }

@@ -45,10 +45,3 @@ func read(_ handle: FileHandle, until marker: String) -> String {
     }
     return seen
 }
-
-/// Whether `pid` is a zombie (state Z in /proc).
-func isZombie(_ pid: Int32) -> Bool {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return false }
-    return stat[stat.index(close, offsetBy: 2)] == "Z"
-}

@@ -14,23 +14,16 @@ import Testing
 /// refused refresh is "needs pairing". Both clocks are injected and moved by hand; nothing sleeps.
 @Suite("An unforeseen token_expired: refresh and retry once", .timeLimit(.minutes(1)), .tags(.loopback))
 struct TokenExpiredRefreshTests {
-    /// Seconds a clock was moved on, shared by the clock's readers.
-    final class Moved: Sendable {
-        private let seconds = Mutex<TimeInterval>(0)
-        var value: TimeInterval { seconds.withLock { $0 } }
-        func add(_ more: TimeInterval) { seconds.withLock { $0 += more } }
-    }
-
-    /// A bridge whose token clock stands `moved` seconds ahead of the real time, with pairing routes.
+    /// A bridge whose token clock is `moved` (moved by hand), with pairing routes.
     static func withBridge(
-        moved: Moved, _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> Void
+        moved: ManualBridgeClock, _ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> Void
     ) async throws {
         var logger = Logger(label: "test.token-expired")
         logger.logLevel = .critical
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-token-expired-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try TokenStore(
-            directory: directory, clock: TokenClock(now: { Date().addingTimeInterval(moved.value) }), logger: logger)
+            directory: directory, clock: TokenClock(moved), logger: logger)
         try await TestBridge.with(configure: {
             $0.authenticator = Authenticator(store: store)
             $0.pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
@@ -41,13 +34,14 @@ struct TokenExpiredRefreshTests {
     /// access token's 15 minutes on the bridge's clock, 6 minutes into them on the client's.
     /// The client's clock is moved apart from the bridge's (`clientMoved`), so a test can move the bridge's further.
     static func pairedBehind(
-        port: Int, store: TokenStore, moved: Moved, clientMoved: Moved = Moved()
+        port: Int, store: TokenStore, moved: ManualBridgeClock,
+        clientMoved: ManualBridgeClock = ManualBridgeClock(wallStart: Date().addingTimeInterval(-600))
     ) async throws -> TokenVault {
-        let vault = TokenVault(file: nil, now: { Date().addingTimeInterval(clientMoved.value - 600) })
+        let vault = TokenVault(file: nil, clock: clientMoved)
         _ = try await vault.pair(
             bridge: "http://127.0.0.1:\(port)", pairingToken: try await store.issuePairingToken().token, deviceName: "behind")
-        moved.add(16 * 60)
-        clientMoved.add(16 * 60)
+        moved.advance(by: .seconds(16 * 60))
+        clientMoved.advance(by: .seconds(16 * 60))
         return vault
     }
 
@@ -60,7 +54,7 @@ struct TokenExpiredRefreshTests {
 
     @Test("the bridge's token_expired before the client's expiry: the tokens are refreshed and the connection opens")
     func refreshedAndRetried() async throws {
-        let moved = Moved()
+        let moved = ManualBridgeClock()
         try await Self.withBridge(moved: moved) { port, store in
             let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
             let before = try #require(await vault.current).tokens.accessToken
@@ -76,11 +70,11 @@ struct TokenExpiredRefreshTests {
 
     @Test("a refused refresh (the refresh token expired too on the bridge's clock) is needs pairing, after one refresh")
     func refusedRefresh() async throws {
-        let moved = Moved()
+        let moved = ManualBridgeClock()
         try await Self.withBridge(moved: moved) { port, store in
             let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
             // The bridge's clock 31 days on (past the refresh token's 30), the client's still 6 minutes into the access token.
-            moved.add(31 * 24 * 3600)
+            moved.advance(by: .seconds(31 * 24 * 3600))
             let refreshes = Mutex(0)
             let refresh = try #require(BridgeClientSession.refresh(vault: vault))
             do {
@@ -102,7 +96,7 @@ struct TokenExpiredRefreshTests {
 
     @Test("connect --stdio's relay: the same token_expired is refreshed and the editor's initialize answered")
     func relayRefreshes() async throws {
-        let moved = Moved()
+        let moved = ManualBridgeClock()
         try await Self.withBridge(moved: moved) { port, store in
             let vault = try await Self.pairedBehind(port: port, store: store, moved: moved)
             let lines = Mutex<[JSONValue]>([])
