@@ -1,6 +1,6 @@
 import BridgeACP
-public import BridgeProcess
-public import BridgeRPC
+package import BridgeProcess
+package import BridgeRPC
 
 /// Why an agent's `terminal/*` request was refused or failed. Matched by case; ``rpcError`` is the answer the agent
 /// gets.
