@@ -35,7 +35,7 @@ public struct DNSSDBackend: DiscoveryBackend {
         DNSSDEnvironment.prepare()
     }
 
-    /// Publishes `registration` through the dns_sd API (DNSServiceRegister) until the advertisement is cancelled.
+    /// Publishes `registration` through the dns_sd API (`DNSServiceRegister`) until the advertisement is cancelled.
     public func advertise(_ registration: ServiceRegistration) -> Advertisement {
         var registration = registration
         if registration.interface == nil { registration.interface = defaultInterface }
@@ -96,7 +96,7 @@ public struct DNSSDBackend: DiscoveryBackend {
         return events
     }
 
-    /// Looks up the addresses of an mDNS host name through the dns_sd API (DNSServiceGetAddrInfo).
+    /// Looks up the addresses of an mDNS host name through the dns_sd API (`DNSServiceQueryRecord`, A and AAAA).
     /// - Throws: ``DiscoveryError/hostNotFound(name:seconds:)`` when nothing answered within `timeout`.
     public func resolveHost(_ hostName: String, interface: String?, timeout: Duration) async throws(DiscoveryError) -> HostResolution {
         let interface = interface ?? defaultInterface

@@ -17,7 +17,7 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public var title: String?
     /// The paired device whose connection created it (auth on).
     public var deviceId: String?
-    /// The last `modes`, `models`, `configOptions` and the agent's `_meta` (JSON text).
+    /// The last `modes` the agent reported (JSON text).
     public var modes: String?
     /// The last `models` the agent reported (JSON text).
     public var models: String?
@@ -32,7 +32,7 @@ public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, P
     public var seqReserved: Int64 = 0
     /// Whether it was restored read-only (the agent restarted and could not load it).
     public var readOnly: Bool
-    /// When it was created and last changed (seconds since 1970).
+    /// When it was created (seconds since 1970).
     public var createdAt: Double
     /// When it last changed (seconds since 1970).
     public var updatedAt: Double

@@ -6,6 +6,6 @@ extension Tag {
     @Tag static var unit: Self
     /// Runs a real server (the bridge, a fake API) on 127.0.0.1 or a local socket.
     @Tag static var loopback: Self
-    /// Runs another program: python3 (agents, the ACP SDK, zxing-cpp), chromium, openssl or an mDNS daemon.
+    /// Runs another program: /bin/sh agents, python3 (the ACP SDK, zxing-cpp), chromium, openssl or an mDNS daemon.
     @Tag static var externalTool: Self
 }
