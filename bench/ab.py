@@ -129,6 +129,24 @@ def main():
     def add(key_, value):
         results.setdefault(key_, []).append(value)
 
+    def round_trips(turn, label, srv, scheme, url, initialize):
+        """Round trips at 1 and 64 clients against `srv` (`initialize` "no" for the echo, which answers nothing)."""
+        for n in (1, 64):
+            r = measure(srv, bench_bin, ["load", "--url", url, "--clients", str(n), "--seconds", "20",
+                                         "--max-requests", str(a.requests // n), "--initialize", initialize], "requests")
+            add(f"{label} rpc {scheme} {n}", r)
+            print(f"turn {turn + 1} {label} rpc {scheme} {n:2}: {r['rps']:8.0f} req/s  {r['cpu_us']:6.1f} us/request  "
+                  f"p50 {r.get('p50_ms', 0):.3f} ms (errors {r.get('errors', 0)})", flush=True)
+
+    def reconnects(turn, label, srv, scheme, url):
+        """New connections against `srv`: a closed loop of 50 clients for 3 s, then 20 bursts of 50 at once."""
+        for mode, extra in (("loop", ["--seconds", "3"]), ("burst", ["--rounds", "20"])):
+            r = measure(srv, bench_bin, ["reconnect", "--url", url, "--clients", "50", *extra], "connections")
+            add(f"{label} reconnect {scheme} {mode}", r)
+            rate = f"p99 {r.get('p99_ms', 0):6.1f} ms" if mode == "burst" else f"{r.get('per_s', 0):6.0f}/s"
+            print(f"turn {turn + 1} {label} reconnect {scheme} {mode:5}: {rate}  {r['cpu_us']:6.0f} us/connection  "
+                  f"(connections {r['connections']}, errors {r['errors']})", flush=True)
+
     for turn in range(a.turns):
         order = [("A", a.a), ("B", a.b)] if turn % 2 == 0 else [("B", a.b), ("A", a.a)]
         load.append(os.getloadavg()[0])
@@ -140,27 +158,9 @@ def main():
                     try:
                         url = f"{scheme}://127.0.0.1:{port}/"
                         if "rpc" in cases:
-                            for n in (1, 64):
-                                r = measure(srv, bench_bin, ["load", "--url", url, "--clients", str(n), "--seconds", "20",
-                                                             "--max-requests", str(a.requests // n), "--initialize", "yes"],
-                                            "requests")
-                                add(f"{label} rpc {scheme} {n}", r)
-                                print(f"turn {turn + 1} {label} rpc {scheme} {n:2}: {r['rps']:8.0f} req/s  "
-                                      f"{r['cpu_us']:6.1f} us/request  p50 {r['p50_ms']:.3f} ms (errors {r['errors']})",
-                                      flush=True)
+                            round_trips(turn, label, srv, scheme, url, "yes")
                         if "reconnect" in cases:
-                            r = measure(srv, bench_bin, ["reconnect", "--url", url, "--clients", "50", "--seconds", "3"],
-                                        "connections")
-                            add(f"{label} reconnect {scheme} loop", r)
-                            print(f"turn {turn + 1} {label} reconnect {scheme} loop : {r['per_s']:6.0f}/s  "
-                                  f"{r['cpu_us']:6.0f} us/connection  (connections {r['connections']}, errors {r['errors']})",
-                                  flush=True)
-                            r = measure(srv, bench_bin, ["reconnect", "--url", url, "--clients", "50", "--rounds", "20"],
-                                        "connections")
-                            add(f"{label} reconnect {scheme} burst", r)
-                            print(f"turn {turn + 1} {label} reconnect {scheme} burst: p99 {r['p99_ms']:6.1f} ms  "
-                                  f"{r['cpu_us']:6.0f} us/connection  (connections {r['connections']}, errors {r['errors']})",
-                                  flush=True)
+                            reconnects(turn, label, srv, scheme, url)
                     finally:
                         srv.stop()
             if "relay" in cases:
@@ -183,20 +183,9 @@ def main():
                 try:
                     url = f"{scheme}://127.0.0.1:{port}/"
                     if "rpc" in cases:
-                        for n in (1, 64):
-                            r = measure(srv, bench_bin, ["load", "--url", url, "--clients", str(n), "--seconds", "20",
-                                                         "--max-requests", str(a.requests // n),
-                                                         "--initialize", "no" if ref == "echo" else "yes"],
-                                        "requests")
-                            add(f"{ref} rpc {scheme} {n}", r)
-                            print(f"turn {turn + 1} {ref} rpc {scheme} {n:2}: {r['rps']:8.0f} req/s  {r['cpu_us']:6.1f} us/request",
-                                  flush=True)
+                        round_trips(turn, ref, srv, scheme, url, "no" if ref == "echo" else "yes")
                     if "reconnect" in cases:
-                        for mode, extra in (("loop", ["--seconds", "3"]), ("burst", ["--rounds", "20"])):
-                            r = measure(srv, bench_bin, ["reconnect", "--url", url, "--clients", "50", *extra], "connections")
-                            add(f"{ref} reconnect {scheme} {mode}", r)
-                            print(f"turn {turn + 1} {ref} reconnect {scheme} {mode:5}: {r['cpu_us']:6.0f} us/connection "
-                                  f"(connections {r['connections']}, errors {r['errors']})", flush=True)
+                        reconnects(turn, ref, srv, scheme, url)
                 finally:
                     srv.stop()
     load.append(os.getloadavg()[0])

@@ -24,26 +24,13 @@ trap 'rm -rf "$WORK"' EXIT
 # The TCP port process $1 listens on, read from /proc (its sockets and /proc/net/tcp{,6}): serve binds port 0 and the
 # kernel picks a port nobody holds (a port bound, closed and handed on can be taken by another program first).
 listening_port() {
-    timeout 30 python3 - "$1" <<'PY'
-import os, sys, time
-pid = sys.argv[1]
-while True:
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in open(table).read().splitlines()[1:]:
-            fields = row.split()
-            # local_address is HEXADDR:HEXPORT; state 0A is LISTEN; field 9 is the inode.
-            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:
-                print(int(fields[1].rsplit(":", 1)[1], 16))
-                sys.exit(0)
+    timeout 30 python3 - "$1" "$REPO/Tests/system" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from loopback import listening_port_of  # the tests' own reader (stdlib only)
+while (port := listening_port_of(int(sys.argv[1]))) is None:
     time.sleep(0.01)
+print(port)
 PY
 }
 wait_port() {

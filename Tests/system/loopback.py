@@ -52,33 +52,42 @@ def reserved_port(host: str = "127.0.0.1") -> socket.socket:
     return holder
 
 
-def listening_port(proc: subprocess.Popen, timeout: float = 15.0, log: Path | None = None) -> int:
-    """The TCP port `proc` listens on, read from /proc (its socket descriptors and /proc/net/tcp{,6}): for a server
-    started with `--port 0`, so the kernel picks a port nobody else holds and no test has to guess a free one (a port
-    bound, closed and handed on can be taken by another test first). Fails early, with `log`'s tail, if `proc` exits."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        inodes = set()
-        try:
-            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
-                try:
-                    target = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
-                except OSError:
-                    continue
-                if target.startswith("socket:["):
-                    inodes.add(target[len("socket:["):-1])
-        except OSError:
-            pass
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+def listening_port_of(pid: int) -> int | None:
+    """The TCP port process `pid` listens on now, read from /proc (its socket descriptors and /proc/net/tcp{,6}), or
+    None while it listens on none. scripts/bench and bench/profile.sh use it too."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
-                lines = Path(table).read_text().splitlines()[1:]
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
-            for line in lines:
-                fields = line.split()
-                # local_address is HEXADDR:HEXPORT; state 0A is LISTEN; field 9 is the inode.
-                if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:
-                    return int(fields[1].rsplit(":", 1)[1], 16)
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:["):-1])
+    except OSError:
+        return None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # local_address is HEXADDR:HEXPORT; state 0A is LISTEN; field 9 is the inode.
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:
+                return int(fields[1].rsplit(":", 1)[1], 16)
+    return None
+
+
+def listening_port(proc: subprocess.Popen, timeout: float = 15.0, log: Path | None = None) -> int:
+    """The TCP port `proc` listens on (``listening_port_of``): for a server started with `--port 0`, so the kernel
+    picks a port nobody else holds and no test has to guess a free one (a port bound, closed and handed on can be
+    taken by another test first). Fails early, with `log`'s tail, if `proc` exits."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        port = listening_port_of(proc.pid)
+        if port is not None:
+            return port
         if proc.poll() is not None:
             err = log.read_text(errors="replace") if log is not None else ""
             raise AssertionError(f"serve exited ({proc.returncode}) before listening: {err[-2000:]}")
