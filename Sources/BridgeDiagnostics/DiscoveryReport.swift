@@ -29,9 +29,13 @@ public struct DiscoveryReport: Sendable {
     private var probesUnderWay = 0
     /// Conflicts found in a one-shot browse, printed under the table.
     private var conflicts: [DiscoveryConflict] = []
+    /// A conflict's fix as printed: the library's words, or the caller's with the flags of its settings.
+    private let conflictFix: @Sendable (DiscoveryConflict) -> String
 
-    /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end.
-    public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType) {
+    /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end. `conflictFix` says
+    /// a conflict's fix (the command line adds the flags of ``DiscoveryConflict/settings``; by default its words).
+    public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType, conflictFix: @escaping @Sendable (DiscoveryConflict) -> String = \.fix) {
+        self.conflictFix = conflictFix
         self.json = json
         self.watch = watch
         self.probe = probe
@@ -100,9 +104,11 @@ public struct DiscoveryReport: Sendable {
             }
         case .conflict(let conflict):
             if json {
-                emit(Record(seconds: elapsed, conflict: conflict))
+                var record = Record(seconds: elapsed, conflict: conflict)
+                record.fix = conflictFix(conflict)
+                emit(record)
             } else if watch {
-                lines.append(.standardOutput("\(stamp) ! \(conflict.text)"))
+                lines.append(.standardOutput("\(stamp) ! \(conflict.text(fix: conflictFix(conflict)))"))
             } else {
                 conflicts.append(conflict)
             }
@@ -142,7 +148,7 @@ public struct DiscoveryReport: Sendable {
         lines.append(.standardOutput(
             found.isEmpty
                 ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds) : DiscoveryText.table(found, probe: probe)))
-        for conflict in conflicts { lines.append(.standardOutput(conflict.text)) }
+        for conflict in conflicts { lines.append(.standardOutput(conflict.text(fix: conflictFix(conflict)))) }
     }
 
     /// `--all`: the types present and whether their browse has settled.

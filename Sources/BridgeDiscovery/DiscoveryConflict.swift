@@ -45,25 +45,49 @@ public enum DiscoveryConflict: Sendable, Hashable {
         }
     }
 
-    /// What to do about it.
-    public var fix: String {
+    /// The `oa-bridge serve` setting a conflict's fix changes. The library says what to change in words; the command
+    /// line names the flag (issue 31 item 5).
+    public enum Setting: Sendable, Hashable {
+        /// The service's instance name, with a name to give it when there is one to suggest.
+        case name(suggested: String?)
+        /// The network interface the bridge announces on.
+        case interface
+    }
+
+    /// The settings ``fix`` is about, in the order it mentions them.
+    public var settings: [Setting] {
         switch self {
         case .sharedName(let instance, _):
-            return "give each bridge its own name: 'oa-bridge serve --name \"\(instance.name) 2\"' on one of them; "
-                + "if it is one machine on two networks, announce on one: 'oa-bridge serve --interface eth0'"
+            return [.name(suggested: "\(instance.name) 2"), .interface]
         case .renamedAfterCollision(let original, _, let originalHost, let renamedHost):
-            if originalHost == renamedHost {
-                return "stop the second 'oa-bridge serve' on \(renamedHost), or give it another name with --name"
-            }
-            return "give the bridge on \(renamedHost) its own name: 'oa-bridge serve --name \"\(original) (\(renamedHost.split(separator: ".").first.map(String.init) ?? renamedHost))\"'"
+            if originalHost == renamedHost { return [.name(suggested: nil)] }
+            return [.name(suggested: "\(original) (\(renamedHost.split(separator: ".").first.map(String.init) ?? renamedHost))")]
         case .keepsRenaming(let base, _, _):
-            return "announce on one interface ('oa-bridge serve --interface eth0'), turn off reflection ('enable-reflector=no' in "
-                + "/etc/avahi/avahi-daemon.conf, then 'sudo systemctl restart avahi-daemon'), or pick a name no other device uses ('--name \"\(base) desk\"')"
+            return [.interface, .name(suggested: "\(base) desk")]
+        }
+    }
+
+    /// What to do about it, in words: the settings it changes are ``settings``.
+    public var fix: String {
+        switch self {
+        case .sharedName:
+            return "give each bridge its own name on one of them; if it is one machine on two networks, announce on one interface"
+        case .renamedAfterCollision(_, _, let originalHost, let renamedHost):
+            if originalHost == renamedHost {
+                return "stop the second 'oa-bridge serve' on \(renamedHost), or give it another name"
+            }
+            return "give the bridge on \(renamedHost) its own name"
+        case .keepsRenaming:
+            return "announce on one interface, turn off reflection ('enable-reflector=no' in "
+                + "/etc/avahi/avahi-daemon.conf, then 'sudo systemctl restart avahi-daemon'), or pick a name no other device uses"
         }
     }
 
     /// The conflict for people: `conflict: <explanation>` and an indented `fix: <fix>` line.
-    public var text: String { "conflict: \(explanation)\n  fix: \(fix)" }
+    public var text: String { text(fix: fix) }
+
+    /// The conflict for people with the caller's fix (the command line adds the flags of ``settings`` to ``fix``).
+    public func text(fix: String) -> String { "conflict: \(explanation)\n  fix: \(fix)" }
 
     /// Splits `Desk #2` into `("Desk", 2)`; `nil` for a name without Avahi's ` #N` suffix.
     public static func renamedBase(of name: String) -> (base: String, number: Int)? {

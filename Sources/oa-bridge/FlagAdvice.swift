@@ -67,4 +67,18 @@ enum FlagAdvice {
         case .probe: "Run 'oa-bridge discover --probe'."
         }
     }
+
+    /// A discovery conflict's fix with the flags of the settings it is about: "give each bridge its own name on one of
+    /// them; … 'oa-bridge serve --name "Desk 2"' names it; 'oa-bridge serve --interface eth0' announces on one."
+    static func fix(for conflict: DiscoveryConflict) -> String {
+        let flags = conflict.settings.map { setting in
+            switch setting {
+            case .name(let suggested?): "'oa-bridge serve --name \"\(suggested)\"' names it"
+            case .name(nil): "'oa-bridge serve --name NAME' names it"
+            case .interface: "'oa-bridge serve --interface eth0' announces on one"
+            }
+        }
+        guard !flags.isEmpty else { return conflict.fix }
+        return conflict.fix + ". " + flags.joined(separator: "; ") + "."
+    }
 }

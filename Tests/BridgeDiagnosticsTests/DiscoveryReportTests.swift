@@ -52,4 +52,31 @@ struct DiscoveryReportTests {
         #expect(!report.isSettled(at: start + .milliseconds(30_200)), "quiet for only 200 ms after the probe")
         #expect(report.isSettled(at: start + .milliseconds(30_500)))
     }
+
+    @Test("A conflict's fix is the caller's (the command line adds the flags) in JSON, --watch and the one-shot table")
+    func conflictFixFromTheCaller() throws {
+        func service(host: String, ip: String) -> ResolvedService {
+            ResolvedService(instance: ServiceInstance(name: "Desk", type: "_openagents._tcp"), hostName: host, port: 9099,
+                            addresses: [ServiceAddress(ip: ip, family: .ipv4)], txt: ["v": "1"], interfaces: ["eth0"])
+        }
+        for (json, watch) in [(true, false), (false, true), (false, false)] {
+            var report = DiscoveryReport(json: json, watch: watch, probe: false, type: .openAgents) { "caller's fix for \($0.kind)" }
+            report.handle(.added(service(host: "desk.local", ip: "198.18.0.2")), probe: nil)
+            report.handle(.updated(service(host: "other.local", ip: "198.18.0.3")), probe: nil)
+            report.finish(services: [])
+            let out = report.takeLines().compactMap { if case .standardOutput(let line) = $0 { line } else { nil } }
+            if json {
+                let records = try out.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                let conflict = records.first { $0?["event"] as? String == "conflict" }
+                #expect(conflict??["fix"] as? String == "caller's fix for shared_name", "\(out)")
+            } else {
+                #expect(out.contains { $0.contains("conflict: ") && $0.hasSuffix("  fix: caller's fix for shared_name") }, "\(out)")
+            }
+        }
+        var plain = DiscoveryReport(json: false, watch: true, probe: false, type: .openAgents)
+        plain.handle(.added(service(host: "desk.local", ip: "198.18.0.2")), probe: nil)
+        plain.handle(.updated(service(host: "other.local", ip: "198.18.0.3")), probe: nil)
+        let words = plain.takeLines().compactMap { if case .standardOutput(let line) = $0, line.contains("conflict: ") { line } else { nil } }
+        #expect(words.count == 1 && words.first?.contains("give each bridge its own name") == true, "by default the library's words: \(words)")
+    }
 }

@@ -39,14 +39,15 @@ struct DiscoveryWatcherTests {
         #expect(diff.lines == ["~ port: 9099 -> 9100", "+ address 198.18.0.9", "- address 198.18.0.2"])
     }
 
-    @Test("one name answered by two hosts is a shared-name conflict, reported once, with a fix naming --name")
+    @Test("one name answered by two hosts is a shared-name conflict, reported once, with a fix about the name (no flag)")
     func sharedName() {
         var watcher = DiscoveryWatcher()
         #expect(conflicts(watcher.apply(.added(service("Desk")), at: start)).isEmpty)
         let events = watcher.apply(.updated(service("Desk", host: "other.local", ip: "198.18.0.3")), at: start)
         let found = conflicts(events)
         #expect(found == [.sharedName(instance: ServiceInstance(name: "Desk", type: "_openagents._tcp"), hosts: ["desk.local", "other.local"])])
-        #expect(found.first?.fix.contains("--name") == true)
+        #expect(found.first?.settings == [.name(suggested: "Desk 2"), .interface])
+        #expect(found.first?.fix.contains("--") == false, "the command line names the flag: \(found.first?.fix ?? "")")
         // Flapping back does not report it again.
         #expect(conflicts(watcher.apply(.updated(service("Desk")), at: start)).isEmpty)
     }

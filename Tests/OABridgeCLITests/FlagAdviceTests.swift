@@ -62,4 +62,21 @@ struct FlagAdviceTests {
         #expect(FlagAdvice.withFlag(plain) == plain)
         #expect(DoctorCheck.terminalConfinement(probe: { .success(0) }).fix?.contains("--") == false)
     }
+
+    @Test("discover's conflict fixes name no flag; the command line adds --name (with the suggested name) and --interface")
+    func conflictFixes() {
+        let desk = ServiceInstance(name: "Desk", type: "_openagents._tcp")
+        let conflicts: [(DiscoveryConflict, [String])] = [
+            (.sharedName(instance: desk, hosts: ["a.local", "b.local"]), [#"--name "Desk 2""#, "--interface eth0"]),
+            (.renamedAfterCollision(original: "Desk", renamed: desk, originalHost: "a.local", renamedHost: "b.local"), [#"--name "Desk (b)""#]),
+            (.renamedAfterCollision(original: "Desk", renamed: desk, originalHost: "a.local", renamedHost: "a.local"), ["--name NAME"]),
+            (.keepsRenaming(base: "Desk", host: "a.local", names: ["Desk", "Desk #2", "Desk #3"]), ["--interface eth0", #"--name "Desk desk""#]),
+        ]
+        for (conflict, flags) in conflicts {
+            #expect(!conflict.fix.contains("--"), "the library names no flag: \(conflict.fix)")
+            let shown = FlagAdvice.fix(for: conflict)
+            #expect(shown.hasPrefix(conflict.fix + ". "), "\(shown)")
+            for flag in flags { #expect(shown.contains(flag), "no \(flag) in \(shown)") }
+        }
+    }
 }
