@@ -31,11 +31,16 @@ public struct DiscoveryReport: Sendable {
     private var conflicts: [DiscoveryConflict] = []
     /// A conflict's fix as printed: the library's words, or the caller's with the flags of its settings.
     private let conflictFix: @Sendable (DiscoveryConflict) -> String
+    /// A step the advice points to, as printed: its words, or the caller's command and flag.
+    private let say: @Sendable (DiscoverStep) -> String
 
     /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end. `conflictFix` says
-    /// a conflict's fix (the command line adds the flags of ``DiscoveryConflict/settings``; by default its words).
-    public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType, conflictFix: @escaping @Sendable (DiscoveryConflict) -> String = \.fix) {
+    /// a conflict's fix (the command line adds the flags of ``DiscoveryConflict/settings``; by default its words), `say`
+    /// a step the advice points to (the command line names its flag; by default ``DiscoverStep/words``).
+    public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType, conflictFix: @escaping @Sendable (DiscoveryConflict) -> String = \.fix,
+                say: @escaping @Sendable (DiscoverStep) -> String = \.words) {
         self.conflictFix = conflictFix
+        self.say = say
         self.json = json
         self.watch = watch
         self.probe = probe
@@ -147,7 +152,7 @@ public struct DiscoveryReport: Sendable {
         guard !json, !watch else { return }
         lines.append(.standardOutput(
             found.isEmpty
-                ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds) : DiscoveryText.table(found, probe: probe)))
+                ? DiscoveryText.nothingFound(type: type, seconds: elapsedSeconds, say: say) : DiscoveryText.table(found, probe: probe)))
         for conflict in conflicts { lines.append(.standardOutput(conflict.text(fix: conflictFix(conflict)))) }
     }
 
@@ -183,7 +188,7 @@ public struct DiscoveryReport: Sendable {
     /// `--all`, one-shot: the types as a table and what they say about mDNS here.
     public mutating func finishTypes(_ types: [ServiceTypeSighting]) {
         guard !json, !watch else { return }
-        lines.append(.standardOutput(ServiceTypeWatcher.render(types, ours: type, seconds: elapsedSeconds)))
+        lines.append(.standardOutput(ServiceTypeWatcher.render(types, ours: type, seconds: elapsedSeconds, say: say)))
     }
 
     /// `--resolve`: the host's addresses, as avahi-resolve prints them (name, tab, address).

@@ -73,16 +73,18 @@ public enum DiscoveryText {
         return "\(best) [\(each)]"
     }
 
-    /// Why nothing of `type` was found within `seconds`, and what to try.
-    public static func nothingFound(type: ServiceType, seconds: Double) -> String {
-        """
-        No \(type) services found within \(String(format: "%.1f", seconds)) s.
-        - Is 'oa-bridge serve' running on the desktop? ('oa-bridge discover --watch' waits for it.)
-        - Does mDNS work at all here? 'oa-bridge discover --all' lists every service type on the network.
-        - Are both devices on the same network? Guest Wi-Fi, VPNs and some firewalls block mDNS \
-        (UDP 5353 to 224.0.0.251 / ff02::fb).
-        - Without multicast, connect by address instead: ws://HOST:9099/ or the desktop's Tailscale name.
-        """
+    /// Why nothing of `type` was found within `seconds`, and what to try; `say` words a ``DiscoverStep`` (the command
+    /// line names its flag; by default ``DiscoverStep/words``).
+    public static func nothingFound(type: ServiceType, seconds: Double, say: (DiscoverStep) -> String = \.words) -> String {
+        let all = say(.allTypes)
+        return """
+            No \(type) services found within \(String(format: "%.1f", seconds)) s.
+            - Is 'oa-bridge serve' running on the desktop? (\(say(.watch)).)
+            - Does mDNS work at all here? \(all.prefix(1).uppercased() + all.dropFirst()).
+            - Are both devices on the same network? Guest Wi-Fi, VPNs and some firewalls block mDNS \
+            (UDP 5353 to 224.0.0.251 / ff02::fb).
+            - Without multicast, connect by address instead: ws://HOST:9099/ or the desktop's Tailscale name.
+            """
     }
 
     /// How to get the mDNS daemon going.

@@ -39,8 +39,10 @@ public struct ServiceTypeWatcher: Sendable {
     }
 
     /// Every service type as a table (type, interfaces), then which case this is: no mDNS at all, mDNS without
-    /// `ours`, or `ours` among them; `seconds` is how long the browse ran.
-    public static func render(_ types: [ServiceTypeSighting], ours: ServiceType, seconds: Double) -> String {
+    /// `ours`, or `ours` among them; `seconds` is how long the browse ran; `say` words a ``DiscoverStep`` (the command
+    /// line names its flag; by default ``DiscoverStep/words``).
+    public static func render(_ types: [ServiceTypeSighting], ours: ServiceType, seconds: Double,
+                              say: (DiscoverStep) -> String = \.words) -> String {
         let within = String(format: "%.1f", seconds)
         guard !types.isEmpty else {
             return """
@@ -61,7 +63,7 @@ public struct ServiceTypeWatcher: Sendable {
             lines.append("mDNS works: \(names.count) service type(s), \(ours) among them ('oa-bridge discover' lists the bridges).")
         } else {
             lines.append("mDNS works (\(names.count) service type(s) seen) but no \(ours): no bridge is announcing on this network. "
-                + "Start 'oa-bridge serve' on the desktop, or check it runs with discovery on (not --discovery off) and on this network's interface.")
+                + "Start 'oa-bridge serve' on the desktop, or check it runs with discovery on (\(say(.discoveryOn))) and on this network's interface.")
         }
         return lines.joined(separator: "\n")
     }

@@ -9,7 +9,7 @@ actor DiscoverOutput {
     private var report: DiscoveryReport
 
     init(json: Bool, watch: Bool, probe: Bool, type: ServiceType) {
-        report = DiscoveryReport(json: json, watch: watch, probe: probe, type: type, conflictFix: FlagAdvice.fix(for:))
+        report = DiscoveryReport(json: json, watch: watch, probe: probe, type: type, conflictFix: FlagAdvice.fix(for:), say: FlagAdvice.command(for:))
     }
 
     func snapshot() -> [ProbedService] { report.snapshot() }

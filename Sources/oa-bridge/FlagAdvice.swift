@@ -81,4 +81,13 @@ enum FlagAdvice {
         guard !flags.isEmpty else { return conflict.fix }
         return conflict.fix + ". " + flags.joined(separator: "; ") + "."
     }
+
+    /// The command for a step discover's advice points to, in place of its words.
+    static func command(for step: DiscoverStep) -> String {
+        switch step {
+        case .watch: "'oa-bridge discover --watch' waits for it"
+        case .allTypes: "'oa-bridge discover --all' lists every service type on the network"
+        case .discoveryOn: "not --discovery off"
+        }
+    }
 }

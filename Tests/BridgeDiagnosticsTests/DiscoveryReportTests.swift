@@ -18,7 +18,7 @@ struct DiscoveryReportTests {
             return
         }
         #expect(advice.hasPrefix("No _openagents._tcp services found within"))
-        #expect(advice.contains("oa-bridge discover --all"))
+        #expect(advice.contains("A browse of every service type on the network tells") && !advice.contains("--"), "the command line names the flags: \(advice)")
         #expect(hint.hasPrefix("discovery unavailable: no bus."))
         #expect(hint.contains("avahi-daemon"))
         #expect(report.takeLines().isEmpty, "lines are handed over once")
@@ -51,6 +51,16 @@ struct DiscoveryReportTests {
         report.probeEnded(at: start + .seconds(30))
         #expect(!report.isSettled(at: start + .milliseconds(30_200)), "quiet for only 200 ms after the probe")
         #expect(report.isSettled(at: start + .milliseconds(30_500)))
+    }
+
+    @Test("The one-shot advice and --all's verdict say the steps as the caller words them (the command line names the flags)")
+    func stepsFromTheCaller() {
+        var report = DiscoveryReport(json: false, watch: false, probe: false, type: .openAgents) { $0.fix } say: { "<\($0)>" }
+        report.finish(services: [])
+        report.finishTypes([ServiceTypeSighting(type: "_ipp._tcp", interface: "eth0")])
+        let out = report.takeLines().compactMap { if case .standardOutput(let line) = $0 { line } else { nil } }
+        #expect(out.count == 2 && out[0].contains("(<watch>.)") && out[0].contains("<allTypes>."), "\(out)")
+        #expect(out.last?.contains("discovery on (<discoveryOn>)") == true, "\(out)")
     }
 
     @Test("A conflict's fix is the caller's (the command line adds the flags) in JSON, --watch and the one-shot table")

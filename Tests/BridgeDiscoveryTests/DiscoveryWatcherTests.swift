@@ -189,6 +189,7 @@ struct ServiceTypeWatcherTests {
         let other = [ServiceTypeSighting(type: "_ipp._tcp", interface: "eth0")]
         let without = ServiceTypeWatcher.render(other, ours: .openAgents, seconds: 2)
         #expect(without.contains("_ipp._tcp") && without.contains("mDNS works (1 service type(s) seen) but no _openagents._tcp"))
+        #expect(without.contains("discovery on (its default)") && !without.contains("--"), "the command line names the flag: \(without)")
         let with = ServiceTypeWatcher.render(other + [ServiceTypeSighting(type: "_openagents._tcp", interface: "eth0")], ours: .openAgents, seconds: 2)
         #expect(with.contains("_openagents._tcp among them"))
     }

@@ -79,4 +79,18 @@ struct FlagAdviceTests {
             for flag in flags { #expect(shown.contains(flag), "no \(flag) in \(shown)") }
         }
     }
+
+    @Test("discover's advice words its steps; the command line names discover --watch, --all and --discovery off")
+    func discoverSteps() {
+        let flags: [DiscoverStep: String] = [.watch: "discover --watch", .allTypes: "discover --all", .discoveryOn: "--discovery off"]
+        for step in DiscoverStep.allCases {
+            #expect(!step.words.contains("--"))
+            #expect(FlagAdvice.command(for: step).contains(flags[step] ?? "?"), "\(step)")
+        }
+        let advice = DiscoveryText.nothingFound(type: .openAgents, seconds: 2, say: FlagAdvice.command(for:))
+        #expect(advice.contains("('oa-bridge discover --watch' waits for it.)") && advice.contains("'oa-bridge discover --all' lists every service type"))
+        let verdict = ServiceTypeWatcher.render([ServiceTypeSighting(type: "_ipp._tcp", interface: "eth0")], ours: .openAgents, seconds: 2,
+                                                say: FlagAdvice.command(for:))
+        #expect(verdict.contains("with discovery on (not --discovery off)"), "\(verdict)")
+    }
 }
