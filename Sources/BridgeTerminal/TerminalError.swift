@@ -5,7 +5,7 @@ package import BridgeRPC
 /// Why an agent's `terminal/*` request was refused or failed. Matched by case; ``rpcError`` is the answer the agent
 /// gets.
 package enum TerminalError: Error, Equatable, Sendable {
-    /// Terminals are off on this bridge (`--no-terminal`, or the kernel cannot confine them); the agent was told
+    /// Terminals are off on this bridge (the `terminal` setting, or the kernel cannot confine them); the agent was told
     /// `terminal: false`.
     case disabled(method: String)
     /// The request lacks a field, or a field has the wrong type.
@@ -27,15 +27,35 @@ package enum TerminalError: Error, Equatable, Sendable {
     /// The command cannot be confined (`reason`: the kernel has no Landlock, or a rule was refused), so it is not run.
     case unconfinable(reason: String)
 
+    /// A setting of the bridge that changes this answer (a key of its config file, in its `data.setting` on the wire).
+    package enum Setting: String, Sendable {
+        /// Whether terminals are served at all (`terminal: false` turns them off).
+        case terminal
+        /// Whether terminals are confined by Landlock (`terminal-confinement: unconfined` runs them unconfined).
+        case terminalConfinement = "terminal-confinement"
+    }
+
+    /// The setting whose change would let the request through, if one would: ``Setting/terminal`` for terminals
+    /// off, ``Setting/terminalConfinement`` for a command that cannot be confined; `nil` for the other cases.
+    package var setting: Setting? {
+        switch self {
+        case .disabled: .terminal
+        case .unconfinable: .terminalConfinement
+        default: nil
+        }
+    }
+
     /// The JSON-RPC error the agent is answered with: -32601 when terminals are off, -32602 for bad params and a
     /// refused `cwd`, -32002 for an unknown session or terminal, -32603 for limits and a failed start.
     package var rpcError: JSONRPCError {
         switch self {
         case .disabled(let method):
-            return JSONRPCError.methodNotFound(
-                method, detail: "terminals are off on this bridge (oa-bridge serve --no-terminal or terminal: false in its config file, or "
-                    + "a kernel without Landlock to confine them: see oa-bridge doctor), and the agent was told "
+            var error = JSONRPCError.methodNotFound(
+                method, detail: "terminals are off on this bridge (its owner turned them off in the bridge's settings (terminal: false), "
+                    + "or the kernel has no Landlock to confine them: the bridge's doctor says which), and the agent was told "
                     + "clientCapabilities.terminal = false; run the command another way")
+            error.data = ["method": .string(method), "setting": .string(Setting.terminal.rawValue)]
+            return error
         case .badParams(let method, let detail):
             return JSONRPCError.invalidParams("\(method): \(detail)")
         case .unknownSession(let session):
@@ -57,8 +77,10 @@ package enum TerminalError: Error, Equatable, Sendable {
             return JSONRPCError(code: error.code, message: "terminal/create cwd: \(error.message)", data: error.data)
         case .unconfinable(let reason):
             return JSONRPCError.internalError(
-                "terminals cannot be confined to this bridge's --fs-scope here (\(reason)), so none is run; the desktop's user may "
-                    + "start the bridge with --terminal-confinement unconfined to run them anyway")
+                "terminals cannot be confined to this bridge's file scope here (\(reason)), so none is run; terminal confinement is on "
+                    + "for this bridge, and its owner can turn it off in the bridge's settings (terminal confinement: unconfined) "
+                    + "to run them anyway",
+                data: ["setting": .string(Setting.terminalConfinement.rawValue)])
         case .launchFailed(let command, let reason):
             return JSONRPCError.internalError("could not start \(command): \(reason)", data: ["command": .string(command)])
         case .spawnFailed(let command, let error):

@@ -41,14 +41,19 @@ package final class TerminalHost: Sendable {
         if settings.enabled {
             switch (settings.confinement, Landlock.usableABI(probe: settings.landlockProbe)) {
             case (.unconfined, _):
-                logger.warning("terminals run unconfined (--terminal-confinement unconfined): commands reach whatever the bridge's user can")
+                logger.warning(
+                    "terminals run unconfined (terminal confinement: unconfined): commands reach whatever the bridge's user can",
+                    metadata: ["setting": "\(TerminalError.Setting.terminalConfinement.rawValue)"])
             case (.landlock, .success(let abi)):
                 logger.info("terminals run confined by Landlock", metadata: ["abi": "\(abi)"])
             case (.landlock, .failure(let error)):
                 effective.enabled = false
                 unavailable = error
                 logger.warning("terminals are off (the agent is told terminal: false): \(error.description)", metadata: [
-                    "fix": "a kernel with Landlock ABI \(Landlock.minimumABI)+, or --terminal-confinement unconfined to run them unconfined",
+                    "fix": .string(
+                        "a kernel with Landlock ABI \(Landlock.minimumABI)+, or terminal confinement: unconfined in the bridge's settings "
+                            + "to run them unconfined"),
+                    "setting": "\(TerminalError.Setting.terminalConfinement.rawValue)",
                 ])
             }
         }

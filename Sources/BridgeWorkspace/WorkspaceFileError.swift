@@ -40,12 +40,28 @@ package enum WorkspaceFileError: Error, Equatable, Sendable {
     /// The work was abandoned (the bridge is stopping, or its answer was already given).
     case abandoned(path: String)
     /// The path is, or lies in, one of the bridge's own files or directories (`protected`: its state directory with
-    /// the TLS key and pairing database, its config directory or file), which no `--fs-scope` reaches.
+    /// the TLS key and pairing database, its config directory or file), which no file scope (`fs-scope`) reaches.
     case bridgeFile(path: String, protected: String)
     /// The directory a workspace was asked for does not exist or cannot be opened.
     case missingWorkspace(directory: String)
     /// The directory of a wider ``WorkspaceScope`` (the home directory) cannot be opened; `nil` when none is known.
     case missingScopeDirectory(scope: WorkspaceScope, directory: String?)
+
+    /// A setting of the bridge that changes this answer (a key of its config file, in its `data.setting` on the wire).
+    package enum Setting: String, Sendable {
+        /// How far the agent's file requests reach (`fs-scope: workspace|home|any`).
+        case fileScope = "fs-scope"
+    }
+
+    /// The setting whose change would let the request through, if one would: ``Setting/fileScope`` for a path outside
+    /// the scope and a scope whose directory cannot be opened; `nil` for the others (the bridge's own files stay out
+    /// of every scope).
+    package var setting: Setting? {
+        switch self {
+        case .outside, .missingScopeDirectory: .fileScope
+        default: nil
+        }
+    }
 
     /// The JSON-RPC error the agent is answered with.
     package var rpcError: JSONRPCError {
@@ -65,9 +81,9 @@ package enum WorkspaceFileError: Error, Equatable, Sendable {
                 "\(path) could lead outside the session's working directory: paths with .. are not allowed", data: ["path": .string(path)])
         case .outside(let path, let root, let why):
             return .invalidParams(
-                "\(path) is outside \(root), where this bridge serves files to the session (\(why)); the desktop's "
-                    + "`oa-bridge serve --fs-scope` sets how far that reaches",
-                data: ["path": .string(path), "root": .string(root)])
+                "\(path) is outside \(root), where this bridge serves files to the session (\(why)); the bridge's file scope "
+                    + "sets how far that reaches, and its owner can widen it in the bridge's settings (file scope: home or any)",
+                data: ["path": .string(path), "root": .string(root), "setting": .string(Setting.fileScope.rawValue)])
         case .notFound(let path):
             return JSONRPCError(code: ACPMethod.resourceNotFoundCode, message: "File not found: \(path)", data: ["path": .string(path)])
         case .danglingSymbolicLink(let path):
@@ -97,15 +113,15 @@ package enum WorkspaceFileError: Error, Equatable, Sendable {
         case .bridgeFile(let path, let protected):
             return .invalidParams(
                 "\(path) is one of the bridge's own files (\(protected): its keys, pairing database or configuration), which "
-                    + "the agent may neither read nor write, whatever the --fs-scope",
+                    + "the agent may neither read nor write, whatever the bridge's file scope",
                 data: ["path": .string(path), "protected": .string(protected)])
         case .missingWorkspace(let directory):
             return .invalidParams("the directory \(directory) does not exist", data: ["path": .string(directory)])
         case .missingScopeDirectory(let scope, let directory):
             return .internalError(
-                "--fs-scope \(scope) needs the directory \(directory ?? "(home directory unknown)"), which cannot be opened; "
-                    + "set HOME to an existing directory or choose another --fs-scope",
-                data: ["scope": .string(scope.rawValue)])
+                "the file scope '\(scope)' needs the directory \(directory ?? "(home directory unknown)"), which cannot be opened; "
+                    + "set HOME to an existing directory, or the bridge's owner can choose another in its settings (file scope)",
+                data: ["scope": .string(scope.rawValue), "setting": .string(Setting.fileScope.rawValue)])
         }
     }
 }

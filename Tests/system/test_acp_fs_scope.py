@@ -75,7 +75,10 @@ def refused(answer: dict) -> bool:
 @pytest.mark.parametrize("scoped", [None, "workspace"], indirect=True, ids=["default", "workspace"])
 def test_workspace_refuses_a_file_elsewhere_in_the_home(scoped):
     assert refused(scoped.read(scoped.logs / "run.log")), "the default scope read outside the session's directory"
-    assert "--fs-scope" in scoped.read(scoped.logs / "run.log")["error"]["message"]
+    error = scoped.read(scoped.logs / "run.log")["error"]
+    # The phone has no command line: the setting in words and by its key, no flag (issue 31 item 5).
+    assert "file scope" in error["message"] and "--fs-scope" not in error["message"], error
+    assert error["data"]["setting"] == "fs-scope", error
     assert refused(scoped.write(scoped.logs / "new.txt"))
     assert not (scoped.logs / "new.txt").exists()
     (scoped.workspace / "notes.txt").write_text("inside")

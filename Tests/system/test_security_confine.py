@@ -479,7 +479,7 @@ def test_without_landlock_serve_says_so_tells_the_agent_terminal_false_and_refus
         caps, created = bridge.ask("caps", "terminal echo ran")
         assert json.loads(caps).get("terminal") is False, caps
         assert created.startswith("error -32601"), created
-        assert "Landlock" in created, created
+        assert "Landlock" in created and "--no-terminal" not in created, created
         log = bridge.stop()
         started = [line for line in log.splitlines() if "terminals are off (the agent is told terminal: false)" in line]
         assert len(started) == 1 and "no Landlock" in started[0], log[-3000:]
@@ -509,6 +509,7 @@ def test_without_landlock_a_sandboxed_agent_is_not_started_and_says_why():
         answer = asyncio.run(scenario())
         message = answer.get("error", {}).get("message", "")
         assert "cannot be sandboxed" in message and "no Landlock" in message, answer
+        assert "sandbox agent: false" in message and "--sandbox-agent" not in message, answer
     finally:
         bridge.stop()
 

@@ -53,7 +53,7 @@ struct RetentionTombstones {
     }
 }
 
-/// Which bound dropped a session; the wire value names the serve option that changes it.
+/// Which bound dropped a session; the wire value names the bridge setting that changes it.
 enum RetentionReason: String, Sendable {
     /// It was idle for ``SessionRetention/idleTimeout``.
     case idleTimeout = "idle_timeout"
@@ -62,12 +62,13 @@ enum RetentionReason: String, Sendable {
     /// The idle sessions' replay buffers held more than ``SessionRetention/maxIdleReplayBytes``.
     case maxIdleReplayBytes = "max_idle_replay_bytes"
 
-    /// The `serve` option that changes the bound.
+    /// The bridge's setting that changes the bound, in words with its config file key: the phone and the agent have
+    /// no command line, so no flag is named (issue 31 item 5; the wire value in `data.reason` is the typed cause).
     var option: String {
         switch self {
-        case .idleTimeout: "--idle-session-timeout"
-        case .maxIdleSessions: "--max-idle-sessions"
-        case .maxIdleReplayBytes: "--max-idle-replay-bytes"
+        case .idleTimeout: "the idle session timeout in the bridge's settings (idle-session-timeout)"
+        case .maxIdleSessions: "the most idle sessions in the bridge's settings (max-idle-sessions)"
+        case .maxIdleReplayBytes: "the most idle replay bytes in the bridge's settings (max-idle-replay-bytes)"
         }
     }
 }

@@ -51,8 +51,8 @@ struct BridgeAgentLauncher: StdioAgentLauncher {
             do {
                 ruleset = try LandlockRuleset.build(policy)
             } catch {
-                throw .launchFailed("the agent cannot be sandboxed here (\(error.description)), so it is not started; start the bridge "
-                    + "without --sandbox-agent to run it unconfined")
+                throw .launchFailed("the agent cannot be sandboxed here (\(error.description)), so it is not started; agent sandboxing is "
+                    + "on for this bridge, and its owner can turn it off in the bridge's settings (sandbox agent: false) to run it unconfined")
             }
             scratch = temporary
             logger.info("the agent runs sandboxed by Landlock", metadata: [
