@@ -490,7 +490,7 @@ let package = Package(
         .testTarget(
             name: "BridgeDiagnosticsTests",
             dependencies: [
-                "BridgeDiagnostics", "BridgeDiscovery", "BridgeTestKit", "BridgeSandbox", "BridgePairing",
+                "BridgeDiagnostics", "BridgeDiscovery", "BridgeTestKit", "BridgeSandbox", "BridgePairing", "BridgeClient",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

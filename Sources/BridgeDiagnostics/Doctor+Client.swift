@@ -32,8 +32,8 @@ extension Doctor {
     /// and asked with its saved token whether this device is still paired.
     func savedBridgeChecks(_ saved: SavedBridges, bridges: [SavedBridges.Bridge], discovered: [ResolvedService]) async -> [DoctorCheck] {
         guard !bridges.isEmpty else {
-            return [DoctorCheck(name: "saved bridges", status: .ok,
-                                detail: "none yet: scan the QR code 'oa-bridge serve' prints on the desktop (or 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints)")]
+            return [DoctorCheck(name: "saved bridges", status: .ok, detail: "none yet",
+                                fix: "scan the QR code 'oa-bridge serve' prints on the desktop", setting: .pairing)]
         }
         // Side by side: a desk that drops packets costs its timeout once, not once per saved bridge.
         return await withTaskGroup(of: (Int, DoctorCheck).self) { group in

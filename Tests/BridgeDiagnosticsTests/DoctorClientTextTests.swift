@@ -1,0 +1,25 @@
+import BridgeClient
+import BridgeDiscovery
+import Foundation
+import Logging
+import Testing
+
+@testable import BridgeDiagnostics
+
+/// Doctor's client checks say what to do in words and name the step (issue 31 item 5): the command line adds the
+/// flag (`oa-bridge connect --pair`), so no flag is spelled here.
+@Suite("Doctor's client texts name no flag", .tags(.unit))
+struct DoctorClientTextTests {
+    @Test("no saved bridge: ok, with the pairing step as the fix and no flag in the words")
+    func noSavedBridge() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("doctor-client-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let options = Doctor.Options(backend: AvahiBackend(), stateDirectory: directory)
+        let doctor = Doctor(options: options, logger: Logger(label: "test.doctor-client"))
+        let checks = await doctor.savedBridgeChecks(SavedBridges(directory: directory), bridges: [], discovered: [])
+        let check = try #require(checks.first)
+        #expect(checks.count == 1 && check.status == .ok && check.setting == .pairing)
+        #expect(check.fix?.contains("scan the QR code") == true)
+        #expect(!check.detail.contains("--") && check.fix?.contains("--") == false, "the command line names the flag: \(check)")
+    }
+}
