@@ -29,7 +29,8 @@ extension DoctorCheck {
         return DoctorCheck(
             name: name, status: .warn,
             detail: "\(unbound.count) of \(active.count) paired device(s) hold tokens not bound to a key (DPoP): \(names); "
-                + "a copy of their tokens works from another machine, and serve --dpop required refuses them",
-            fix: "pair them again with an app that supports DPoP, then 'oa-bridge devices revoke ID' for the old entries")
+                + "a copy of their tokens works from another machine, and a bridge that requires DPoP refuses them",
+            fix: "pair them again with an app that supports DPoP, then 'oa-bridge devices revoke ID' for the old entries",
+            setting: .dpop)
     }
 }

@@ -13,4 +13,6 @@ public enum DoctorSetting: String, Sendable, Hashable, Codable {
     case pairing
     /// Trying every address a bridge announces (a client).
     case probe
+    /// Whether serve requires tokens bound to a key (DPoP), lets unbound ones keep working, or ignores DPoP.
+    case dpop
 }

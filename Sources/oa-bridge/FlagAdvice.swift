@@ -65,6 +65,7 @@ enum FlagAdvice {
         case .terminalConfinement: "'oa-bridge serve --terminal-confinement unconfined' runs terminals unconfined, --no-terminal turns them off."
         case .pairing: "Or here: 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints on the desktop."
         case .probe: "Run 'oa-bridge discover --probe'."
+        case .dpop: "Then 'oa-bridge serve --dpop required' refuses tokens not bound to a key."
         }
     }
 

@@ -26,5 +26,6 @@ struct DoctorCheckDPoPTests {
         #expect(unbound.status == .warn)
         #expect(unbound.detail.contains("Old tablet") && !unbound.detail.contains("Bound phone"))
         #expect(unbound.fix?.contains("pair them again") == true)
+        #expect(unbound.setting == .dpop && !unbound.detail.contains("--"), "the command line names the flag: \(unbound.detail)")
     }
 }

@@ -51,7 +51,7 @@ struct FlagAdviceTests {
     func doctorFixes() {
         let settings: [(DoctorSetting, String)] = [
             (.host, "--host ::"), (.port, "--port N"), (.discovery, "--interface"), (.terminalConfinement, "--terminal-confinement unconfined"),
-            (.pairing, "connect --pair"), (.probe, "discover --probe"),
+            (.pairing, "connect --pair"), (.probe, "discover --probe"), (.dpop, "serve --dpop required"),
         ]
         for (setting, flag) in settings {
             let check = DoctorCheck(name: "x", status: .warn, detail: "d", fix: "serve on every address", setting: setting)
