@@ -2,6 +2,7 @@ import BridgeClient
 import BridgePairing
 import BridgeServer
 import BridgeTestKit
+import BridgeTime
 import Foundation
 import Logging
 import Testing
@@ -29,8 +30,9 @@ struct DPoPClientClockTests {
           arguments: [-600.0, 600.0])
     func skewedClock(skew: TimeInterval) async throws {
         try await Self.withBridge { port, store in
-            // The client's clock, moved by hand: it stands `skew` away from the bridge's (the system's).
-            let clock = ManualBridgeClock(wallStart: Date().addingTimeInterval(skew))
+            // The client's clock stands `skew` away from the bridge's (the system's) and runs with it: a clock that
+            // stood still would drift from the bridge's by the test's own time (seconds on a loaded 2-core machine).
+            let clock = SkewedClock(skew: skew)
             let vault = TokenVault(file: nil, clock: clock)
             let pairing = try await store.issuePairingToken()
             let paired = try await vault.pair(bridge: "http://127.0.0.1:\(port)", pairingToken: pairing.token, deviceName: "skewed")
@@ -73,6 +75,16 @@ struct DPoPClientClockTests {
                     logger: logger)
             }
             #expect(thief.clockOffset == 0)
+        }
+    }
+
+    /// The system's clock with its wall time `skew` seconds away: a client whose clock is set wrong.
+    struct SkewedClock: BridgeClock {
+        let skew: TimeInterval
+        var now: ContinuousClock.Instant { ContinuousClock.now }
+        var wallTime: Date { Date().addingTimeInterval(skew) }
+        func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+            try await ContinuousClock().sleep(until: deadline, tolerance: tolerance)
         }
     }
 
