@@ -35,8 +35,8 @@ public struct DiscoveryReport: Sendable {
     private let say: @Sendable (DiscoverStep) -> String
 
     /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end. `conflictFix` says
-    /// a conflict's fix (the command line adds the flags of ``DiscoveryConflict/settings``; by default its words), `say`
-    /// a step the advice points to (the command line names its flag; by default ``DiscoverStep/words``).
+    /// a conflict's fix (the command line adds the flags of `DiscoveryConflict.settings`; by default its words), `say`
+    /// a step the advice points to (the command line names its flag; by default `DiscoverStep.words`).
     public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType, conflictFix: @escaping @Sendable (DiscoveryConflict) -> String = \.fix,
                 say: @escaping @Sendable (DiscoverStep) -> String = \.words) {
         self.conflictFix = conflictFix

@@ -73,8 +73,8 @@ public enum DiscoveryText {
         return "\(best) [\(each)]"
     }
 
-    /// Why nothing of `type` was found within `seconds`, and what to try; `say` words a ``DiscoverStep`` (the command
-    /// line names its flag; by default ``DiscoverStep/words``).
+    /// Why nothing of `type` was found within `seconds`, and what to try; `say` words a `DiscoverStep` (the command
+    /// line names its flag; by default `DiscoverStep.words`).
     public static func nothingFound(type: ServiceType, seconds: Double, say: (DiscoverStep) -> String = \.words) -> String {
         let all = say(.allTypes)
         return """
