@@ -477,7 +477,7 @@ let package = Package(
         .testTarget(
             name: "BridgeACPTests",
             dependencies: [
-                "BridgeACP", "BridgeProcess", "BridgeRPC", .product(name: "NIOCore", package: "swift-nio"),
+                "BridgeACP", "BridgeProcess", "BridgeRPC", "BridgeTestKit", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -507,7 +507,7 @@ let package = Package(
         // scripts (BridgeServerConfiguration.inProcessAgent); not a product.
         .target(
             name: "BridgeTestKit",
-            dependencies: ["BridgeACP", "BridgeRPC", "BridgeTime"],
+            dependencies: ["BridgeACP", "BridgeRPC", "BridgeTime", .product(name: "Logging", package: "swift-log")],
             path: "Tests/BridgeTestKit",
             swiftSettings: swiftSettings + [.enableUpcomingFeature("InternalImportsByDefault")]
         ),

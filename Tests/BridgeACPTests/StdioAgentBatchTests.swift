@@ -1,5 +1,6 @@
 import BridgeProcess
 import BridgeRPC
+import BridgeTestKit
 import Foundation
 import Logging
 import NIOCore

@@ -1,5 +1,6 @@
 import BridgeACP
 import BridgeRPC
+import BridgeTestKit
 import Foundation
 import Logging
 import Testing

@@ -1,7 +1,6 @@
 import BridgeSandbox
 import BridgeTestKit
 import Logging
-import Synchronization
 import Testing
 
 @testable import BridgeTerminal
@@ -10,38 +9,17 @@ import Testing
 /// `setting` metadata), never a flag of `oa-bridge serve` (the bridge may be started from a config file or an app).
 @Suite("TerminalHost's log names the setting, not a flag", .tags(.unit))
 struct TerminalHostLogWordsTests {
-    /// The lines a ``Recorder`` kept.
-    private final class Lines: Sendable {
-        let kept = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
-    }
-
-    /// A log handler that keeps each line's message and metadata.
-    private struct Recorder: LogHandler {
-        let lines: Lines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            lines.kept.withLock { $0.append((event.message.description, event.metadata ?? [:])) }
-        }
-    }
-
     /// The lines a host with `confinement` and Landlock `probe` logs while it starts.
     private func linesOfHost(confinement: TerminalConfinement, probe: @escaping @Sendable () -> Result<Int, SandboxError>)
-        -> [(message: String, metadata: Logger.Metadata)]
+        -> [TestLog.Entry]
     {
-        let lines = Lines()
-        let logger = Logger(label: "test.terminal") { _ in Recorder(lines: lines) }
+        let log = TestLog()
+        let logger = log.logger(label: "test.terminal")
         var settings = TerminalSettings()
         settings.confinement = confinement
         settings.landlockProbe = probe
         _ = TerminalHost(settings: settings, clock: ManualClock(), logger: logger)
-        return lines.kept.withLock { $0 }
+        return log.all
     }
 
     @Test("unconfined, and off for want of Landlock: the line and its fix say 'terminal confinement: unconfined', no flag")
@@ -51,7 +29,7 @@ struct TerminalHostLogWordsTests {
         for lines in [unconfined, off] {
             let line = try #require(lines.first { $0.metadata["setting"] != nil })
             #expect(line.metadata["setting"] == "terminal-confinement")
-            let words = line.message + " " + (line.metadata["fix"].map { "\($0)" } ?? "")
+            let words = line.message + " " + (line.metadata["fix"] ?? "")
             #expect(words.contains("terminal confinement: unconfined"), "\(words)")
             #expect(!words.contains(/--[a-z]/), "\(words)")
         }
