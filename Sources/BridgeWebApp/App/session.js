@@ -91,8 +91,19 @@ export function tellLostUpdates(app, throughSeq) {
   if (typeof app.current.toldLostThrough === "number" && app.current.toldLostThrough >= through) return;
   app.current.toldLostThrough = through;
   if (through > app.current.lastSeq) app.current.lastSeq = through;
-  app.ui.transcript.system("Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.");
+  // Kept in the conversation's log at its place, and saved at once: a reload (or a page closed right after) still
+  // shows where the hole is; the bridge will not say it again to a page that counts as told.
+  app.current.log.push({ lost: through });
+  showLostUpdates(app);
+  persist(app);
 }
+
+/** The line that marks a hole in the conversation (a `{lost}` entry of the log). */
+export function showLostUpdates(app) {
+  app.ui.transcript.system(LOST_UPDATES_LINE);
+}
+
+const LOST_UPDATES_LINE = "Some output may be missing here: the desktop's bridge stopped unexpectedly before it saved it.";
 
 export async function loadSession(app, connection, id) {
   const previous = app.current && app.current.id === id ? app.current : null;

@@ -3,6 +3,7 @@
 
 import { showUserEntry } from "./composer.js";
 import { $, str } from "./dom.js";
+import { showLostUpdates } from "./session.js";
 import { applyUpdate } from "./updates.js";
 
 /** Where the current session's id is kept. */
@@ -38,6 +39,7 @@ export function replayLog(app) {
     try {
       if (entry.user) showUserEntry(app, entry);
       else if (entry.update) applyUpdate(app, entry.update, entry.bridge === true);
+      else if (typeof entry.lost === "number") showLostUpdates(app);
     } catch (error) {
       // One entry the page cannot show never keeps the rest (or the app) from opening.
       console.warn("oa-bridge: a stored entry was skipped:", error && error.message);
