@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// A blocking TCP socket to 127.0.0.1, with a 5 s receive timeout: the one place the raw-socket
+/// A blocking TCP socket to 127.0.0.1, with a receive timeout: the one place the raw-socket
 /// test helpers (HTTP, WebSocket upgrade, keepalive) open their connections.
 enum LoopbackSocket {
     struct Failure: Error, CustomStringConvertible {
@@ -12,11 +12,12 @@ enum LoopbackSocket {
         var description: String { message }
     }
 
-    /// Connects to `127.0.0.1:port`; the caller closes the descriptor.
-    static func connect(port: Int) throws -> Int32 {
+    /// Connects to `127.0.0.1:port`; the caller closes the descriptor. A read waits at most `receiveTimeout` seconds
+    /// (some helpers read to the timeout when the server keeps the socket open).
+    static func connect(port: Int, receiveTimeout: Int = 5) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket failed") }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

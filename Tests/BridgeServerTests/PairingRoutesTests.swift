@@ -376,11 +376,16 @@ enum PairingHTTP {
         }
     }
 
+    /// How long a read waits, in seconds: a bound for a bridge that never answers, not a speed limit. Every answer
+    /// here closes its connection, so nothing waits for it; the full parallel run on 2 cores stalled one
+    /// `/api/pair/state` past the 5 s it was (the clean-clone CI of c967d89).
+    static let receiveTimeout = 30
+
     static func blockingRequest(
         port: Int, _ method: String, _ path: String, json: String?, body: String?, contentType: String?,
         headers: [String: String], host: String
     ) throws -> Reply {
-        let fd = try LoopbackSocket.connect(port: port)
+        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: receiveTimeout)
         defer { close(fd) }
         let payload = Array((json ?? body ?? "").utf8)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
@@ -396,15 +401,22 @@ enum PairingHTTP {
         }
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
+        var ended = "the bridge closed the connection"
         for _ in 0..<10_000 {
             let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 {
+                ended = errno == EAGAIN ? "no answer within \(receiveTimeout) s" : "recv failed (errno \(errno))"
+            }
             if count <= 0 { break }
             data.append(contentsOf: buffer[0..<count])
         }
         let separator: [UInt8] = [13, 10, 13, 10]
         var end = 0
         while end + 4 <= data.count, Array(data[end..<(end + 4)]) != separator { end += 1 }
-        guard end + 4 <= data.count else { throw Failure(message: "no HTTP response") }
+        guard end + 4 <= data.count else {
+            throw Failure(message: "no HTTP response to \(method) \(path): \(ended) after \(data.count) bytes")
+        }
         let headText = String(decoding: data[..<end], as: UTF8.self)
         let lines = headText.components(separatedBy: "\r\n")
         let statusParts = (lines.first ?? "").split(separator: " ").map(String.init)
