@@ -12,7 +12,7 @@ enum ScriptAgent {
 
     /// A bridge running the scripted agent (with `configure` applied after).
     static func bridge<T: Sendable>(
-        logs: LogRecorder? = nil,
+        logs: TestLog? = nil,
         configure: @escaping (inout BridgeServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (_ port: Int, _ configuration: BridgeServerConfiguration) async throws -> T
     ) async throws -> T {
@@ -210,7 +210,7 @@ struct ACPConformanceTests {
     @Test("a request nobody answers gets a JSON-RPC error after clientRequestTimeout; a permission waits the longer permissionRequestTimeout")
     func unansweredRequests() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await ScriptAgent.bridge(logs: logs, configure: {
             $0.clock = clock
             $0.clientRequestTimeout = .seconds(30)
@@ -486,7 +486,7 @@ struct ACPConformanceTests {
 
     @Test("seed dialect: an agent update whose keys collide in snake_case is withheld with its seq and logged; official phones get it whole")
     func collidingAgentUpdate() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await ScriptAgent.bridge(logs: logs) { port, _ in
             try await TestClient.with(port: port) { seed in
                 try await TestClient.with(port: port) { official in

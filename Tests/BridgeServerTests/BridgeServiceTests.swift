@@ -5,6 +5,7 @@ import BridgePairingWire
 import BridgeServer
 import BridgeTLS
 import BridgeTailscale
+import BridgeTestKit
 import Foundation
 import Logging
 import Testing
@@ -13,7 +14,7 @@ import Testing
 struct BridgeServiceTests {
     /// Runs a service on 127.0.0.1, port 0, with its state in a fresh directory, until `body` returns.
     func withService<T: Sendable>(
-        auth: BridgeService.Auth, logs: LogRecorder,
+        auth: BridgeService.Auth, logs: TestLog,
         _ body: @Sendable (_ service: BridgeService, _ port: Int, _ state: URL) async throws -> T
     ) async throws -> T {
         let state = URL(fileURLWithPath: try TestBridge.makeDirectory())
@@ -24,7 +25,7 @@ struct BridgeServiceTests {
         options.auth = auth
         options.version = "9.9.9"
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        let service = try await BridgeService(options: options, logger: logs.logger(label: "test.service")) { listening in
+        let service = try await BridgeService(options: options, logger: logs.logger(label: "test.service", level: .debug)) { listening in
             portSink.yield(listening.port)
         }
         return try await withThrowingTaskGroup(of: Void.self) { group in
@@ -38,7 +39,7 @@ struct BridgeServiceTests {
 
     @Test("token auth: install id, TLS identity and token store in the state directory; the QR payload carries the pin; /api/status needs a token")
     func tokenAuth() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await withService(auth: .token(requireApproval: false), logs: logs) { service, port, state in
             let installID = try String(contentsOf: state.appendingPathComponent("install-id"), encoding: .utf8)
             #expect(installID.trimmingCharacters(in: .whitespacesAndNewlines) == service.installID)
@@ -57,7 +58,7 @@ struct BridgeServiceTests {
 
     @Test("auth none: no token store, a warning, and the same install id and pin on the next start")
     func noAuth() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         let (first, state) = try await withService(auth: .none, logs: logs) { service, port, state in
             #expect(service.configuration.authenticator == nil && service.configuration.authorizeUpgrade == nil)
             #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("pairing.sqlite").path))
@@ -87,7 +88,7 @@ struct BridgeServiceTests {
 
     @Test("oa-bridge pair's LocalPairingCode: the payload over loopback, a new one with rotate, typed errors")
     func localPairingCode() async throws {
-        try await withService(auth: .token(requireApproval: false), logs: LogRecorder()) { service, port, _ in
+        try await withService(auth: .token(requireApproval: false), logs: TestLog()) { service, port, _ in
             let current = try await service.pairing.payload()
             let fetched = try await LocalPairingCode(port: port).fetch()
             #expect(fetched.token == current.token && fetched.pin == service.identity.pin.description)

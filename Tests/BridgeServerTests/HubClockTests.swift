@@ -41,7 +41,7 @@ struct HubClockTests {
         // On the machine's clock the session was used just now and is kept; on the bridge's it is two days idle, past the
         // 1 h limit, and dropped when the bridge starts.
         let clock = ManualClock(wallStart: Date().addingTimeInterval(2 * 86_400))
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await TestBridge.with(logs: logs, configure: {
             $0.sessionStore = store
             $0.workingDirectory = work

@@ -27,7 +27,7 @@ struct IdleSweepTests {
     @Test("an idle bridge: moving its clock a minute in half-second steps wakes none of its sweeps", .tags(.loopback))
     func idleBridgeSleeps() async throws {
         let clock = CountingClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await TestBridge.with(logs: logs, configure: { $0.clock = clock }) { port, _ in
             // A client came and went: nothing of it is left to sweep.
             try await TestClient.with(port: port) { phone in try await phone.initialize(seed: false) }

@@ -1,6 +1,7 @@
 import BridgeClient
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -42,7 +43,7 @@ struct PerMessageDeflateClientTests {
 
     @Test("negotiated: compressed both ways, the prompt's text streamed back whole")
     func negotiated() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         let echoed = try await TestBridge.with(logs: logs) { port, configuration in try await Self.converse(port: port, cwd: configuration.workingDirectory) }
         #expect(logs.count(of: Self.negotiated) == 1)
         #expect(echoed >= 26_000)
@@ -50,7 +51,7 @@ struct PerMessageDeflateClientTests {
 
     @Test("declined by the bridge (compression off): the same conversation, uncompressed")
     func declined() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         let echoed = try await TestBridge.with(logs: logs, configure: { $0.compression = false }) { port, configuration in
             try await Self.converse(port: port, cwd: configuration.workingDirectory)
         }

@@ -159,7 +159,7 @@ struct ResumeTests {
     @Test("a permission nobody comes back to answer is cancelled after orphanedRequestTimeout; resume reports how the prompt ended")
     func orphanedPermission() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let timeout: Duration = .seconds(60)
         try await TestBridge.with(logs: logs, configure: {
             $0.orphanedRequestTimeout = timeout

@@ -83,7 +83,7 @@ enum RetentionAgent {
 
     /// A bridge running this agent on `clock`, with `retention`.
     static func bridge<T: Sendable>(
-        close: Bool, silent: Bool = false, retention: SessionRetention, clock: ManualClock, logs: LogRecorder,
+        close: Bool, silent: Bool = false, retention: SessionRetention, clock: ManualClock, logs: TestLog,
         _ body: @Sendable (_ port: Int) async throws -> T
     ) async throws -> T {
         try await TestBridge.with(logs: logs, configure: {

@@ -25,7 +25,7 @@ struct SessionRetentionTests {
     @Test("past maxIdleSessions the longest idle session is dropped (not the oldest created), and the agent gets session/close")
     func countOldestIdleFirst() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let retention = SessionRetention(maxIdleSessions: 2, maxIdleReplayBytes: .max, idleTimeout: nil)
         try await RetentionAgent.bridge(close: true, retention: retention, clock: clock, logs: logs) { port in
             let first = try await Self.leaveSession(port: port)
@@ -61,7 +61,7 @@ struct SessionRetentionTests {
     @Test("past maxIdleReplayBytes the longest idle sessions are dropped until the idle replay buffers fit")
     func replayBytes() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         // Each session below keeps one update of a little over 2,000 bytes: one fits, two do not.
         let retention = SessionRetention(maxIdleSessions: 64, maxIdleReplayBytes: 3_000, idleTimeout: nil)
         try await RetentionAgent.bridge(close: true, retention: retention, clock: clock, logs: logs) { port in
@@ -88,7 +88,7 @@ struct SessionRetentionTests {
     @Test("a session idle for idleTimeout is dropped by the sweep on the hub's clock; one idle for less is kept")
     func idleTimeout() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let retention = SessionRetention(idleTimeout: .seconds(60))
         try await RetentionAgent.bridge(close: true, retention: retention, clock: clock, logs: logs) { port in
             let first = try await Self.leaveSession(port: port)
@@ -118,7 +118,7 @@ struct SessionRetentionTests {
     @Test("a session whose prompt still runs is not idle, even with room for no idle session; it is dropped once the prompt ends and nobody is attached")
     func runningPromptKept() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let retention = SessionRetention(maxIdleSessions: 0, idleTimeout: .seconds(60))
         try await RetentionAgent.bridge(close: true, retention: retention, clock: clock, logs: logs) { port in
             let session = try await TestClient.with(port: port) { phone in
@@ -157,7 +157,7 @@ struct SessionRetentionTests {
           arguments: [true, false])
     func closeAndResumeErrors(agentCloses: Bool) async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let retention = SessionRetention(maxIdleSessions: 0)
         try await RetentionAgent.bridge(close: agentCloses, retention: retention, clock: clock, logs: logs) { port in
             let session = try await Self.leaveSession(port: port)
@@ -191,7 +191,7 @@ struct SessionRetentionTests {
     @Test("an agent that never answers session/close leaves at most 64 of them waiting (the oldest forgotten)")
     func unansweredClosesBounded() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         let limit = 64  // BridgeHub.maxUnansweredCloses
         try await RetentionAgent.bridge(close: true, silent: true, retention: SessionRetention(maxIdleSessions: 0), clock: clock, logs: logs) { port in
             // 65 sessions, 13 on each of five phones (a connection may hold 64); each is dropped once its phone leaves.
@@ -210,7 +210,7 @@ struct SessionRetentionTests {
     @Test("requests of a client that went away are released (the agent gets $/cancel_request), all but its running prompt")
     func requestsReleasedOnDisconnect() async throws {
         let clock = ManualClock()
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await RetentionAgent.bridge(close: true, retention: SessionRetention(), clock: clock, logs: logs) { port in
             let session = try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)

@@ -95,7 +95,7 @@ struct ShutdownTests {
 
     @Test("beyond maxConnections the upgrade is refused with 503 and a JSON body naming the limit; a freed slot is reused")
     func connectionCap() async throws {
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await TestBridge.with(logs: logs, configure: { $0.maxConnections = 2 }) { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)

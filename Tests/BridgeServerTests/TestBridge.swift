@@ -15,7 +15,7 @@ enum TestBridge {
 
     /// With `logs`, the bridge logs (every level) into it.
     static func with<T: Sendable>(
-        logs: LogRecorder? = nil,
+        logs: TestLog? = nil,
         configure: (inout BridgeServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (_ port: Int, _ configuration: BridgeServerConfiguration) async throws -> T
     ) async throws -> T {
@@ -26,7 +26,7 @@ enum TestBridge {
         configure(&configuration)
         var logger = Logger(label: "test.bridge")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
-        if let logs { logger = logs.logger(label: "test.bridge") }
+        if let logs { logger = logs.logger(label: "test.bridge", level: .debug) }
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let server = BridgeServer(configuration: configuration, logger: logger) { port in portSink.yield(port) }
         let frozen = configuration

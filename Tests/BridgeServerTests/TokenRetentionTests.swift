@@ -22,7 +22,7 @@ struct TokenRetentionTests {
         // The pairing code expired an hour after it was issued, and that was more than a week ago.
         clock.advance(by: .seconds(Int64(pairing.expiresAt.timeIntervalSince(clock.wallTime)) + 7 * 24 * 3600 + 60))
 
-        let logs = LogRecorder()
+        let logs = TestLog()
         try await TestBridge.with(logs: logs, configure: {
             $0.authenticator = Authenticator(store: store)
             $0.clock = clock

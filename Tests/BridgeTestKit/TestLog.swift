@@ -1,9 +1,10 @@
-public import Foundation
+import Foundation
 public import Logging
 import Synchronization
 
 /// Keeps what a logger is told (message and metadata), so a test can check what was logged (the agent's lines, the
-/// terminal host's).
+/// terminal host's, the bridge's) or wait for a line (a client's disconnect being handled, a request expiring) instead
+/// of sleeping. Lines go on to stderr too when `TEST_LOG` is set.
 public final class TestLog: Sendable {
     /// One log call.
     public struct Entry: Sendable {
@@ -14,14 +15,20 @@ public final class TestLog: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
+    /// Told after every line (what ``waitFor(_:times:timeout:)`` waits on).
+    private let changes = ChangeSignal()
 
     /// An empty log.
     public init() {}
 
-    /// A logger that records here, at every level.
-    public func logger(label: String = "test.agent") -> Logger {
-        var logger = Logger(label: label) { _ in Handler(log: self) }
-        logger.logLevel = .trace
+    /// A logger that records here, from `level` up (every level unless told).
+    public func logger(label: String = "test.agent", level: Logger.Level = .trace) -> Logger {
+        let echo = ProcessInfo.processInfo.environment["TEST_LOG"] != nil
+        var logger = Logger(label: label) { label in
+            guard echo else { return Handler(log: self) }
+            return MultiplexLogHandler([Handler(log: self), StreamLogHandler.standardError(label: label)])
+        }
+        logger.logLevel = level
         return logger
     }
 
@@ -33,7 +40,20 @@ public final class TestLog: Sendable {
     /// Everything logged, in order.
     public var all: [Entry] { entries.withLock { $0 } }
 
-    fileprivate func record(_ entry: Entry) { entries.withLock { $0.append(entry) } }
+    /// How many lines had exactly this message.
+    public func count(of message: String) -> Int {
+        entries.withLock { $0.count { $0.message == message } }
+    }
+
+    /// Waits until `message` was logged at least `times` times; false if that takes longer than `timeout` of real time.
+    public func waitFor(_ message: String, times: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
+        await changes.wait(timeout: timeout) { count(of: message) >= times }
+    }
+
+    fileprivate func record(_ entry: Entry) {
+        entries.withLock { $0.append(entry) }
+        changes.notify()
+    }
 
     private struct Handler: LogHandler {
         let log: TestLog
