@@ -23,6 +23,36 @@ struct HubConnectionTableTests {
         table.add(device: device) { _ in record(device: device) }
     }
 
+    /// Whether `stream` ends within 10 s of real time (a stream that never ends fails the test instead of hanging it).
+    static func ends(_ stream: AsyncStream<Void>) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in stream {}
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    @Test("the table tells when it empties: untilEmpty's stream ends as the last connection leaves, at once with none")
+    func untilEmpty() async {
+        var table = ConnectionTable()
+        #expect(await Self.ends(table.untilEmpty()), "no client connected: it ends at once")
+        let first = Self.add(&table), second = Self.add(&table)
+        let emptied = table.untilEmpty()
+        #expect(table.remove(first) != nil)
+        #expect(table.emptyWatcherCount == 1, "a client is still connected")
+        #expect(table.remove(second) != nil)
+        #expect(table.emptyWatcherCount == 0)
+        #expect(await Self.ends(emptied), "the last client left")
+    }
+
     @Test("ids count from 1 and are never given again after a connection leaves")
     func idsNeverReused() {
         var table = ConnectionTable()

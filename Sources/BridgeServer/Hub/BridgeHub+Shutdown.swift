@@ -26,11 +26,17 @@ extension BridgeHub {
     }
 
     /// Waits until every client has gone after ``beginShutdown()`` (each was sent 1001 and answers it), bounded by
-    /// `limit` of real time and by cancellation: the HTTP server's own shutdown comes after that.
+    /// `limit` of real time and by cancellation: the HTTP server's own shutdown comes after that. The connection
+    /// table tells when it empties (``ConnectionTable/untilEmpty()``): nothing looks again every few milliseconds.
     func waitForClientsToLeave(within limit: Duration) async {
-        let deadline = ContinuousClock.now + limit
-        while !connections.isEmpty, ContinuousClock.now < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(10))
+        let emptied = connections.untilEmpty()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in emptied {}
+            }
+            group.addTask { try? await ContinuousClock().sleep(for: limit) }
+            _ = await group.next()
+            group.cancelAll()
         }
     }
 

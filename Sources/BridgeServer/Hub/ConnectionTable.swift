@@ -5,8 +5,9 @@ import BridgePairing
 /// `_oa/logout`. Which connections a revocation closes, and which sessions a client is attached to on its side, are
 /// answered here.
 ///
-/// A value with no side effects (the records' queues and loggers are the hub's to use): `HubConnectionTableTests`
-/// tests it without a bridge.
+/// A value with no side effects but one it is asked for (the records' queues and loggers are the hub's to use; the
+/// streams of ``untilEmpty()`` end as the last connection is removed): `HubConnectionTableTests` tests it without a
+/// bridge.
 struct ConnectionTable {
     private var records: [ConnectionID: ClientRecord] = [:]
     private var nextID: ConnectionID = 1
@@ -15,6 +16,8 @@ struct ConnectionTable {
     private var credentials: [ConnectionID: AuthenticatedDevice] = [:]
     /// Connections answering their own `_oa/logout`: closed once the answer is queued, not before.
     private var loggingOut: Set<ConnectionID> = []
+    /// The streams of ``untilEmpty()`` still open: each ends when the table empties.
+    private var emptyWatchers: [AsyncStream<Void>.Continuation] = []
 
     /// How many clients are connected.
     var count: Int { records.count }
@@ -43,13 +46,30 @@ struct ConnectionTable {
         return id
     }
 
-    /// Forgets connection `id` and what it authenticated as; returns its record (`nil` if it was gone already).
+    /// Forgets connection `id` and what it authenticated as; returns its record (`nil` if it was gone already). The
+    /// last one out ends the streams of ``untilEmpty()``.
     mutating func remove(_ id: ConnectionID) -> ClientRecord? {
         guard let record = records.removeValue(forKey: id) else { return nil }
         credentials[id] = nil
         loggingOut.remove(id)
+        if records.isEmpty {
+            for watcher in emptyWatchers { watcher.finish() }
+            emptyWatchers.removeAll()
+        }
         return record
     }
+
+    /// A stream that ends when no client is connected: at once if none is now, else as the last one is removed. It
+    /// yields nothing; a waiter iterates it until it ends (or its task is cancelled), so shutdown waits for the event
+    /// instead of looking again and again.
+    mutating func untilEmpty() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream()
+        if records.isEmpty { continuation.finish() } else { emptyWatchers.append(continuation) }
+        return stream
+    }
+
+    /// How many streams of ``untilEmpty()`` have not ended yet.
+    var emptyWatcherCount: Int { emptyWatchers.count }
 
     /// The paired device connection `id` authenticated as (auth on).
     func device(of id: ConnectionID) -> AuthenticatedDevice? {

@@ -100,7 +100,11 @@ public struct BridgeServer: Service {
             // Only small values in this closure: its async frame stays in the connection's task while it is open.
             let connection = ClientConnection(hub: hub, configuration: configuration, device: upgraded.device)
             let open = slots.open()
-            defer { slots.close() }
+            defer {
+                slots.close()
+                // After the slot is free: a test waits for this line before it takes the slot again.
+                logger.debug("connection slot freed", metadata: ["remote": "\(upgraded.remote ?? "?")"])
+            }
             guard open <= configuration.eventLoopConnections else {
                 return await connection.run(channel: upgraded.channel, messages: upgraded.messages, remote: upgraded.remote)
             }
