@@ -52,7 +52,7 @@ struct BridgeServiceTests {
             #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status").status == 401)
             #expect(await logs.waitFor("made this bridge's TLS identity (phones get its pin in the QR code)"))
             #expect(logs.count(of: "oa-bridge 9.9.9 serving wss://127.0.0.1:\(port)/ and https://127.0.0.1:\(port)/app (ws:// and http:// from loopback only; agent: built-in demo agent, auth: token)") == 1)
-            #expect(logs.count(of: "discovery is off (--discovery off): phones must connect by address") == 1)
+            #expect(logs.count(of: "discovery is off in the bridge's settings: phones must connect by address") == 1)
         }
     }
 
@@ -63,7 +63,7 @@ struct BridgeServiceTests {
             #expect(service.configuration.authenticator == nil && service.configuration.authorizeUpgrade == nil)
             #expect(!FileManager.default.fileExists(atPath: state.appendingPathComponent("pairing.sqlite").path))
             #expect(logs.count(of: "oa-bridge 9.9.9 serving wss://127.0.0.1:\(port)/ and https://127.0.0.1:\(port)/app (ws:// and http:// too; agent: built-in demo agent, auth: none)") == 1)
-            #expect(logs.count(of: "AUTHENTICATION IS OFF (--auth none): any client on loopback can drive this desktop's agent without pairing") == 1)
+            #expect(logs.count(of: "AUTHENTICATION IS OFF in the bridge's settings: any client on loopback can drive this desktop's agent without pairing") == 1)
             return (service.installID, state)
         }
         var configuration = BridgeServerConfiguration(serverName: "again", workingDirectory: try TestBridge.makeDirectory())

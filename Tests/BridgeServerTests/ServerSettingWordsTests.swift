@@ -53,6 +53,17 @@ struct ServerSettingWordsTests {
         #expect(WorkspaceFileError.bridgeFile(path: "/s/key.pem", protected: "/s").setting == nil)
     }
 
+    @Test("_oa/me and _oa/logout with authentication off: 'auth: none' in words, data.setting auth, no flag")
+    func noDevice() {
+        for method in ["_oa/me", "_oa/logout"] {
+            let error = BridgeErrors.noDevice(method)
+            #expect(!Self.namesFlag(error.message), "\(error.message)")
+            #expect(error.message == "\(method) needs a paired device: this bridge runs without authentication (auth: none in its settings)")
+            #expect(error.data?["setting"] == "auth" && error.data?["method"]?.stringValue == method)
+            #expect(error.code == BridgeMethod.noDeviceErrorCode)
+        }
+    }
+
     @Test("a session dropped for retention: the bound's setting in words and its key, no flag; data.reason stays the cause")
     func retention() {
         let expected: [(RetentionReason, String)] = [

@@ -18,11 +18,12 @@ extension BridgeErrors {
             data: ["size": .int(Int64(size)), "limit": .int(Int64(limit))])
     }
 
-    /// -32005: `_oa/me` or `_oa/logout` on a connection that did not authenticate as a paired device.
+    /// -32005: `_oa/me` or `_oa/logout` on a connection that did not authenticate as a paired device: authentication
+    /// is off in the bridge's settings, named in words and by its config key in `data.setting` (`auth`), never by a flag.
     static func noDevice(_ method: String) -> JSONRPCError {
         JSONRPCError(
             code: BridgeMethod.noDeviceErrorCode,
-            message: "\(method) needs a paired device: this bridge runs without authentication (--auth none)",
-            data: ["method": .string(method)])
+            message: "\(method) needs a paired device: this bridge runs without authentication (auth: none in its settings)",
+            data: ["method": .string(method), "setting": "auth"])
     }
 }

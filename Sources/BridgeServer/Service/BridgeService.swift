@@ -115,7 +115,9 @@ public struct BridgeService: Service {
         // Issue 11 item 6 (tls): the MagicDNS name's certificate from tailscaled, chosen by SNI, renewed while serving.
         configuration.tailscaleCertificates = TailnetLookup.certificates(for: tailnet, clock: configuration.clock)
         if configuration.allowPlaintext {
-            logger.warning("PLAINTEXT ALLOWED (--allow-plaintext): pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token")
+            logger.warning(
+                "PLAINTEXT ALLOWED by the bridge's settings: pairing, tokens and prompts from other machines are accepted without TLS; anyone on the network can read them and drive this desktop's agent with a sniffed token",
+                metadata: ["setting": "allow-plaintext"])
         }
         pairing = PairingSession(
             store: store,
@@ -127,7 +129,9 @@ public struct BridgeService: Service {
         configuration.pairing = pairing
         if store == nil {
             let networks = configuration.allowedNetworks
-            logger.warning("AUTHENTICATION IS OFF (--auth none): any client on loopback\(networks.isEmpty ? "" : " or in " + networks.joined(separator: ", ")) can drive this desktop's agent without pairing")
+            logger.warning(
+                "AUTHENTICATION IS OFF in the bridge's settings: any client on loopback\(networks.isEmpty ? "" : " or in " + networks.joined(separator: ", ")) can drive this desktop's agent without pairing",
+                metadata: ["setting": "auth"])
         }
         self.configuration = configuration
         self.discovery = options.discovery
@@ -164,7 +168,7 @@ public struct BridgeService: Service {
                 backend: discovery, listeningPorts: ports, name: configuration.serverName, installID: installID,
                 auth: auth, path: configuration.path, tls: true, tailnet: tailnet, logger: logger))
         } else {
-            logger.notice("discovery is off (--discovery off): phones must connect by address")
+            logger.notice("discovery is off in the bridge's settings: phones must connect by address", metadata: ["setting": "discovery"])
         }
         let group = ServiceGroup(configuration: .init(
             services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup) },
