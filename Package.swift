@@ -585,8 +585,8 @@ let package = Package(
         .testTarget(
             name: "OABridgeCLITests",
             dependencies: [
-                "oa-bridge", "BridgeConfig", "BridgePairing", "BridgeServer", "BridgeClient", "BridgeDiscovery", "BridgeDiagnostics",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "oa-bridge", "BridgeConfig", "BridgePairing", "BridgePairingUI", "BridgeServer", "BridgeClient", "BridgeDiscovery",
+                "BridgeDiagnostics", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -181,7 +181,8 @@ extension Doctor {
             }
         }
         if let error = error as? BridgeClientError { return error.description }
-        // Foundation's errors print as domains and codes, which tell a user nothing: say what to run instead.
-        return "failed unexpectedly ('oa-bridge connect --log-level debug' shows the details)"
+        // Foundation's errors print as domains and codes, which tell a user nothing: say what shows more (in words: the
+        // library names no flag, issue 31 item 5).
+        return "failed unexpectedly (a connect at log level debug shows the details)"
     }
 }

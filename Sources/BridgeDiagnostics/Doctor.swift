@@ -125,7 +125,7 @@ public struct Doctor: Sendable {
             serviceUnit: options.serviceUnit, bridgeAnswers: bridgeAnswers)
         let decided = DoctorRole.decide(evidence)
         if let forced = options.role {
-            return (forced, DoctorCheck(name: "role", status: .ok, detail: "\(forced.rawValue) (as asked with --role)"))
+            return (forced, DoctorCheck(name: "role", status: .ok, detail: "\(forced.rawValue) (as asked)"))
         }
         switch decided.role {
         case .desk:
@@ -133,7 +133,8 @@ public struct Doctor: Sendable {
                                        detail: "desk: \(decided.reasons.joined(separator: "; ")). Checking what phones need to find and reach this bridge"))
         case .client:
             return (.client, DoctorCheck(name: "role", status: .ok,
-                                         detail: "client: no bridge runs or is set up on this machine. Checking that this device can find, reach and use a bridge elsewhere ('--role desk' checks this machine as a desk)"))
+                                         detail: "client: no bridge runs or is set up on this machine. Checking that this device can find, reach and use a bridge elsewhere (doctor's desk role checks this machine as a desk)",
+                                         setting: .role))
         }
     }
 
@@ -414,7 +415,7 @@ public struct Doctor: Sendable {
         case .token?:
             return [DoctorCheck(name: name, status: .ok, detail: "\(answered); auth: token (phones pair with the QR code from 'oa-bridge pair')")]
         case .none?:
-            return [DoctorCheck(name: name, status: .ok, detail: "\(answered); auth: none (only loopback and --allow-network peers may connect)")]
+            return [DoctorCheck(name: name, status: .ok, detail: "\(answered); auth: none (only loopback and peers in the networks of its allow-network setting may connect)")]
         case nil:
             return [DoctorCheck(name: name, status: .ok, detail: "\(answered); its auth mode is unknown (/api/status did not say)")]
         }

@@ -15,4 +15,6 @@ public enum DoctorSetting: String, Sendable, Hashable, Codable {
     case probe
     /// Whether serve requires tokens bound to a key (DPoP), lets unbound ones keep working, or ignores DPoP.
     case dpop
+    /// Doctor's own role (desk or client), when it decided it from what is on this machine: a check's detail names it.
+    case role
 }

@@ -22,6 +22,21 @@ public enum PairingBanner {
         public static let standard = TerminalSize(columns: 80, rows: 24)
     }
 
+    /// The commands a small terminal's lines name to show the code again and to save it as an image: the caller's
+    /// (the command line knows its own flags, issue 31 item 5); without them, the lines say it in words.
+    public struct Commands: Sendable, Equatable {
+        /// The command that shows the code again, e.g. `oa-bridge pair --port 9100`.
+        public var show: String
+        /// The command that saves the code as an image, e.g. `oa-bridge pair --port 9100 --png pairing.png`.
+        public var savePNG: String
+
+        /// Commands with these texts.
+        public init(show: String, savePNG: String) {
+            self.show = show
+            self.savePNG = savePNG
+        }
+    }
+
     /// The widest the banner gets, whatever the terminal.
     public static let maximumWidth = 80
     /// The widest column of text beside the code.
@@ -39,7 +54,7 @@ public enum PairingBanner {
     /// expiry; with auth off (`payload.token == nil`) a loud warning.
     ///
     /// When `terminal` is too small for the code (it would wrap and could not be scanned), the text says so instead
-    /// and gives `oa-bridge pair --png FILE` and the link itself.
+    /// and gives the command that saves the code as an image (`commands`) and the link itself.
     /// - Parameters:
     ///   - payload: what the QR code holds (its web app URL) and the lines print.
     ///   - expiresAt: when the pairing token expires, for "expires in N min"; `nil` leaves that out.
@@ -49,9 +64,11 @@ public enum PairingBanner {
     ///   - now: the current time, for "expires in N min".
     ///   - ansiColors: whether the code's lines set their colours (see ``QRCode/terminalString(quietZone:ansiColors:)``).
     ///   - terminal: the terminal's size; `nil` (output is not a terminal) assumes 80 × 24.
+    ///   - commands: the caller's commands that show the code again and save it as an image, for a terminal too small
+    ///     for the code; `nil` says it in words.
     public static func text(
         payload: PairingPayload, expiresAt: Date?, port: Int, certificateFingerprint: String? = nil, now: Date = Date(),
-        ansiColors: Bool = true, terminal: TerminalSize? = nil
+        ansiColors: Bool = true, terminal: TerminalSize? = nil, commands: Commands? = nil
     ) throws(QRCodeError) -> String {
         let size = terminal ?? .standard
         let code = try payload.qrCode()
@@ -81,7 +98,7 @@ public enum PairingBanner {
         }
         return tooSmall(
             payload: payload, expiresAt: expiresAt, port: port, fingerprint: fingerprint, now: now, ansiColors: ansiColors,
-            size: size, needed: TerminalSize(columns: codeWidth + gutter + minimumTextWidth, rows: qrLines.count + 1))
+            size: size, needed: TerminalSize(columns: codeWidth + gutter + minimumTextWidth, rows: qrLines.count + 1), commands: commands)
     }
 
     /// The column of text beside the code, wrapped to `width`. What varies (the name, the URLs, the expiry) stands
@@ -113,16 +130,21 @@ public enum PairingBanner {
         return lines
     }
 
-    /// What is printed instead of a code that would not fit: the sizes, `oa-bridge pair --png FILE` and the link.
+    /// What is printed instead of a code that would not fit: the sizes, the command that saves the code as an image
+    /// (`commands`, or those words) and the link.
     static func tooSmallLines(
         payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool,
-        size: TerminalSize, needed: TerminalSize
+        size: TerminalSize, needed: TerminalSize, commands: Commands? = nil
     ) -> [String] {
         let width = max(40, min(size.columns, maximumWidth))
-        let portOption = port == 9099 ? "" : " --port \(port)"
         var lines: [String] = []
-        lines += wrap("This terminal (\(size.columns)×\(size.rows)) is too small for the pairing QR code: it needs \(needed.columns)×\(needed.rows). Make the window larger and run 'oa-bridge pair\(portOption)', or save the code as an image and show that:", width)
-        lines.append("  oa-bridge pair\(portOption) --png pairing.png")
+        let tooSmall = "This terminal (\(size.columns)×\(size.rows)) is too small for the pairing QR code: it needs \(needed.columns)×\(needed.rows)."
+        if let commands {
+            lines += wrap(tooSmall + " Make the window larger and run '\(commands.show)', or save the code as an image and show that:", width)
+            lines.append("  " + commands.savePNG)
+        } else {
+            lines += wrap(tooSmall + " Make the window larger and show the code again, or save it as an image and show that.", width)
+        }
         lines += wrap("Or open this link on the phone (it holds the pairing code):", width)
         lines.append("  " + payload.qrText)
         if let fingerprint {
@@ -131,7 +153,7 @@ public enum PairingBanner {
         }
         lines += wrap("Or open http://127.0.0.1:\(port)/pair on this desktop.", width)
         if payload.token != nil {
-            lines += wrap(expiryText(expiresAt: expiresAt, now: now, port: port), width)
+            lines += wrap(expiryText(expiresAt: expiresAt, now: now, show: commands?.show), width)
         } else {
             lines.append(warning(ansiColors: ansiColors))
         }
@@ -140,19 +162,20 @@ public enum PairingBanner {
 
     private static func tooSmall(
         payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool,
-        size: TerminalSize, needed: TerminalSize
+        size: TerminalSize, needed: TerminalSize, commands: Commands?
     ) -> String {
         let lines = tooSmallLines(
             payload: payload, expiresAt: expiresAt, port: port, fingerprint: fingerprint, now: now, ansiColors: ansiColors,
-            size: size, needed: needed)
+            size: size, needed: needed, commands: commands)
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static func expiryText(expiresAt: Date?, now: Date, port: Int) -> String {
-        let portOption = port == 9099 ? "" : " --port \(port)"
-        guard let expiresAt else { return "The code works once; 'oa-bridge pair\(portOption)' shows a new one." }
+    /// When the code expires and what shows a new one: the caller's command `show`, or words.
+    static func expiryText(expiresAt: Date?, now: Date, show: String?) -> String {
+        let again = show.map { "'\($0)' shows a new one." } ?? "the desktop's pairing command shows a new one."
+        guard let expiresAt else { return "The code works once; " + again }
         let minutes = max(0, Int((expiresAt.timeIntervalSince(now) / 60).rounded()))
-        return "The code works once and expires in \(minutes) min; 'oa-bridge pair\(portOption)' shows a new one."
+        return "The code works once and expires in \(minutes) min; " + again
     }
 
     /// The fingerprint's bytes (`AB CD …`), as many a line as fit `width`.
@@ -206,9 +229,9 @@ public enum PairingBanner {
         return lines
     }
 
-    static let warningText = "WARNING: authentication is OFF (--auth none). Anyone who can reach this port from an allowed network can drive this desktop."
+    static let warningText = "WARNING: authentication is OFF in the bridge's settings (auth: none). Anyone who can reach this port from an allowed network can drive this desktop."
 
-    /// The warning for `--auth none`, bold red when `ansiColors`.
+    /// The warning for authentication off (`auth: none`), bold red when `ansiColors`.
     public static func warning(ansiColors: Bool = true) -> String {
         ansiColors ? "\u{1B}[1;31m\(warningText)\u{1B}[0m" : warningText
     }

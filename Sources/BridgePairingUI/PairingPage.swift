@@ -46,7 +46,7 @@ public enum PairingPage {
                 details += "\n<dt>Expires</dt><dd><time datetime=\"\(formatter.string(from: expiresAt))\">\(formatter.string(from: expiresAt))</time> (single use)</dd>"
             }
         } else {
-            details += "\n<dt>Authentication</dt><dd><strong>off</strong> (--auth none): only allowed networks may connect</dd>"
+            details += "\n<dt>Authentication</dt><dd><strong>off</strong> in the bridge's settings (auth: none): only allowed networks may connect</dd>"
         }
         if !payload.fallbacks.isEmpty {
             details += "\n<dt>Also reachable as</dt><dd>\(payload.fallbacks.map { "<code>\(escape($0))</code>" }.joined(separator: ", "))</dd>"

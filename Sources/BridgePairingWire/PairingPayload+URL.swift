@@ -11,18 +11,35 @@ public enum PairingPayloadError: Error, Sendable, Equatable, CustomStringConvert
     /// The URL's fragment is not base64url.
     case invalidFragment
 
+    /// What the desktop does for the user to get a good code again, named by the command line in its own words (the
+    /// library names no command's flags, issue 31 item 5).
+    public enum DesktopStep: Sendable, Equatable {
+        /// The desktop prints the pairing payload (its JSON, with the QR code's URL as `url`).
+        case printPayload
+        /// The desktop revokes the code and makes a new one.
+        case newCode
+    }
+
+    /// The desktop's step that gets a good code again.
+    public var desktopStep: DesktopStep {
+        switch self {
+        case .unrecognized, .invalidJSON, .missingFragment: .printPayload
+        case .invalidFragment: .newCode
+        }
+    }
+
     /// What went wrong and what to do about it.
     public var description: String {
         switch self {
         case .unrecognized:
             return "this is not a pairing code: expected the QR code's URL (https://<desktop>:9099/app#…) or its JSON "
-                + "('oa-bridge pair --json' on the desktop prints it)"
+                + "(the desktop's pairing command prints it)"
         case .invalidJSON(let reason):
-            return "the pairing JSON is not valid (\(reason)); copy it again from 'oa-bridge pair --json'"
+            return "the pairing JSON is not valid (\(reason)); copy it again from what the desktop's pairing command prints"
         case .missingFragment:
-            return "the pairing URL has no '#…' part; copy the whole URL the QR code holds ('oa-bridge pair --json' prints it as 'url')"
+            return "the pairing URL has no '#…' part; copy the whole URL the QR code holds (the desktop's pairing command prints it as 'url')"
         case .invalidFragment:
-            return "the pairing URL's '#…' part is damaged (not base64url JSON); scan the QR code again or run 'oa-bridge pair --new'"
+            return "the pairing URL's '#…' part is damaged (not base64url JSON); scan the QR code again or make a new code on the desktop"
         }
     }
 }

@@ -3,6 +3,7 @@ import BridgeConfig
 import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
+import BridgePairingUI
 import BridgeServer
 
 /// The flag that changes what a library error is about: the libraries say what is wrong (issue 31 item 5), and
@@ -18,6 +19,7 @@ enum FlagAdvice {
             return "Pair with --pair and the new code ('oa-bridge pair --json' on the desktop prints it)."
         }
         if case .unreachable? = error as? LocalPairingCodeError { return "Pass --port N if the bridge is not on 9099." }
+        if let error = error as? PairingPayloadError { return advice(for: error.desktopStep) }
         switch error as? ConfigError {
         case .missing?: return "Leave out --config for the default location."
         case .agentCommand?: return "Check the quotes of --agent (or the config file's agent)."
@@ -47,12 +49,32 @@ enum FlagAdvice {
         }
     }
 
+    /// The commands a terminal too small for the pairing code names: `oa-bridge pair` (with `--port` off 9099) to show
+    /// it again, and with `--png pairing.png` to save it as an image.
+    static func pairingCommands(port: Int) -> PairingBanner.Commands {
+        let show = "oa-bridge pair" + (port == 9099 ? "" : " --port \(port)")
+        return PairingBanner.Commands(show: show, savePNG: show + " --png pairing.png")
+    }
+
+    /// The desktop's command for a step that gets a good pairing code again.
+    static func advice(for step: PairingPayloadError.DesktopStep) -> String {
+        switch step {
+        case .printPayload: "On the desktop, 'oa-bridge pair --json' prints it (the QR code's URL as 'url')."
+        case .newCode: "On the desktop, 'oa-bridge pair --new' makes a new code ('oa-bridge pair --json' prints it)."
+        }
+    }
+
     /// Doctor's check with the flag of the setting its fix is about added to the fix ("…, or remove 'host' from the
     /// config file. 'oa-bridge serve --host ::' (the default; …)").
+    /// A check without a fix whose detail names a setting (doctor's role) gets the flag after its detail.
     static func withFlag(_ check: DoctorCheck) -> DoctorCheck {
-        guard let setting = check.setting, let fix = check.fix else { return check }
+        guard let setting = check.setting else { return check }
         var check = check
-        check.fix = fix + (".!?".contains(fix.last ?? ".") ? " " : ". ") + advice(for: setting)
+        if let fix = check.fix {
+            check.fix = fix + (".!?".contains(fix.last ?? ".") ? " " : ". ") + advice(for: setting)
+        } else {
+            check.detail += (".!?".contains(check.detail.last ?? ".") ? " " : ". ") + advice(for: setting)
+        }
         return check
     }
 
@@ -66,6 +88,7 @@ enum FlagAdvice {
         case .pairing: "Or here: 'oa-bridge connect --pair' with what 'oa-bridge pair --json' prints on the desktop."
         case .probe: "Run 'oa-bridge discover --probe'."
         case .dpop: "Then 'oa-bridge serve --dpop required' refuses tokens not bound to a key."
+        case .role: "'oa-bridge doctor --role desk' asks for it."
         }
     }
 

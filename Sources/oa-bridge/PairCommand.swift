@@ -68,7 +68,7 @@ struct PairCommand: AsyncParsableCommand {
         }
         print(try PairingBanner.text(
             payload: payload, expiresAt: nil, port: port, ansiColors: isatty(STDOUT_FILENO) != 0,
-            terminal: PairingBanner.TerminalSize.ofStandardOutput()), terminator: "")
+            terminal: PairingBanner.TerminalSize.ofStandardOutput(), commands: FlagAdvice.pairingCommands(port: port)), terminator: "")
     }
 }
 

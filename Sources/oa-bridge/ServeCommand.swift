@@ -161,7 +161,8 @@ extension ServeCommand {
     private static func printCode(_ payload: PairingPayload, pairing: PairingSession, port: Int, certificateFingerprint: String) async throws {
         let text = try PairingBanner.text(
             payload: payload, expiresAt: await pairing.expiresAt(), port: port, certificateFingerprint: certificateFingerprint,
-            ansiColors: isatty(STDOUT_FILENO) != 0, terminal: PairingBanner.TerminalSize.ofStandardOutput())
+            ansiColors: isatty(STDOUT_FILENO) != 0, terminal: PairingBanner.TerminalSize.ofStandardOutput(),
+            commands: FlagAdvice.pairingCommands(port: port))
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 }

@@ -22,4 +22,24 @@ struct DoctorClientTextTests {
         #expect(check.fix?.contains("scan the QR code") == true)
         #expect(!check.detail.contains("--") && check.fix?.contains("--") == false, "the command line names the flag: \(check)")
     }
+
+    @Test("an unexpected error in a check's detail says what shows more in words, without a flag")
+    func unexpectedError() {
+        let words = Doctor.words(for: CocoaError(.fileReadUnknown))
+        #expect(words == "failed unexpectedly (a connect at log level debug shows the details)" && !words.contains("--"), "\(words)")
+    }
+
+    @Test("the role row names doctor's desk role in words and as DoctorSetting.role, asked or decided, without --role")
+    func role() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("doctor-role-\(UUID().uuidString)")
+        var options = Doctor.Options(backend: AvahiBackend(), stateDirectory: directory)
+        options.port = 1  // nothing listens there: the role is decided from files, and there are none
+        options.configFile = directory.appendingPathComponent("config.yaml").path
+        let (role, check) = Doctor(options: options, logger: Logger(label: "test.doctor-role")).decideRole(bridgeAnswers: false)
+        #expect(role == .client && check.setting == .role && check.fix == nil)
+        #expect(check.detail.contains("(doctor's desk role checks this machine as a desk)") && !check.detail.contains("--"), "\(check.detail)")
+        options.role = .desk
+        let (asked, row) = Doctor(options: options, logger: Logger(label: "test.doctor-role")).decideRole(bridgeAnswers: false)
+        #expect(asked == .desk && row.detail == "desk (as asked)" && row.setting == nil)
+    }
 }

@@ -12,6 +12,7 @@ struct TerminalConfinementCheckTests {
             #expect(check.detail.contains("terminal: false"), "\(check.detail)")
             #expect(check.setting == .terminalConfinement && check.fix?.contains("unconfined") == true)
             #expect(check.fix?.contains("--") == false, "the command line names the flag: \(check.fix ?? "")")
+            #expect(!check.detail.contains("--") && check.detail.contains("sandbox-agent: true"), "settings by their keys: \(check.detail)")
         }
     }
 
@@ -20,5 +21,7 @@ struct TerminalConfinementCheckTests {
         let check = DoctorCheck.terminalConfinement(probe: { .success(7) })
         #expect(check.status == .ok)
         #expect(check.detail.contains("ABI 7"))
+        // Issue 31 item 5: the settings by their config keys, no flag.
+        #expect(check.detail.hasSuffix("terminals (and the agent, with sandbox-agent: true) run confined to the file scope (fs-scope)"), "\(check.detail)")
     }
 }

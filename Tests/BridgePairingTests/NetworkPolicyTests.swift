@@ -151,7 +151,8 @@ struct PairingSessionTests {
         #expect(!html.contains("<script>alert(1)"))
         #expect(html.contains("data-approve=\""))
         let off = try PairingPage.html(payload: PairingPayload(host: "h", session: "s", name: "n", token: nil), expiresAt: nil, pending: [])
-        #expect(off.contains("--auth none") && off.contains("No device is waiting"))
+        // Issue 31 item 5: the page names the setting (its config key), not serve's flag.
+        #expect(off.contains("<strong>off</strong> in the bridge's settings (auth: none)") && !off.contains("--auth") && off.contains("No device is waiting"))
     }
 
     @Test("upgrade check: Origin, token sources, 401/403/429 with JSON bodies")

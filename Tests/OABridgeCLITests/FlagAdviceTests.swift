@@ -3,6 +3,7 @@ import BridgeConfig
 import BridgeDiagnostics
 import BridgeDiscovery
 import BridgePairing
+import BridgePairingUI
 import BridgeServer
 import Testing
 @testable import oa_bridge
@@ -47,6 +48,31 @@ struct FlagAdviceTests {
         #expect(FlagAdvice.advice(for: BridgeClientError.timedOut("x")) == nil)
     }
 
+    @Test("a pasted pairing code that is not one names no command; the command line adds 'oa-bridge pair --json' or '--new'")
+    func pairingPayload() {
+        let errors: [(PairingPayloadError, String)] = [
+            (.unrecognized, "'oa-bridge pair --json' prints it"), (.invalidJSON(reason: "x"), "'oa-bridge pair --json' prints it"),
+            (.missingFragment, "'oa-bridge pair --json' prints it (the QR code's URL as 'url')"), (.invalidFragment, "'oa-bridge pair --new'"),
+        ]
+        for (error, command) in errors {
+            #expect(!error.description.contains("oa-bridge") && !error.description.contains("--"), "the library names a command: \(error)")
+            #expect(error.description.contains("the desktop"), "\(error)")
+            #expect(FlagAdvice.advice(for: error)?.contains(command) == true, "no \(command) for \(error)")
+        }
+    }
+
+    @Test("a terminal too small for the pairing code: the command line gives the banner 'oa-bridge pair' (--port off 9099) and --png")
+    func pairingCommands() throws {
+        #expect(FlagAdvice.pairingCommands(port: 9099) == PairingBanner.Commands(show: "oa-bridge pair", savePNG: "oa-bridge pair --png pairing.png"))
+        let commands = FlagAdvice.pairingCommands(port: 9100)
+        #expect(commands == PairingBanner.Commands(show: "oa-bridge pair --port 9100", savePNG: "oa-bridge pair --port 9100 --png pairing.png"))
+        let payload = PairingPayload(host: "192.168.1.20", port: 9100, session: "s", name: "desk", token: "t")
+        let text = try PairingBanner.text(
+            payload: payload, expiresAt: nil, port: 9100, ansiColors: false, terminal: .init(columns: 60, rows: 20), commands: commands)
+        #expect(text.contains("\n  oa-bridge pair --port 9100 --png pairing.png\n"), "\(text)")
+        #expect(text.split(whereSeparator: \.isWhitespace).joined(separator: " ").contains("'oa-bridge pair --port 9100' shows a new one."), "\(text)")
+    }
+
     @Test("doctor's fixes name no flag; the command line adds the setting's: --host, --port, --discovery/--interface, --terminal-confinement")
     func doctorFixes() {
         let settings: [(DoctorSetting, String)] = [
@@ -58,6 +84,9 @@ struct FlagAdviceTests {
             let shown = FlagAdvice.withFlag(check).fix ?? ""
             #expect(shown.hasPrefix("serve on every address. ") && shown.contains(flag), "\(shown)")
         }
+        // A check without a fix (the role row): the flag follows its detail.
+        let role = FlagAdvice.withFlag(DoctorCheck(name: "role", status: .ok, detail: "client: … (doctor's desk role checks this machine as a desk)", setting: .role))
+        #expect(role.fix == nil && role.detail.hasSuffix("as a desk). 'oa-bridge doctor --role desk' asks for it."), "\(role.detail)")
         let plain = DoctorCheck(name: "x", status: .warn, detail: "d", fix: "sudo ufw allow 9099/tcp")
         #expect(FlagAdvice.withFlag(plain) == plain)
         #expect(DoctorCheck.terminalConfinement(probe: { .success(0) }).fix?.contains("--") == false)
