@@ -350,7 +350,9 @@ extension BridgeHub {
         }
         // An absolute path under one of the session's additional directories is served there; anything else in `cwd`.
         let files = record.additional.first { path == $0.root || path.hasPrefix($0.root + "/") } ?? record.files
-        let io = WorkspaceIO(pool: .singleton, limit: configuration.fileRequestTimeout, clock: ContinuousClock())
+        // The limit runs on the bridge's clock, as every timer of the hub does (a test moves it by hand).
+        let io = WorkspaceIO(
+            pool: configuration.fileThreadPool, limit: configuration.fileRequestTimeout, clock: BridgeClockAsClock(configuration.clock))
         let outcome: Result<JSONValue, WorkspaceFileError>
         if request.method == ACPMethod.readTextFile {
             let line = request.params?["line"]?.intValue.map { Int($0) }

@@ -8,6 +8,7 @@ public import BridgeTerminal
 public import BridgeTime
 public import BridgeWorkspace
 public import Foundation
+import NIOPosix
 public import Prometheus
 
 /// Everything `oa-bridge serve` needs to run the bridge.
@@ -130,6 +131,10 @@ public struct BridgeServerConfiguration: Sendable {
     /// How long one `fs/read_text_file` or `fs/write_text_file` of the agent may take (it runs on a thread pool, off
     /// the hub); past it the agent is answered with an error (-32603) and the call is abandoned.
     public var fileRequestTimeout: Duration = .seconds(10)
+
+    /// The threads the agent's file calls run on (each bounded by ``fileRequestTimeout`` on ``clock``): NIO's shared
+    /// pool; a test gives one of its own, whose thread it can hold.
+    var fileThreadPool: NIOThreadPool = .singleton
     /// How far `fs/read_text_file` and `fs/write_text_file` reach (`--fs-scope`): the session's directories (default),
     /// also the home directory, or any path; never through a symbolic link beyond it.
     public var fileScope: WorkspaceScope = .workspace
