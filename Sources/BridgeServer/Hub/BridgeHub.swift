@@ -23,6 +23,9 @@ actor BridgeHub {
     /// Agents to run and watch; consumed by ``run()``.
     nonisolated let launches: AsyncStream<LaunchedAgent>
     let launchSink: AsyncStream<LaunchedAgent>.Continuation
+    /// Work handed to the hub by code that cannot await (``post(_:)``); run by ``run()``'s group, in order.
+    nonisolated let errands: AsyncStream<HubErrand>
+    let errandSink: AsyncStream<HubErrand>.Continuation
 
     /// The connected clients, and what each authenticated as.
     var connections = ConnectionTable()
@@ -68,6 +71,7 @@ actor BridgeHub {
             throw error.serverError(workingDirectory: configuration.workingDirectory)
         }
         (launches, launchSink) = AsyncStream.makeStream(of: LaunchedAgent.self)
+        (errands, errandSink) = AsyncStream.makeStream(of: HubErrand.self)
         terminals = TerminalHost(settings: configuration.terminal, clock: configuration.clock, logger: logger)
         stuckSweep = SweepTimer(clock: configuration.clock)
         orphanSweep = SweepTimer(clock: configuration.clock)
@@ -104,6 +108,10 @@ actor BridgeHub {
             group.addTask { await self.sweepOrphanedAsks() }
             group.addTask { await self.sweepStuckClients() }
             group.addTask { await self.terminals.run { await self.terminalUpdate($0) } }
+            // What event loops and synchronous ends hand the hub: owned here, ended with the group.
+            group.addTask {
+                for await errand in self.errands { await self.handle(errand) }
+            }
             if let store = configuration.sessionStore {
                 group.addTask { await store.runWriter(clock: self.configuration.clock) }
                 await self.enforceRetention()

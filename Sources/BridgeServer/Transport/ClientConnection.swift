@@ -58,13 +58,10 @@ struct ClientConnection {
     }
 
     /// The system clock's initialize deadline: a timer on the event loop, armed again while `initialize` is answered.
+    /// The timer hands the look to the hub's run group (``HubErrand/initializeDeadline(_:again:)``): no task of its own.
     private static func scheduleInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> Scheduled<Void> {
         eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-            Task {
-                if await hub.initializeDeadline(id) == .inProgress {
-                    _ = scheduleInitialize(id, hub: hub, on: eventLoop, after: timeout)
-                }
-            }
+            hub.post(.initializeDeadline(id, again: { _ = scheduleInitialize(id, hub: hub, on: eventLoop, after: timeout) }))
         }
     }
 

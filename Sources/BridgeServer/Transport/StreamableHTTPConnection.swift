@@ -389,9 +389,8 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         for waiter in ending.waiters { waiter.succeed(nil) }
         for completion in ending.completions { completion.done() }
         onEnd(id)
-        let hub = self.hub
-        let hubID = self.hubID
-        Task { await hub.disconnect(hubID) }
+        // The hub forgets the connection in its run group (an errand), not in a task of its own.
+        hub.post(.disconnect(hubID))
     }
 
     // MARK: Routing
