@@ -57,9 +57,10 @@ struct FileRequestClockTests {
                 let session = try await phone.newSession(seed: false)
                 phone.prompt(seed: false, session: session, text: "read a.txt")
                 // The limit's sleep starts once the hub has the agent's request: the clock moves an hour at a time
-                // (20 times at most, a second of real time apart) until the agent says what it got.
+                // (30 times at most, a second of real time apart: a full parallel run holds its first tests up for 8-15 s)
+                // until the agent says what it got.
                 var said: String?
-                for _ in 0..<20 where said == nil {
+                for _ in 0..<30 where said == nil {
                     clock.advance(by: .seconds(3600))
                     let chunk = try? await phone.next(timeout: .seconds(1)) {
                         $0["params"]?["update"]?["content"]?["text"]?.stringValue?.hasPrefix("fs: ") == true

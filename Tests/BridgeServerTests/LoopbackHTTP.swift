@@ -29,22 +29,24 @@ enum LoopbackHTTP {
     ]
 
     /// Sends one request and reads the reply off the cooperative pool (the server under test needs its threads).
+    /// `receiveTimeout` (seconds) bounds each read: longer for an answer that waits on the agent, which a loaded
+    /// machine's full parallel run can hold up for more than 5 s.
     static func request(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String? = nil
+        headers: [String: String] = [:], host: String? = nil, receiveTimeout: Int = 5
     ) async throws -> Reply {
         try await offPool {
             try blockingRequest(port: port, method, path, json: json, body: body, contentType: contentType, headers: headers,
-                                host: host ?? "127.0.0.1")
+                                host: host ?? "127.0.0.1", receiveTimeout: receiveTimeout)
         }
     }
 
-    /// The blocking form of ``request(port:_:_:json:body:contentType:headers:host:)``.
+    /// The blocking form of ``request(port:_:_:json:body:contentType:headers:host:receiveTimeout:)``.
     static func blockingRequest(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String
+        headers: [String: String] = [:], host: String, receiveTimeout: Int = 5
     ) throws -> Reply {
-        let fd = try LoopbackSocket.connect(port: port)
+        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: receiveTimeout)
         defer { close(fd) }
         let payload = Array((json ?? body ?? "").utf8)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
