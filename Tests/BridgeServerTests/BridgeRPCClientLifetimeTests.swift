@@ -14,10 +14,12 @@ struct BridgeRPCClientLifetimeTests {
             let opening = Task {
                 try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", timeout: .seconds(60), logger: logger)
             }
-            let accepted = try await events.waitForAccept(timeout: .seconds(5))
+            // Bounds of 20 s against the open's 60 s: "at once" keeps a gap of seconds from "at its timeout" on a loaded
+            // 2-core machine, whose parallel run stalls its first tests for 7–15 s.
+            let accepted = try await events.waitForAccept(timeout: .seconds(20))
             #expect(accepted)
             opening.cancel()
-            let closed = try await events.waitForClose(timeout: .seconds(3))
+            let closed = try await events.waitForClose(timeout: .seconds(20))
             #expect(closed, "the half-open connection stayed open after the cancelled open")
             _ = await opening.result
         }

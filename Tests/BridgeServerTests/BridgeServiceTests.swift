@@ -95,7 +95,7 @@ struct BridgeServiceTests {
             let rotated = try await LocalPairingCode(port: port).fetch(rotate: true)
             #expect(rotated.token != nil && rotated.token != current.token)
         }
-        try await TestBridge.with { port, _ in
+        _ = try await TestBridge.with { port, _ in
             // A bridge without a pairing session answers /api/pair/info with an error status.
             await #expect {
                 _ = try await LocalPairingCode(port: port).fetch()

@@ -6,7 +6,7 @@ import Glibc
 
 /// The tests' one HTTP/1.1 client for the bridge on 127.0.0.1: any method, headers and body, the `Host` header as
 /// given (for the DNS-rebinding checks), and requests other clients will not send as asked (a WebSocket upgrade
-/// whose refusal is under test). It reads the whole reply (to the server's close, or the 5 s receive timeout).
+/// whose refusal is under test). It reads the whole reply (to the server's close, or a whole `Content-Length` body).
 /// Tests that need malformed bytes on the wire write them themselves (``RawWebSocket``, the system tests).
 enum LoopbackHTTP {
     struct Failure: Error, CustomStringConvertible {
@@ -29,11 +29,10 @@ enum LoopbackHTTP {
     ]
 
     /// Sends one request and reads the reply off the cooperative pool (the server under test needs its threads).
-    /// `receiveTimeout` (seconds) bounds each read: longer for an answer that waits on the agent, which a loaded
-    /// machine's full parallel run can hold up for more than 5 s.
+    /// `receiveTimeout` (seconds) bounds each read: a bound for a server that never answers (see ``LoopbackSocket``).
     static func request(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String? = nil, receiveTimeout: Int = 5
+        headers: [String: String] = [:], host: String? = nil, receiveTimeout: Int = 30
     ) async throws -> Reply {
         try await offPool {
             try blockingRequest(port: port, method, path, json: json, body: body, contentType: contentType, headers: headers,
@@ -44,7 +43,7 @@ enum LoopbackHTTP {
     /// The blocking form of ``request(port:_:_:json:body:contentType:headers:host:receiveTimeout:)``.
     static func blockingRequest(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String, receiveTimeout: Int = 5
+        headers: [String: String] = [:], host: String, receiveTimeout: Int = 30
     ) throws -> Reply {
         let fd = try LoopbackSocket.connect(port: port, receiveTimeout: receiveTimeout)
         defer { close(fd) }

@@ -14,7 +14,7 @@ struct PerMessageDeflateClientTests {
 
     /// initialize, session/new and a prompt whose text the demo agent streams back; returns the echo's length.
     static func converse(port: Int, cwd: String) async throws -> Int {
-        let connector = WebSocketConnector(logger: WebSocketConnectorTests.logger)
+        let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
         let word = String(repeating: "compressible ", count: 2_000)
         return try await connector.connect(url: "ws://127.0.0.1:\(port)/") { connection in
             try await connection.send(text: #"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#)

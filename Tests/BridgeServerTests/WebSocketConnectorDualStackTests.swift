@@ -20,7 +20,7 @@ struct WebSocketConnectorDualStackTests {
                 return .allow
             }
         }) { port, _ in
-            let connector = WebSocketConnector(logger: WebSocketConnectorTests.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             for url in ["ws://127.0.0.1:\(port)/", "ws://[::1]:\(port)/"] {
                 let answer = try await connector.connect(url: url) { try await WebSocketConnectorTests.initialize($0) }
                 #expect(answer["result"]?["protocol_version"] != nil, "no answer on \(url)")

@@ -7,7 +7,7 @@ import Testing
 struct WebSocketConnectorTLSTests {
     /// Opens `wss://127.0.0.1:port/`, sends one text message and returns the echo and the pin the connection saw.
     static func echo(port: Int, pin: CertificatePin?, token: String? = TLSTestServer.goodToken) async throws -> (String, CertificatePin?) {
-        let connector = WebSocketConnector(logger: WebSocketConnectorTests.logger)
+        let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
         return try await connector.connect(url: "wss://127.0.0.1:\(port)/", pin: pin, token: token) { connection in
             try await connection.send(text: "over tls")
             for try await message in connection.messages {
@@ -74,7 +74,7 @@ struct WebSocketConnectorTLSTests {
     @Test("a one-off HTTPS request (the pairing exchange's transport) is held to the pin as well")
     func request() async throws {
         try await TLSTestServer.with { port, pin in
-            let connector = WebSocketConnector(logger: WebSocketConnectorTests.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             let answer = try await connector.request("POST", url: "https://127.0.0.1:\(port)/api/auth/exchange", pin: pin, body: Array("{}".utf8))
             #expect(answer.status == 401)
             #expect(String(decoding: answer.body, as: UTF8.self).contains("token_missing"))

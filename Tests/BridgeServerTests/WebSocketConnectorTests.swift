@@ -12,6 +12,10 @@ import Testing
 
 @Suite("WebSocketConnector against the real bridge", .timeLimit(.minutes(1)), .tags(.loopback))
 struct WebSocketConnectorTests {
+    /// The connector's handshake bound in tests that are not about it: its default (5 s) is a phone's, and the whole
+    /// parallel run on 2 cores stalls its first tests for 7–15 s (a connect to a live bridge once ran out of it).
+    static let handshakeBound: Duration = .seconds(30)
+
     static let logger: Logger = {
         var logger = Logger(label: "test.connector")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
@@ -30,7 +34,7 @@ struct WebSocketConnectorTests {
     @Test("IPv4: the bridge answers initialize over the connector")
     func ipv4() async throws {
         try await TestBridge.with { port, _ in
-            let connector = WebSocketConnector(logger: Self.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let answer = try await connector.connect(url: "ws://127.0.0.1:\(port)/") { connection in
                 #expect(connection.remoteAddress == "127.0.0.1")
                 #expect(connection.certificatePin == nil)
@@ -44,7 +48,7 @@ struct WebSocketConnectorTests {
     @Test("IPv6 literal: ws://[::1]:port/ opens (the WebSocket client library's URL parser cannot)")
     func ipv6Literal() async throws {
         try await TestBridge.with(configure: { $0.host = "::1" }) { port, _ in
-            let connector = WebSocketConnector(logger: Self.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let answer = try await connector.connect(url: "ws://[::1]:\(port)/") { connection in
                 #expect(connection.remoteAddress == "::1")
                 return try await Self.initialize(connection)
@@ -55,7 +59,7 @@ struct WebSocketConnectorTests {
 
     @Test("a zone that names no interface of this machine: invalidURL at once, no connection")
     func unknownZone() async throws {
-        let connector = WebSocketConnector(logger: Self.logger)
+        let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
         let error = await #expect(throws: WebSocketConnectorError.self) {
             try await connector.connect(url: "ws://[fe80::1%25nosuchif0]:9099/") { _ in }
         }
@@ -77,7 +81,7 @@ struct WebSocketConnectorTests {
             return
         }
         try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
-            let connector = WebSocketConnector(logger: Self.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let url = "ws://127.0.0.1:\(port)/"
             let error = await #expect(throws: WebSocketConnectorError.self) {
                 try await connector.connect(url: url) { _ in }
@@ -148,7 +152,7 @@ struct WebSocketConnectorTests {
     @Test("a close from the client is answered by the bridge: the messages end and its close frame is kept")
     func closeFrame() async throws {
         try await TestBridge.with { port, _ in
-            let connector = WebSocketConnector(logger: Self.logger)
+            let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let (answers, frame) = try await connector.connect(url: "ws://127.0.0.1:\(port)/") { connection in
                 try await connection.send(text: HandshakeTests.seedInitialize)
                 var answers = 0
@@ -167,7 +171,7 @@ struct WebSocketConnectorTests {
     @Test("a plain HTTP request by address, IPv6 literal included")
     func request() async throws {
         try await TestBridge.with(configure: { $0.host = "::1" }) { port, _ in
-            let answer = try await WebSocketConnector(logger: Self.logger).request("GET", url: "http://[::1]:\(port)/api/health")
+            let answer = try await WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger).request("GET", url: "http://[::1]:\(port)/api/health")
             #expect(answer.status == 200)
             #expect(String(decoding: answer.body, as: UTF8.self).contains("ok"))
             #expect(answer.certificatePin == nil)
