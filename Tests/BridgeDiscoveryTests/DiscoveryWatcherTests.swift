@@ -13,7 +13,10 @@ struct DiscoveryWatcherTests {
     }
 
     func conflicts(_ events: [WatchEvent]) -> [DiscoveryConflict] {
-        events.compactMap { if case .conflict(let c) = $0 { return c } else { return nil } }
+        events.compactMap {
+            guard case .conflict(let c) = $0 else { return nil }
+            return c
+        }
     }
 
     @Test("a TXT change is reported as added, removed and changed keys")
