@@ -105,7 +105,11 @@ private func maskedFrame(opcode: UInt8, payload: [UInt8]) -> [UInt8] {
 
 /// The state shared by the event loop (which adds frames) and the client's thread (which waits for them).
 final class FrameReader: @unchecked Sendable {
-    enum Mode { case queue, count([UInt8]), latency([UInt8]) }
+    enum Mode {
+        case queue
+        case count([UInt8])
+        case latency([UInt8])
+    }
 
     private let condition = NSCondition()
     private var upgraded = false
