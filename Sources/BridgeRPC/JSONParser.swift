@@ -119,7 +119,7 @@ struct JSONParser {
                 var members = [String: JSONValue](minimumCapacity: memberStack.count - mark)
                 for position in mark..<memberStack.count {
                     // A repeated key keeps its last value.
-                    if members.updateValue(memberStack[position].1, forKey: memberStack[position].0) != nil { repeatedKey = true }
+                    repeatedKey = members.updateValue(memberStack[position].1, forKey: memberStack[position].0) != nil || repeatedKey
                 }
                 return .object(members)
             } else {

@@ -155,9 +155,8 @@ package final class Terminal: Sendable {
 
     /// Hands the phones' share of new output to `sink`, gathering what comes within `interval` into one update.
     private func notifyPhones(every interval: Duration, clock: any BridgeClock, sink: @Sendable (TerminalUpdate) async -> Void) async {
-        for await _ in fresh {
-            // A signal for output an earlier update already took: no wait, nothing to send.
-            guard state.withLock({ $0.unsent.count > 0 || $0.unsent.droppedSinceTake > 0 }) else { continue }
+        // A signal for output an earlier update already took: no wait, nothing to send.
+        for await _ in fresh where state.withLock({ $0.unsent.count > 0 || $0.unsent.droppedSinceTake > 0 }) {
             try? await clock.sleep(for: interval)
             let (text, dropped) = state.withLock { $0.unsent.take(final: false) }
             guard !text.isEmpty || dropped > 0 else { continue }

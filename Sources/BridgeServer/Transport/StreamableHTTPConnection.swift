@@ -422,8 +422,8 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
         return frame.withUnsafeReadableBytes { raw -> StreamKey in
             guard let base = raw.baseAddress else { return .connection }
             for entry in routed {
-                for needle in entry.needles {
-                    if contains(UnsafeRawBufferPointer(start: base, count: raw.count), needle) { return .session(entry.session) }
+                for needle in entry.needles where contains(UnsafeRawBufferPointer(start: base, count: raw.count), needle) {
+                    return .session(entry.session)
                 }
             }
             return .connection
