@@ -103,7 +103,9 @@ public final class StdioAgent: ACPEventBatching {
         // A write to an agent that has just died must fail with EPIPE, not kill the bridge.
         signal(SIGPIPE, SIG_IGN)
 
-        let input: ChildProcessPipe, output: ChildProcessPipe, errors: ChildProcessPipe
+        let input: ChildProcessPipe
+        let output: ChildProcessPipe
+        let errors: ChildProcessPipe
         do throws(ChildProcessError) {
             input = try ChildProcessPipe(for: executable)
             do throws(ChildProcessError) {

@@ -78,7 +78,8 @@ struct StdioAgentTests {
     @Test("sends from many tasks at once reach the agent each in its own order, none lost")
     func ordering() async throws {
         let agent = try await launch("exec cat")
-        let tasks = 8, perTask = 250
+        let tasks = 8
+        let perTask = 250
         let events = await withTaskGroup(of: [ACPAgentEvent].self) { group in
             group.addTask { await agent.run(); return [] }
             group.addTask {

@@ -120,7 +120,8 @@ struct ChildProcessTests {
 
     @Test("standard input, output and error are the three descriptors given")
     func threePipes() async throws {
-        let input = try ChildProcessPipe(for: "/bin/sh"), output = try ChildProcessPipe(for: "/bin/sh")
+        let input = try ChildProcessPipe(for: "/bin/sh")
+        let output = try ChildProcessPipe(for: "/bin/sh")
         let errors = try ChildProcessPipe(for: "/bin/sh")
         let process = try ChildProcess.spawn(ChildProcess.Request(
             executable: "/bin/sh", arguments: ["-c", "read line; echo \"out:$line\"; echo \"err:$line\" >&2"],

@@ -57,7 +57,8 @@ struct HubAskTableTests {
         let madeTable = makeTable(asking: [1, 2])
         var table = madeTable.table
         let id = madeTable.id
-        let first = JSONRPCError.internalError("one"), second = JSONRPCError.internalError("two")
+        let first = JSONRPCError.internalError("one")
+        let second = JSONRPCError.internalError("two")
         guard case .waiting(let waiting) = table.answer(id, from: 1, outcome: .failure(first)) else {
             Issue.record("one client's error settled the request")
             return

@@ -44,7 +44,8 @@ struct HubConnectionTableTests {
     func untilEmpty() async {
         var table = ConnectionTable()
         #expect(await Self.ends(table.untilEmpty()), "no client connected: it ends at once")
-        let first = Self.add(&table), second = Self.add(&table)
+        let first = Self.add(&table)
+        let second = Self.add(&table)
         let emptied = table.untilEmpty()
         #expect(table.remove(first) != nil)
         #expect(table.emptyWatcherCount == 1, "a client is still connected")
@@ -57,7 +58,8 @@ struct HubConnectionTableTests {
     func idsNeverReused() {
         var table = ConnectionTable()
         #expect(table.isEmpty)
-        let first = Self.add(&table), second = Self.add(&table)
+        let first = Self.add(&table)
+        let second = Self.add(&table)
         #expect([first, second] == [1, 2])
         #expect(table.remove(first) != nil)
         #expect(table.remove(first) == nil)
@@ -126,7 +128,8 @@ struct HubConnectionTableTests {
     @Test("a record changed through the table stays changed; every client leaves its sessions when the agent goes")
     func changedInPlace() {
         var table = ConnectionTable()
-        let a = Self.add(&table), b = Self.add(&table)
+        let a = Self.add(&table)
+        let b = Self.add(&table)
         table[a]?.pending += 2
         table[a]?.sessions.insert("s1")
         table[b]?.sessions.formUnion(["s1", "s2"])
