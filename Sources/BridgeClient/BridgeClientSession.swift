@@ -53,6 +53,7 @@ public final class BridgeClientSession: Sendable {
     ///   - refresh: rotates the tokens and returns the new credential, for a bridge that refuses the access token as
     ///     expired before this client expected (clocks apart); see ``refresh(given:vault:)``.
     ///   - logger: where the session logs its attempts and reconnects (never a token).
+    /// - Returns: the session, connected to the first candidate that answered.
     /// - Throws: ``BridgeClientError`` when no candidate answers.
     public static func connect(
         to candidates: [BridgeEndpoint], options: BridgeSessionOptions = BridgeSessionOptions(),

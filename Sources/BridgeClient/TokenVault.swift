@@ -86,6 +86,10 @@ public actor TokenVault {
     ///   - deviceName: the name the bridge lists this device under (`oa-bridge devices`).
     ///   - pin: the QR payload's `pin`; over `https://` the bridge must present it. Without one the
     ///     certificate is trusted on first use and its pin kept.
+    /// - Returns: the credentials, as stored.
+    /// - Throws: ``BridgeClientError/unauthorized(_:)`` when the bridge refuses the pairing token or waits for the
+    ///   desktop's approval; `CertificatePinError` for a malformed `pin`; ``WebSocketConnectorError`` when the bridge
+    ///   does not answer; ``DPoPClientKeyError`` when the device key cannot be kept.
     @discardableResult
     public func pair(bridge: String, pairingToken: String, deviceName: String, pin: String? = nil) async throws -> Credentials {
         let expected = try pin.map { try CertificatePin(parsing: $0) }

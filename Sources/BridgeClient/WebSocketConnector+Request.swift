@@ -31,6 +31,7 @@ extension WebSocketConnector {
     ///     says).
     ///   - headers: more request header fields, sent as given.
     ///   - body: the request body (a `Content-Length` is sent with it).
+    /// - Returns: the bridge's answer, whatever its status.
     /// - Throws: ``WebSocketConnectorError`` when no answer came (refused, timed out, another key than `pin`…).
     public func request(
         _ method: String, url: String, pin: CertificatePin? = nil, credential: BridgeCredential? = nil,

@@ -59,6 +59,8 @@ public struct WebSocketConnector: Sendable {
     ///     (`invalid_dpop_proof`) and its clock is seconds away from this one's.
     ///   - headers: more request header fields.
     ///   - body: what to do with the connection.
+    /// - Returns: what `body` returns.
+    /// - Throws: ``WebSocketConnectorError`` when the connection cannot be opened or is refused, or what `body` throws.
     public func connect<Result: Sendable>(
         to target: Target, pin: CertificatePin? = nil, credential: BridgeCredential? = nil, headers: [String: String] = [:],
         _ body: (Connection) async throws -> Result

@@ -244,6 +244,7 @@ extension Authenticator {
     ///   - allowedOrigins: other `Origin` values let through besides the bridge's own pages (exact `scheme://host[:port]`).
     ///   - presentation: the request's method and target URI and its DPoP proof (the `DPoP` header, or `?dpop=` from a
     ///     browser), checked as ``authenticate(authorization:queryToken:address:touch:dpop:)`` does.
+    /// - Returns: ``AccessDecision/allow(_:)`` with the device, or the refusal to answer with.
     public func checkUpgrade(
         path: String, authorization: String?, origin: String?, host: String?, remoteAddress: String?,
         allowedOrigins: Set<String> = [], dpop presentation: DPoPPresentation? = nil

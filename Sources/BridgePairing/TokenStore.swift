@@ -129,6 +129,8 @@ public final class TokenStore: Sendable {
     ///   - claimedDeviceID: when polling in approval mode, the device ID from the first (pending) answer.
     ///   - dpopThumbprint: the RFC 7638 thumbprint of the key whose DPoP proof came with the exchange: the new token
     ///     family is bound to it (kept across refreshes); nil for an unbound family.
+    /// - Returns: ``ExchangeOutcome/paired(_:)`` with the device's tokens, or ``ExchangeOutcome/pending(deviceID:)`` in
+    ///   approval mode.
     /// - Throws: ``PairingError/missingToken``, ``PairingError/invalidToken(_:)``, ``PairingError/expiredToken(_:)``,
     ///   ``PairingError/revokedToken(_:)``, ``PairingError/pairingTokenAlreadyUsed``,
     ///   ``PairingError/deviceRevoked(deviceID:)``, ``PairingError/storage(_:)``.

@@ -66,6 +66,8 @@ public enum PairingBanner {
     ///   - terminal: the terminal's size; `nil` (output is not a terminal) assumes 80 × 24.
     ///   - commands: the caller's commands that show the code again and save it as an image, for a terminal too small
     ///     for the code; `nil` says it in words.
+    /// - Returns: the banner, as text to print.
+    /// - Throws: ``QRCodeError`` when the QR code cannot be made (a URL too long for one).
     public static func text(
         payload: PairingPayload, expiresAt: Date?, port: Int, certificateFingerprint: String? = nil, now: Date = Date(),
         ansiColors: Bool = true, terminal: TerminalSize? = nil, commands: Commands? = nil

@@ -161,6 +161,7 @@ public struct QRCode: Sendable, Equatable {
     /// - Parameters:
     ///   - quietZone: light border in modules; at least 2 (clamped), 4 is the standard.
     ///   - ansiColors: whether each line sets bright-white on black and resets at its end.
+    /// - Returns: the code's lines, each ending in a newline.
     public func terminalString(quietZone: Int = 2, ansiColors: Bool = true) -> String {
         terminalLines(quietZone: quietZone, ansiColors: ansiColors).joined(separator: "\n") + "\n"
     }

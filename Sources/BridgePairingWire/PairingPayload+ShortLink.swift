@@ -64,7 +64,11 @@ extension PairingPayload {
     }
 
     /// Reads a short link's fragment (the digits after `#`), or `nil` when `fragment` is not one.
-    /// - Parameter base: the link before `#`, e.g. `https://192.168.1.20:9099/app`.
+    /// - Parameters:
+    ///   - base: the link before `#`, e.g. `https://192.168.1.20:9099/app`.
+    ///   - fragment: the digits after `#`.
+    /// - Returns: the abridged payload, or `nil` when `fragment` is not a short link's.
+    /// - Throws: ``PairingPayloadError/invalidFragment`` when the digits or `base` do not make a payload.
     static func fromShortLink(base: String, fragment: Substring) throws(PairingPayloadError) -> PairingPayload? {
         guard let kind = fragment.first, fragment.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
         let body = fragment.dropFirst()

@@ -24,7 +24,12 @@ extension ChildProcess {
     /// channel (no thread waits on the pipe), at most `limit` bytes (the rest is not read: a chatty command gets
     /// EPIPE). Cancelling the calling task kills the command; the call still returns once it has ended.
     /// - Parameters:
+    ///   - executable: the program's path.
+    ///   - arguments: its arguments (without the program's name).
+    ///   - environment: its environment; `nil` passes the bridge's own.
     ///   - withErrors: standard error into the same output; `false`: to `/dev/null`.
+    ///   - limit: the most bytes of output read.
+    /// - Returns: how the command ended and its output (empty when the calling task was cancelled before it was read).
     /// - Throws: ``ChildProcessError`` when it cannot start (or its output cannot be read).
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, withErrors: Bool,
