@@ -15,7 +15,10 @@ public enum CommandLineSplitter {
                 inWord = true
                 var closed = false
                 while let next = iterator.next() {
-                    if next == "'" { closed = true; break }
+                    if next == "'" {
+                        closed = true
+                        break
+                    }
                     current.append(next)
                 }
                 guard closed else { throw .agentCommand("unterminated single quote in \(line)") }
@@ -23,7 +26,10 @@ public enum CommandLineSplitter {
                 inWord = true
                 var closed = false
                 while let next = iterator.next() {
-                    if next == "\"" { closed = true; break }
+                    if next == "\"" {
+                        closed = true
+                        break
+                    }
                     if next == "\\", let escaped = iterator.next() {
                         if escaped != "\"" && escaped != "\\" { current.append("\\") }
                         current.append(escaped)

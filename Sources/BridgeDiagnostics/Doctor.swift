@@ -359,7 +359,10 @@ public struct Doctor: Sendable {
             }
             var result: SelfCheckOutcome = .notSeen
             while let next = await group.next() {
-                if let next { result = next; break }
+                if let next {
+                    result = next
+                    break
+                }
             }
             group.cancelAll()
             return result

@@ -199,7 +199,12 @@ public enum PairingBanner {
         for word in text.split(separator: " ", omittingEmptySubsequences: true) {
             if let open = quoted {
                 let joined = text[open.startIndex..<word.endIndex]
-                if word.contains("\"") { words.append(joined); quoted = nil } else { quoted = joined }
+                if word.contains("\"") {
+                    words.append(joined)
+                    quoted = nil
+                } else {
+                    quoted = joined
+                }
             } else if word.hasPrefix("\""), word.filter({ $0 == "\"" }).count == 1 {
                 quoted = word
             } else {

@@ -72,7 +72,10 @@ func runDPoPConnects(_ args: Args, url: String) async throws {
 
 /// The connections started, made and failed, shared by the client loops.
 private final class ConnectCounter: Sendable {
-    struct State { var done = 0; var errors = 0 }
+    struct State {
+        var done = 0
+        var errors = 0
+    }
     let state = Mutex(State())
 }
 

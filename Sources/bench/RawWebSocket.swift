@@ -46,7 +46,10 @@ final class RawWebSocket: @unchecked Sendable {
         let headerEnd = Array("\r\n\r\n".utf8)
         var found: Int?
         for _ in 0..<100 {
-            if let range = buffer[start..<end].firstRange(of: headerEnd) { found = range.upperBound; break }
+            if let range = buffer[start..<end].firstRange(of: headerEnd) {
+                found = range.upperBound
+                break
+            }
             if readMore() == .closed { break }
         }
         guard let found else { throw Failure(description: "no answer to the upgrade") }

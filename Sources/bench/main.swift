@@ -68,12 +68,20 @@ final class Cell<T>: @unchecked Sendable {
     private var value: T
     private let lock = NSLock()
     init(_ value: T) { self.value = value }
-    func withLock<R>(_ body: (inout T) -> R) -> R { lock.lock(); defer { lock.unlock() }; return body(&value) }
+    func withLock<R>(_ body: (inout T) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
 }
 
 /// Thread-safe accumulation of latencies and counts.
 final class Stats: Sendable {
-    struct State { var latencies: [UInt32] = []; var errors = 0; var opened = 0 }
+    struct State {
+        var latencies: [UInt32] = []
+        var errors = 0
+        var opened = 0
+    }
     let state = Mutex(State())
     func add(_ batch: [UInt32]) { state.withLock { $0.latencies.append(contentsOf: batch) } }
     func error() { state.withLock { $0.errors += 1 } }
@@ -161,7 +169,10 @@ func runLoad(_ args: Args) async throws {
                         }
                         stats.open()
                         // Wait until everyone is connected, so the timed phase has all clients.
-                        let count = ready.withLock { $0 += 1; return $0 }
+                        let count = ready.withLock {
+                            $0 += 1
+                            return $0
+                        }
                         if count == clients {
                             let t = now()
                             started.withLock { $0 = t }
@@ -186,7 +197,10 @@ func runLoad(_ args: Args) async throws {
                     }
                 } catch {
                     stats.error()
-                    let count = ready.withLock { $0 += 1; return $0 }
+                    let count = ready.withLock {
+                        $0 += 1
+                        return $0
+                    }
                     if count == clients { allOpen.continuation.finish() }
                 }
             }

@@ -16,12 +16,16 @@ struct AgentTests {
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
             try agent.send(.request(JSONRPCRequest(id: .int(1), method: "initialize", params: ["protocolVersion": 1])))
-            guard case .message(.response(let initialized)) = await events.next() else { Issue.record("no initialize answer"); return }
+            guard case .message(.response(let initialized)) = await events.next() else {
+                Issue.record("no initialize answer")
+                return
+            }
             #expect(initialized.result?["agentInfo"]?["title"]?.stringValue?.contains("demo agent") == true)
 
             try agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
             guard case .message(.response(let created)) = await events.next(), let session = created.result?["sessionId"]?.stringValue else {
-                Issue.record("no session"); return
+                Issue.record("no session")
+                return
             }
             try agent.send(.request(JSONRPCRequest(id: .int(3), method: "session/prompt", params: [
                 "sessionId": .string(session), "prompt": [["type": "text", "text": "hello there"]],
@@ -64,10 +68,14 @@ struct AgentTests {
             var events = agent.events.makeAsyncIterator()
             try agent.send(.request(JSONRPCRequest(id: .int(1), method: "session/new", params: ["cwd": "/tmp", "mcpServers": []])))
             guard case .message(.response(let created)) = await events.next(), let session = created.result?["sessionId"]?.stringValue else {
-                Issue.record("no session"); return
+                Issue.record("no session")
+                return
             }
             try agent.send(.request(JSONRPCRequest(id: .int(2), method: "session/set_mode", params: ["sessionId": .string(session), "modeId": "loud"])))
-            guard case .message(.response(let refused)) = await events.next() else { Issue.record("no answer"); return }
+            guard case .message(.response(let refused)) = await events.next() else {
+                Issue.record("no answer")
+                return
+            }
             #expect(refused.error != nil, "an unknown mode is refused")
             var nextID: Int64 = 3
             for (mode, asks) in [("quiet", false), ("default", true)] {
@@ -124,16 +132,25 @@ struct AgentTests {
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
             try agent.send(.request(JSONRPCRequest(id: .int(1), method: "ping", params: ["a": 1])))
-            guard case .message(.response(let response)) = await events.next() else { Issue.record("no answer"); return }
+            guard case .message(.response(let response)) = await events.next() else {
+                Issue.record("no answer")
+                return
+            }
             #expect(response.id == .int(1))
             #expect(response.result == ["echo": ["a": 1]])
 
             // A request left unanswered when the process dies fails with an error saying so.
             try agent.send(.request(JSONRPCRequest(id: .int(2), method: "die", params: [:])))
-            guard case .message(.response(let failed)) = await events.next() else { Issue.record("no failure"); return }
+            guard case .message(.response(let failed)) = await events.next() else {
+                Issue.record("no failure")
+                return
+            }
             #expect(failed.id == .int(2))
             #expect(failed.error?.message.contains("exited with status 3") == true)
-            guard case .exited(let reason) = await events.next() else { Issue.record("no exit event"); return }
+            guard case .exited(let reason) = await events.next() else {
+                Issue.record("no exit event")
+                return
+            }
             #expect(reason.contains("status 3"))
             #expect(await events.next() == nil)
             do {
@@ -152,7 +169,10 @@ struct AgentTests {
             _ = try await StdioAgent.launch(StdioAgentConfiguration(command: ["no-such-agent-binary-xyz"]), logger: Logger(label: "test"))
             Issue.record("should not launch")
         } catch {
-            guard case .launchFailed = error else { Issue.record("expected launchFailed, got \(error)"); return }
+            guard case .launchFailed = error else {
+                Issue.record("expected launchFailed, got \(error)")
+                return
+            }
             #expect(error.description.contains("not found on PATH"))
         }
     }
@@ -172,7 +192,9 @@ struct AgentTests {
             // Cancelled once it runs (its first line read), not at an instant picked by a sleep.
             var events = agent.events.makeAsyncIterator()
             guard case .message(.notification(let ready)) = await events.next(), ready.method == "ready" else {
-                Issue.record("the agent did not start"); group.cancelAll(); return
+                Issue.record("the agent did not start")
+                group.cancelAll()
+                return
             }
             group.cancelAll()
             for await _ in ran {}

@@ -65,7 +65,10 @@ struct LineFramerTests {
         let piece = String(repeating: "x", count: 1000)
         for _ in 0..<500 { #expect(feed(&framer, &buffer, piece).isEmpty) }
         let lines = feed(&framer, &buffer, "\n")
-        guard case .line(let bytes)? = lines.first else { Issue.record("no line"); return }
+        guard case .line(let bytes)? = lines.first else {
+            Issue.record("no line")
+            return
+        }
         #expect(lines.count == 1)
         #expect(bytes.readableBytes == 500_000)
     }

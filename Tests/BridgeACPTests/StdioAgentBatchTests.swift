@@ -83,7 +83,10 @@ struct StdioAgentBatchTests {
         read line
         printf '{"jsonrpc":"2.0","method":"last"}'
         """#)
-        guard let batches = agent.takeEventBatches() else { Issue.record("no batches"); return }
+        guard let batches = agent.takeEventBatches() else {
+            Issue.record("no batches")
+            return
+        }
         async let run: Void = agent.run()
         var seen: [[String]] = []
         for await batch in batches {
@@ -121,7 +124,8 @@ struct StdioAgentBatchTests {
         let (batches, _) = await runBatched(agent)
         guard batches.count == 1, batches[0].count == 2, case .message(.response(let failed)) = batches[0][0],
               case .exited(let reason) = batches[0][1] else {
-            Issue.record("unexpected batches \(batches)"); return
+            Issue.record("unexpected batches \(batches)")
+            return
         }
         #expect(failed.id == .int(5))
         #expect(reason == "the agent process was killed by signal 9")
@@ -140,13 +144,17 @@ struct StdioAgentBatchTests {
             group.addTask { await running.run() }
             var events = running.events.makeAsyncIterator()
             guard case .message(.notification(let ready)) = await events.next(), ready.method == "ready" else {
-                Issue.record("the agent did not start"); return
+                Issue.record("the agent did not start")
+                return
             }
             #expect(running.takeEventBatches() == nil)
             running.stop()
             var rest: [ACPAgentEvent] = []
             while let event = await events.next() { rest.append(event) }
-            guard case .exited? = rest.last else { Issue.record("no exit on events: \(rest)"); return }
+            guard case .exited? = rest.last else {
+                Issue.record("no exit on events: \(rest)")
+                return
+            }
         }
     }
 

@@ -19,7 +19,10 @@ struct StdioAgentTests {
     /// Runs the agent and collects every event until the stream ends (the agent exits by itself).
     private func runToEnd(_ agent: StdioAgent) async -> [ACPAgentEvent] {
         await withTaskGroup(of: [ACPAgentEvent].self) { group in
-            group.addTask { await agent.run(); return [] }
+            group.addTask {
+                await agent.run()
+                return []
+            }
             group.addTask {
                 var seen: [ACPAgentEvent] = []
                 for await event in agent.events { seen.append(event) }
@@ -52,7 +55,10 @@ struct StdioAgentTests {
         """#, log: log, maxLineLength: 64)
         let events = await runToEnd(agent)
         #expect(methods(events) == ["after", "last", "exited"])
-        guard case .exited(let reason)? = events.last else { Issue.record("no exit event"); return }
+        guard case .exited(let reason)? = events.last else {
+            Issue.record("no exit event")
+            return
+        }
         #expect(reason == "the agent process exited with status 0")
         let dropped = log.entries("dropped an over-long line from the agent")
         #expect(dropped.count == 1)
@@ -67,7 +73,8 @@ struct StdioAgentTests {
         try agent.send(.request(JSONRPCRequest(id: .int(5), method: "anything")))
         let events = await runToEnd(agent)
         guard events.count == 2, case .message(.response(let failed)) = events[0], case .exited(let reason) = events[1] else {
-            Issue.record("unexpected events \(events)"); return
+            Issue.record("unexpected events \(events)")
+            return
         }
         #expect(failed.id == .int(5))
         #expect(failed.error?.message.contains("killed by signal 9") == true)
@@ -81,7 +88,10 @@ struct StdioAgentTests {
         let tasks = 8
         let perTask = 250
         let events = await withTaskGroup(of: [ACPAgentEvent].self) { group in
-            group.addTask { await agent.run(); return [] }
+            group.addTask {
+                await agent.run()
+                return []
+            }
             group.addTask {
                 var seen: [ACPAgentEvent] = []
                 for await event in agent.events {
@@ -126,10 +136,14 @@ struct StdioAgentTests {
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
             guard case .message(.notification(let closed)) = await events.next(), closed.method == "closed" else {
-                Issue.record("the agent did not start"); return
+                Issue.record("the agent did not start")
+                return
             }
             try agent.send(.request(JSONRPCRequest(id: .int(7), method: "unwritable")))
-            guard case .message(.response(let failed)) = await events.next() else { Issue.record("no error response"); return }
+            guard case .message(.response(let failed)) = await events.next() else {
+                Issue.record("no error response")
+                return
+            }
             #expect(failed.id == .int(7))
             #expect(failed.error?.code == JSONRPCError.internalErrorCode)
             #expect(failed.error?.message.contains(ACPAgentError.writeFailed("").description) == true)
@@ -147,7 +161,10 @@ struct StdioAgentTests {
         """#, grace: .milliseconds(200))
         let started = ContinuousClock.now
         let reason: String? = await withTaskGroup(of: String?.self) { group in
-            group.addTask { await agent.run(); return nil }
+            group.addTask {
+                await agent.run()
+                return nil
+            }
             group.addTask {
                 var reason: String?
                 for await event in agent.events {

@@ -54,7 +54,10 @@ struct DPoPClientTests {
             _ = try DPoPClientKey.load(from: file)
             Issue.record("a file without a key was read")
         } catch {
-            guard case .unreadable = error else { Issue.record("\(error)"); return }
+            guard case .unreadable = error else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(error.description.contains("pair again"))
         }
         #expect(DPoPClientKeyError.missing(path: "/x").description.contains("Pair again"))

@@ -42,7 +42,11 @@ struct RetentionSettingsTests {
         let retention = try settings.serviceOptions(version: "1", logger: Logger(label: "test")).configuration.retention
         #expect(retention == SessionRetention(maxIdleSessions: 1_000_000, maxIdleReplayBytes: 1 << 20, idleTimeout: nil))
 
-        let fromFile = try ServeSettings.resolve({ var flags = ServeFlags(); flags.config = path; return flags }(), environment: Self.environment)
+        let fromFile = try ServeSettings.resolve({
+            var flags = ServeFlags()
+            flags.config = path
+            return flags
+        }(), environment: Self.environment)
         #expect(fromFile.idleSessionTimeout.value == 1_800)
         #expect(fromFile.rows.first { $0.key == "idle-session-timeout" }?.value == "30m")
         #expect(try fromFile.serviceOptions(version: "1", logger: Logger(label: "test")).configuration.retention.idleTimeout == .seconds(1_800))

@@ -23,7 +23,10 @@ struct SandboxAgentSettingTests {
         let byDefault = try resolve()
         #expect(!byDefault.sandboxAgent.value && byDefault.sandboxAgent.source == "default")
         #expect(byDefault.sandboxAgentWrite.value.isEmpty)
-        let flag = try resolve { $0.sandboxAgent = true; $0.sandboxAgentWrite = ["/a", "/b"] }
+        let flag = try resolve {
+            $0.sandboxAgent = true
+            $0.sandboxAgentWrite = ["/a", "/b"]
+        }
         #expect(flag.sandboxAgent.value && flag.sandboxAgent.source == "--sandbox-agent")
         #expect(flag.sandboxAgentWrite.value == ["/a", "/b"] && flag.sandboxAgentWrite.source == "--sandbox-agent-write")
         let environment = try resolve(environment: ["OA_BRIDGE_SANDBOX_AGENT": "yes", "OA_BRIDGE_SANDBOX_AGENT_WRITE": "/x, /y"])
@@ -38,7 +41,10 @@ struct SandboxAgentSettingTests {
 
     @Test("it reaches the server configuration")
     func reachesConfiguration() throws {
-        let on = try resolve { $0.sandboxAgent = true; $0.sandboxAgentWrite = ["/state"] }.serviceOptions(version: "1", logger: Logger(label: "test"))
+        let on = try resolve {
+            $0.sandboxAgent = true
+            $0.sandboxAgentWrite = ["/state"]
+        }.serviceOptions(version: "1", logger: Logger(label: "test"))
         #expect(on.configuration.sandboxAgent && on.configuration.sandboxAgentWritable == ["/state"])
         let off = try resolve().serviceOptions(version: "1", logger: Logger(label: "test"))
         #expect(!off.configuration.sandboxAgent && off.configuration.sandboxAgentWritable.isEmpty)

@@ -78,7 +78,10 @@ struct ServeSettingsTests {
             _ = try ServeSettings.resolve(flags(config: path), environment: ["HOME": "/nonexistent"])
             Issue.record("expected an error")
         } catch {
-            guard case .unknownKey(_, let key, let known) = error else { Issue.record("unexpected \(error)"); return }
+            guard case .unknownKey(_, let key, let known) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
             #expect(key == "prot")
             #expect(known.contains("max-frame-size"))
             #expect(error.description.contains("unknown key 'prot'"))

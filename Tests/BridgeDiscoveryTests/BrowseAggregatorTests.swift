@@ -20,7 +20,8 @@ struct BrowseAggregatorTests {
         aggregator.sighted(desk, at: start + .seconds(5))  // later sightings do not move the start
         #expect(aggregator.awaitsFirstReport(desk))
         guard case .added(let added)? = aggregator.report(service(desk), at: start + .milliseconds(250)) else {
-            Issue.record("no added"); return
+            Issue.record("no added")
+            return
         }
         #expect(added.resolveSeconds == 0.25)
         #expect(!aggregator.awaitsFirstReport(desk))
@@ -29,7 +30,8 @@ struct BrowseAggregatorTests {
         #expect(!aggregator.changes(service(desk)))
         #expect(aggregator.changes(service(desk, port: 9100)))
         guard case .updated(let updated)? = aggregator.report(service(desk, port: 9100), at: start + .seconds(9)) else {
-            Issue.record("no updated"); return
+            Issue.record("no updated")
+            return
         }
         #expect(updated.port == 9100)
         #expect(updated.resolveSeconds == 0.25)
@@ -38,7 +40,10 @@ struct BrowseAggregatorTests {
     @Test("an instance never sighted is added without a resolve time")
     func addedUnsighted() {
         var aggregator = BrowseAggregator()
-        guard case .added(let added)? = aggregator.report(service(laptop), at: start) else { Issue.record("no added"); return }
+        guard case .added(let added)? = aggregator.report(service(laptop), at: start) else {
+            Issue.record("no added")
+            return
+        }
         #expect(added.resolveSeconds == nil)
     }
 
@@ -55,7 +60,10 @@ struct BrowseAggregatorTests {
         #expect(r3 == nil)
         #expect(!aggregator.isAnnounced(desk))
         aggregator.sighted(desk, at: start + .seconds(10))
-        guard case .added(let again)? = aggregator.report(service(desk), at: start + .seconds(10.5)) else { Issue.record("no added"); return }
+        guard case .added(let again)? = aggregator.report(service(desk), at: start + .seconds(10.5)) else {
+            Issue.record("no added")
+            return
+        }
         #expect(again.resolveSeconds == 0.5)
     }
 
@@ -92,7 +100,10 @@ struct BrowseAggregatorTests {
         let r9 = aggregator.endReresolving(desk)
         #expect(!r9)
         let event = aggregator.report(service(desk, ip: "192.168.1.21"), at: start + .seconds(3))
-        guard case .updated(let updated)? = event else { Issue.record("expected updated, got \(String(describing: event))"); return }
+        guard case .updated(let updated)? = event else {
+            Issue.record("expected updated, got \(String(describing: event))")
+            return
+        }
         #expect(updated.addresses == [ServiceAddress(ip: "192.168.1.21", family: .ipv4)])
     }
 }

@@ -15,12 +15,18 @@ struct DNSSDBackendTests {
         #expect(v4 == ServiceAddress(ip: "198.18.0.2", family: .ipv4))
 
         var global = [UInt8](repeating: 0, count: 16)
-        global[0] = 0xfd; global[1] = 0x00; global[2] = 0x6f; global[3] = 0x61; global[15] = 2
+        global[0] = 0xfd
+        global[1] = 0x00
+        global[2] = 0x6f
+        global[3] = 0x61
+        global[15] = 2
         let v6 = try #require(DNSSDValues.address(rrtype: DNSSDConstants.typeAAAA, rdata: global, interface: 1))
         #expect(v6 == ServiceAddress(ip: "fd00:6f61::2", family: .ipv6))
 
         var linkLocal = [UInt8](repeating: 0, count: 16)
-        linkLocal[0] = 0xfe; linkLocal[1] = 0x80; linkLocal[15] = 1
+        linkLocal[0] = 0xfe
+        linkLocal[1] = 0x80
+        linkLocal[15] = 1
         let loopbackIndex = if_nametoindex("lo")
         let ll = try #require(DNSSDValues.address(rrtype: DNSSDConstants.typeAAAA, rdata: linkLocal, interface: loopbackIndex))
         #expect(ll.ip == "fe80::1")

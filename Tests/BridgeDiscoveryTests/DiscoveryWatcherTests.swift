@@ -24,7 +24,10 @@ struct DiscoveryWatcherTests {
         var watcher = DiscoveryWatcher()
         _ = watcher.apply(.added(service("Desk")), at: start)
         let events = watcher.apply(.updated(service("Desk", txt: ["v": "2", "tls": "1"])), at: start + .seconds(1))
-        guard case .updated(_, let diff)? = events.first else { Issue.record("no update: \(events)"); return }
+        guard case .updated(_, let diff)? = events.first else {
+            Issue.record("no update: \(events)")
+            return
+        }
         #expect(diff.txt.added == ["tls": "1"])
         #expect(diff.txt.removed == ["auth": "token"])
         #expect(diff.txt.changed == ["v": TXTDiff.Change(old: "1", new: "2")])
@@ -37,7 +40,10 @@ struct DiscoveryWatcherTests {
         var watcher = DiscoveryWatcher()
         _ = watcher.apply(.added(service("Desk")), at: start)
         let events = watcher.apply(.updated(service("Desk", port: 9100, ip: "198.18.0.9")), at: start)
-        guard case .updated(_, let diff)? = events.first else { Issue.record("no update"); return }
+        guard case .updated(_, let diff)? = events.first else {
+            Issue.record("no update")
+            return
+        }
         #expect(diff.txt.isEmpty)
         #expect(diff.lines == ["~ port: 9099 -> 9100", "+ address 198.18.0.9", "- address 198.18.0.2"])
     }
@@ -62,7 +68,8 @@ struct DiscoveryWatcherTests {
         let found = conflicts(watcher.apply(.added(service("Desk #2", host: "other.local")), at: start))
         #expect(found.count == 1)
         guard case .renamedAfterCollision(let original, let renamed, let originalHost, let renamedHost)? = found.first else {
-            Issue.record("no rename conflict"); return
+            Issue.record("no rename conflict")
+            return
         }
         #expect(original == "Desk" && renamed.name == "Desk #2" && originalHost == "desk.local" && renamedHost == "other.local")
         #expect(found.first?.explanation.contains("renamed") == true)

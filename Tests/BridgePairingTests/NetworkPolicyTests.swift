@@ -124,7 +124,10 @@ struct PairingSessionTests {
         var next = changes.makeAsyncIterator()
         let shown = try #require(try await session.payload().token)
         await session.replaceIfUsed()  // unused: nothing to announce
-        guard case .paired = try await store.exchange(pairingToken: shown) else { Issue.record("expected tokens"); return }
+        guard case .paired = try await store.exchange(pairingToken: shown) else {
+            Issue.record("expected tokens")
+            return
+        }
         await session.replaceIfUsed()
         let announced = try #require(await next.next())
         let current = try await session.payload().token

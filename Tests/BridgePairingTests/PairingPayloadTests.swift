@@ -62,7 +62,10 @@ struct PairingPayloadTests {
             _ = try PairingPayload(scannedText: notPayload)
             Issue.record("a JSON object without the payload's fields was accepted")
         } catch {
-            guard case .invalidJSON = error else { Issue.record("unexpected \(error)"); return }
+            guard case .invalidJSON = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
             #expect(!error.description.contains(secret))
         }
         #expect(throws: PairingPayloadError.self) { try PairingPayload(scannedText: "{\"ws\": \(secret)") }

@@ -163,10 +163,18 @@ struct QRCodeTests {
             var bottom: [Bool] = []
             for character in line {
                 switch character {
-                case "█": top.append(false); bottom.append(false)
-                case "▀": top.append(false); bottom.append(true)
-                case "▄": top.append(true); bottom.append(false)
-                case " ": top.append(true); bottom.append(true)
+                case "█":
+                    top.append(false)
+                    bottom.append(false)
+                case "▀":
+                    top.append(false)
+                    bottom.append(true)
+                case "▄":
+                    top.append(true)
+                    bottom.append(false)
+                case " ":
+                    top.append(true)
+                    bottom.append(true)
                 default: return nil
                 }
             }

@@ -38,7 +38,10 @@ struct RevocationEventsTests {
         let changes = ChangeSignal()
         let collector = Task {
             for await event in stream {
-                let finished = seen.withLock { $0.append(event); return done($0) }
+                let finished = seen.withLock {
+                    $0.append(event)
+                    return done($0)
+                }
                 changes.notify()
                 if finished, settle == .zero { return }
             }

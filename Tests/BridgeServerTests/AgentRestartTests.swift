@@ -21,7 +21,10 @@ struct AgentRestartTests {
     static func agents(muteAfterInitialize: Bool = false) -> @Sendable () -> any ACPAgent {
         let started = Mutex(0)
         return {
-            let number = started.withLock { $0 += 1; return $0 }
+            let number = started.withLock {
+                $0 += 1
+                return $0
+            }
             let sessions = Mutex(0)
             return ScriptedAgent { message, peer in
                 guard case .request(let request) = message else { return }
@@ -33,7 +36,10 @@ struct AgentRestartTests {
                         peer.stopWriting()
                     }
                 case "session/new":
-                    let count = sessions.withLock { $0 += 1; return $0 }
+                    let count = sessions.withLock {
+                        $0 += 1
+                        return $0
+                    }
                     peer.respond(to: request.id, result: ["sessionId": .string("\(number)-\(count)")])
                 case "session/prompt":
                     let text = request.params?["prompt"]?.arrayValue?.first?["text"]?.stringValue
@@ -151,10 +157,14 @@ struct AgentRestartTests {
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
             guard case .message(.notification(let closed)) = await events.next(), closed.method == "closed" else {
-                Issue.record("the agent did not start"); return
+                Issue.record("the agent did not start")
+                return
             }
             try agent.send(.request(JSONRPCRequest(id: .int(7), method: "session/new", params: ["cwd": "/"])))
-            guard case .message(.response(let failed)) = await events.next() else { Issue.record("no error response"); return }
+            guard case .message(.response(let failed)) = await events.next() else {
+                Issue.record("no error response")
+                return
+            }
             #expect(failed.id == .int(7) && failed.error != nil)
             #expect(agent.endReason != nil)
             let kept = agent.takeUndelivered(.int(7))
@@ -163,7 +173,10 @@ struct AgentRestartTests {
 
             // The agent is not stopped by its failed write (the hub stops it), so a resend still queues and fails.
             try agent.resend(JSONRPCRequest(id: .int(8), method: "session/new"))
-            guard case .message(.response(let again)) = await events.next() else { Issue.record("no error response"); return }
+            guard case .message(.response(let again)) = await events.next() else {
+                Issue.record("no error response")
+                return
+            }
             #expect(again.id == .int(8) && again.error != nil)
             #expect(agent.takeUndelivered(.int(8)) == nil)
             group.cancelAll()

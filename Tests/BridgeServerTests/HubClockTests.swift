@@ -17,7 +17,10 @@ struct HubClockTests {
         let state = try TestBridge.makeDirectory()
         let store = try SessionStore(directory: URL(fileURLWithPath: state))
         let clock = ManualClock(wallStart: HubClockTests.longAgo)
-        let session = try await TestBridge.with(configure: { $0.sessionStore = store; $0.clock = clock }) { port, _ in
+        let session = try await TestBridge.with(configure: {
+            $0.sessionStore = store
+            $0.clock = clock
+        }) { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 return try await phone.newSession(seed: false)

@@ -46,7 +46,11 @@ enum InProcessScriptAgent {
                 log.withLock { $0["authenticated"] = .array(($0["authenticated"]?.arrayValue ?? []) + [params["methodId"] ?? .null]) }
                 peer.respond(to: request.id, result: [:])
             case "session/new":
-                let id = JSONValue.string("s-\(sessions.withLock { $0 += 1; return $0 })")
+                let number = sessions.withLock {
+                    $0 += 1
+                    return $0
+                }
+                let id = JSONValue.string("s-\(number)")
                 peer.notify("session/update", params: ["sessionId": id, "update": [
                     "sessionUpdate": "available_commands_update",
                     "availableCommands": [["name": "review", "description": "Review the change"]],

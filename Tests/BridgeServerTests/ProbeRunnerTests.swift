@@ -39,7 +39,10 @@ struct ProbeRunnerTests {
         let reserved = try ReservedPort()
         defer { withExtendedLifetime(reserved) {} }
         let closed = reserved.port
-        try await TestBridge.with(configure: { $0.host = "::"; $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: {
+            $0.host = "::"
+            $0.authorizeUpgrade = authenticator.upgradeAuthorizer()
+        }) { port, _ in
             let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
             #expect(report.probes.map(\.outcome) == [.needsPairing, .needsPairing])
             #expect(report.probes.allSatisfy { $0.error?.contains("401") == true })
@@ -93,7 +96,10 @@ struct ProbeRunnerTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-probe-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
-        try await TestBridge.with(configure: { $0.authenticator = authenticator; $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: {
+            $0.authenticator = authenticator
+            $0.authorizeUpgrade = authenticator.upgradeAuthorizer()
+        }) { port, _ in
             let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
             #expect(finding.running)
             #expect(finding.auth == .token)

@@ -34,7 +34,10 @@ struct SessionRestartTests {
         let state = try TestBridge.makeDirectory()
         let work = try TestBridge.makeDirectory()
         let first = try SessionStore(directory: URL(fileURLWithPath: state))
-        let (session, before) = try await TestBridge.with(configure: { $0.sessionStore = first; $0.workingDirectory = work }) { port, _ in
+        let (session, before) = try await TestBridge.with(configure: {
+            $0.sessionStore = first
+            $0.workingDirectory = work
+        }) { port, _ in
             try await TestClient.with(port: port) { phone -> (String, [JSONValue]) in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -49,7 +52,10 @@ struct SessionRestartTests {
         #expect(before.count >= 2)
 
         let second = try SessionStore(directory: URL(fileURLWithPath: state))
-        try await TestBridge.with(configure: { $0.sessionStore = second; $0.workingDirectory = work }) { port, _ in
+        try await TestBridge.with(configure: {
+            $0.sessionStore = second
+            $0.workingDirectory = work
+        }) { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 // A prompt before attaching: -32002 as for an unknown session, so the client attaches again.

@@ -86,7 +86,10 @@ struct BridgeIdentityTests {
         do {
             _ = try BridgeIdentity.loadOrCreate(in: directory.url, names: names)
         } catch {
-            guard case .unreadableKey = error else { Issue.record("expected unreadableKey, got \(error)"); return }
+            guard case .unreadableKey = error else {
+                Issue.record("expected unreadableKey, got \(error)")
+                return
+            }
             #expect(error.description.contains("identity rotate"))
         }
     }
@@ -114,7 +117,10 @@ struct BridgeIdentityTests {
 /// A value holding the identity is printed by ServiceLifecycle's debug log (`sl-service=…`): the key must not be in it.
 @Suite(.tags(.unit))
 struct BridgeIdentityPrintingTests {
-    struct Holder { let identity: BridgeIdentity; let port: Int }
+    struct Holder {
+        let identity: BridgeIdentity
+        let port: Int
+    }
 
     @Test func printingTheIdentityOrAValueHoldingItNeverShowsTheKey() throws {
         let directory = try TemporaryDirectory()

@@ -55,7 +55,10 @@ struct TailscaleStatusTests {
             _ = try await reader.read()
             Issue.record("a hanging command gave an identity")
         } catch {
-            guard case .unreachable(let message) = error else { Issue.record("expected unreachable, got \(error)"); return }
+            guard case .unreachable(let message) = error else {
+                Issue.record("expected unreachable, got \(error)")
+                return
+            }
             #expect(message.contains("did not answer within"))
         }
         #expect(ContinuousClock.now - started < .seconds(10))
