@@ -215,7 +215,7 @@ struct ACPConformanceTests {
             $0.clock = clock
             $0.clientRequestTimeout = .seconds(30)
             $0.permissionRequestTimeout = .seconds(600)
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -240,7 +240,7 @@ struct ACPConformanceTests {
                 #expect(done2["result"]?["stopReason"] == "end_turn")
                 #expect(chunkText(updates2, seed: false).hasPrefix("permission error: -32603"))
             }
-        }
+        })
     }
 
     @Test("session/cancel settles every pending request of the session, not only permissions")
@@ -423,14 +423,14 @@ struct ACPConformanceTests {
 
     @Test("an agent that answers initialize with another protocol version is refused with an error naming both versions")
     func agentProtocolVersion() async throws {
-        try await ScriptAgent.bridge(configure: { $0.agentEnvironment = ["SCRIPT_AGENT_VERSION": "2"] }) { port, _ in
+        try await ScriptAgent.bridge(configure: { $0.agentEnvironment = ["SCRIPT_AGENT_VERSION": "2"] }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 phone.send(#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#)
                 let answer = try await phone.next()
                 #expect(answer["error"]?["code"] == -32603, "\(answer)")
                 #expect(answer["error"]?["data"]?["protocolVersion"] == 2)
             }
-        }
+        })
     }
 
     @Test("seed dialect: an elicitation's requestedSchema, the answer's content and error data reach the other side unrenamed")
@@ -582,7 +582,7 @@ struct ACPConformanceTests {
     func fileScope(scope: WorkspaceScope) async throws {
         let outside = URL(fileURLWithPath: try TestBridge.makeDirectory()).resolvingSymlinksInPath().path
         try "outside line".write(toFile: outside + "/notes.txt", atomically: true, encoding: .utf8)
-        try await ScriptAgent.bridge(configure: { $0.fileScope = scope }) { port, _ in
+        try await ScriptAgent.bridge(configure: { $0.fileScope = scope }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -594,7 +594,7 @@ struct ACPConformanceTests {
                     #expect(chunkText(updates, seed: false) == #"read {"content": "outside line"}"#)
                 }
             }
-        }
+        })
     }
 
     // MARK: capabilities (item 2)

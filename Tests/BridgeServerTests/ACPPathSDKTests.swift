@@ -16,7 +16,7 @@ struct ACPPathSDKTests {
         let scripts = try TestBridge.makeDirectory()
         try ACPPython.agentScript.write(toFile: scripts + "/agent.py", atomically: true, encoding: .utf8)
         try ACPPython.clientScript.write(toFile: scripts + "/client.py", atomically: true, encoding: .utf8)
-        try await TestBridge.with(configure: { $0.agentCommand = [python, scripts + "/agent.py"] }) { port, configuration in
+        try await TestBridge.with(configure: { $0.agentCommand = [python, scripts + "/agent.py"] }, { port, configuration in
             let root = URL(fileURLWithPath: configuration.workingDirectory).resolvingSymlinksInPath().path
             try "desk file".write(toFile: root + "/hello.txt", atomically: true, encoding: .utf8)
             let (status, output) = try await offPool { try ACPPython.run([python, scripts + "/client.py", "ws://127.0.0.1:\(port)/acp", root]) }
@@ -25,6 +25,6 @@ struct ACPPathSDKTests {
             #expect(summary["stopReason"] == "end_turn")
             #expect(summary["text"] == "heard: hi from the sdk client | file: desk file | permission: yes")
             #expect(summary["asked"] == .int(1))
-        }
+        })
     }
 }

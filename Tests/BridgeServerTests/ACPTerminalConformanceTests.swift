@@ -235,24 +235,24 @@ struct ACPTerminalConformanceTests {
 
     @Test("terminals turned off: the agent is told terminal false, and terminal/create is refused with -32601")
     func terminalsOff() async throws {
-        try await twoPhones(configure: { $0.terminal.enabled = false }) { alice, _, session, _ in
+        try await twoPhones(configure: { $0.terminal.enabled = false }, { alice, _, session, _ in
             let (log, _) = try await alice.call("_test/log", id: "log", [:])
             #expect(log["result"]?["clientCapabilities"]?["terminal"] == false, "\(log)")
             let (refused, _) = try await alice.agentCall(seed: true, session: session, "terminal/create", ["command": "echo"])
             #expect(refused.hasPrefix("error: -32601"), "\(refused)")
-        }
+        })
     }
 
     @Test("a kernel without Landlock (or with too old an ABI): the agent is told terminal false and terminal/create is refused with -32601")
     func terminalsWithoutLandlock() async throws {
         let probes: [@Sendable () -> Result<Int, SandboxError>] = [{ .failure(.landlockUnavailable(errno: ENOSYS)) }, { .success(2) }]
         for probe in probes {
-            try await twoPhones(configure: { $0.terminal.landlockProbe = probe }) { alice, _, session, _ in
+            try await twoPhones(configure: { $0.terminal.landlockProbe = probe }, { alice, _, session, _ in
                 let (log, _) = try await alice.call("_test/log", id: "log", [:])
                 #expect(log["result"]?["clientCapabilities"]?["terminal"] == false, "\(log)")
                 let (refused, _) = try await alice.agentCall(seed: true, session: session, "terminal/create", ["command": "echo"])
                 #expect(refused.hasPrefix("error: -32601"), "\(refused)")
-            }
+            })
         }
     }
 
@@ -261,17 +261,17 @@ struct ACPTerminalConformanceTests {
         try await twoPhones(configure: {
             $0.terminal.landlockProbe = { .failure(.landlockUnavailable(errno: ENOSYS)) }
             $0.terminal.confinement = .unconfined
-        }) { alice, _, session, _ in
+        }, { alice, _, session, _ in
             let (log, _) = try await alice.call("_test/log", id: "log", [:])
             #expect(log["result"]?["clientCapabilities"]?["terminal"] == true, "\(log)")
             let (created, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "echo ran"])
             #expect(created["terminalId"] != nil, "\(created)")
-        }
+        })
     }
 
     @Test("a session holds at most maxPerSession terminals; releasing one makes room")
     func perSessionLimit() async throws {
-        try await twoPhones(configure: { $0.terminal.maxPerSession = 1 }) { alice, _, session, _ in
+        try await twoPhones(configure: { $0.terminal.maxPerSession = 1 }, { alice, _, session, _ in
             let (created, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "sleep 300"])
             let terminal = try #require(created["terminalId"]?.stringValue)
             let (refused, _) = try await alice.agentCall(seed: true, session: session, "terminal/create", ["command": "true"], id: "c2")
@@ -279,7 +279,7 @@ struct ACPTerminalConformanceTests {
             _ = try await alice.agentResult(seed: true, session: session, "terminal/release", ["terminalId": .string(terminal)], id: "r")
             let (again, _) = try await alice.agentResult(seed: true, session: session, "terminal/create", ["command": "true"], id: "c3")
             #expect(again["terminalId"] != nil, "\(again)")
-        }
+        })
     }
 
     // MARK: capabilities
@@ -335,12 +335,12 @@ struct ACPTerminalConformanceTests {
                 #expect(log["result"]?["authenticated"] == ["oauth"], "only the agent's own method reached it: \(log)")
             }
         }
-        try await InProcessScriptAgent.bridge(auth: true, configure: { $0.agentEnvironment = ["SCRIPT_TEST_KEY": "set"] }) { port, _ in
+        try await InProcessScriptAgent.bridge(auth: true, configure: { $0.agentEnvironment = ["SCRIPT_TEST_KEY": "set"] }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 let (key, _) = try await phone.call("authenticate", id: "a", ["methodId": "key"])
                 #expect(key["result"] != nil, "the variable is set on the desktop: forwarded: \(key)")
             }
-        }
+        })
     }
 }

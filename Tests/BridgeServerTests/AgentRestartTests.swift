@@ -60,7 +60,7 @@ struct AgentRestartTests {
 
     @Test("a session/new sent to an agent that stopped reading its stdin starts a new agent and goes through", arguments: ["deaf", "mute"])
     func newSessionAfterDeath(_ how: String) async throws {
-        try await TestBridge.with(configure: { $0.inProcessAgent = AgentRestartTests.agents() }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = AgentRestartTests.agents() }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let first = try await client.newSession(seed: false, id: "s1")
@@ -80,7 +80,7 @@ struct AgentRestartTests {
                 client.prompt(seed: false, session: first, text: "hello", id: "p3")
                 #expect(try await client.collect(until: "p3").0["error"] != nil)
             }
-        }
+        })
     }
 
     /// Whichever way the request meets the agents' deaths (refused before it is sent, written and lost, or written
@@ -94,14 +94,14 @@ struct AgentRestartTests {
                 starts.withLock { $0 += 1 }
                 return agents()
             }
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 client.send(JSONValue.object(["jsonrpc": "2.0", "id": "s1", "method": "session/new", "params": [:]]))
                 let (answer, _) = try await client.collect(until: "s1", timeout: .seconds(30))
                 #expect(answer["error"]?["code"] == .int(Int64(JSONRPCError.internalErrorCode)), "\(answer)")
             }
-        }
+        })
         // The first agent (mute already), the one started for the request (deaf: written in vain) and the one it is
         // sent to again (deaf too: final); an unbounded replay would go on starting agents.
         #expect(starts.withLock { $0 } <= 3)
@@ -124,7 +124,7 @@ struct AgentRestartTests {
 
     @Test("an agent process killed by a signal: the phone is told, and the next session/new starts a new process")
     func crashedProcess() async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = ["/bin/sh", "-c", AgentRestartTests.crashingAgent] }) { port, _ in
+        try await TestBridge.with(configure: { $0.agentCommand = ["/bin/sh", "-c", AgentRestartTests.crashingAgent] }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let first = try await client.newSession(seed: false, id: "s1")
@@ -140,7 +140,7 @@ struct AgentRestartTests {
                 client.prompt(seed: false, session: second, text: "hello", id: "p2")
                 #expect(try await client.collect(until: "p2").0["result"]?["stopReason"] == "end_turn")
             }
-        }
+        })
     }
 
     /// What the hub's replay rests on: a request whose write failed is kept (once) with its error response sent, and

@@ -22,7 +22,7 @@ struct ConnectionCapsTests {
 
     @Test("a batch over maxBatchSize gets one -32004 error and none of it runs; one at the limit runs")
     func batchLimit() async throws {
-        try await TestBridge.with(configure: { $0.maxBatchSize = 5 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxBatchSize = 5 }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 func batch(_ count: Int) -> String {
@@ -36,7 +36,7 @@ struct ConnectionCapsTests {
                 client.send(batch(5))
                 #expect(try await client.next().arrayValue?.count == 5)
             }
-        }
+        })
     }
 
     @Test("a batch of 1,000 session/cancel requests is answered in full, in one array")
@@ -55,7 +55,7 @@ struct ConnectionCapsTests {
 
     @Test("past maxSessionsPerConnection, session/new gets -32003; another connection still can")
     func sessionLimit() async throws {
-        try await TestBridge.with(configure: { $0.maxSessionsPerConnection = 3 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxSessionsPerConnection = 3 }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 var sessions: [String] = []
@@ -73,12 +73,12 @@ struct ConnectionCapsTests {
                     _ = try await other.newSession(seed: false)
                 }
             }
-        }
+        })
     }
 
     @Test("a batch of session/new cannot pass the limit either")
     func sessionLimitInOneBatch() async throws {
-        try await TestBridge.with(configure: { $0.maxSessionsPerConnection = 2 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxSessionsPerConnection = 2 }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let entries = (0..<5).map { #"{"jsonrpc":"2.0","id":\#($0),"method":"session/new","params":{}}"# }
@@ -88,12 +88,12 @@ struct ConnectionCapsTests {
                 #expect(answers.filter { $0["result"] != nil }.count == 2)
                 #expect(answers.filter { $0["error"]?["code"] == .int(Int64(BridgeMethod.tooManySessionsErrorCode)) }.count == 3)
             }
-        }
+        })
     }
 
     @Test("a session keeps at most replayBufferBytes of updates for resume, the newest")
     func replayBytes() async throws {
-        try await TestBridge.with(configure: { $0.replayBufferBytes = 64 * 1024 }) { port, _ in
+        try await TestBridge.with(configure: { $0.replayBufferBytes = 64 * 1024 }, { port, _ in
             let session = try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let session = try await client.newSession(seed: false)
@@ -125,6 +125,6 @@ struct ConnectionCapsTests {
                 #expect(bytes <= 64 * 1024 + 4096, "replayed \(bytes) bytes")
                 #expect(bytes >= 40_000, "the newest updates are kept (\(bytes) bytes)")
             }
-        }
+        })
     }
 }

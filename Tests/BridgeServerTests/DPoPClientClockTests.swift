@@ -23,7 +23,7 @@ struct DPoPClientClockTests {
             $0.authenticator = Authenticator(store: store, dpop: DPoPPolicy(mode: .optional))
             // The pairing routes (/api/auth/exchange, /api/auth/refresh) come with a pairing session.
             $0.pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
-        }) { port, _ in try await body(port, store) }
+        }, { port, _ in try await body(port, store) })
     }
 
     @Test("a clock 10 minutes behind or ahead pairs bound, and a new binding on that clock opens a WebSocket",

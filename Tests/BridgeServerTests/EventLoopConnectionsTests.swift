@@ -10,7 +10,7 @@ import Testing
     @Test("only connections opened while at most eventLoopConnections are open run on their event loop")
     func threshold() async throws {
         let logs = TestLog()
-        try await TestBridge.with(logs: logs, configure: { $0.eventLoopConnections = 1 }) { port, _ in
+        try await TestBridge.with(logs: logs, configure: { $0.eventLoopConnections = 1 }, { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)
                 #expect(logs.count(of: Self.onLoop) == 1)
@@ -20,18 +20,18 @@ import Testing
                 }
                 #expect(logs.count(of: Self.onLoop) == 1)
             }
-        }
+        })
     }
 
     @Test("with eventLoopConnections 0 no connection runs on its event loop; by default a first one does")
     func offAndDefault() async throws {
         for (limit, expected) in [(0, 0), (BridgeServerConfiguration(serverName: "t", workingDirectory: "/").eventLoopConnections, 1)] {
             let logs = TestLog()
-            try await TestBridge.with(logs: logs, configure: { $0.eventLoopConnections = limit }) { port, _ in
+            try await TestBridge.with(logs: logs, configure: { $0.eventLoopConnections = limit }, { port, _ in
                 try await TestClient.with(port: port) { client in
                     try await client.initialize(seed: false)
                 }
-            }
+            })
             #expect(logs.count(of: Self.onLoop) == expected, "limit \(limit)")
         }
     }

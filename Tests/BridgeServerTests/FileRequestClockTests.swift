@@ -51,7 +51,7 @@ struct FileRequestClockTests {
             $0.fileRequestTimeout = .seconds(3600)
             $0.fileThreadPool = pool
             $0.inProcessAgent = { FileRequestClockTests.agent() }
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -71,7 +71,7 @@ struct FileRequestClockTests {
                 let (answer, _) = try await phone.collect(until: "prompt")
                 #expect(answer["result"]?["stopReason"] == "end_turn")
             }
-        }
+        })
         gate.open()
         try await pool.shutdownGracefully()
     }

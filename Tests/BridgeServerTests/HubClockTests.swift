@@ -20,12 +20,12 @@ struct HubClockTests {
         let session = try await TestBridge.with(configure: {
             $0.sessionStore = store
             $0.clock = clock
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 return try await phone.newSession(seed: false)
             }
-        }
+        })
         _ = try await store.flush()
         let stored = try store.load().first { kept in kept.row.id == session }
         let row = try #require(stored?.row)
@@ -50,7 +50,7 @@ struct HubClockTests {
             $0.workingDirectory = work
             $0.clock = clock
             $0.retention.idleTimeout = .seconds(3600)
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 // The bridge drops it as it starts (its retention runs beside the first connections): waited for (at most
@@ -64,6 +64,6 @@ struct HubClockTests {
                 let (resumed, _) = try await phone.collect(until: "r")
                 #expect(resumed["error"]?["code"] == .int(Int64(BridgeMethod.sessionDroppedErrorCode)), "\(resumed)")
             }
-        }
+        })
     }
 }

@@ -34,12 +34,12 @@ struct HubErrandTests {
     /// short one, and a bound of 30 s for the close it brings (a full parallel run holds its first tests up for 8-15 s).
     @Test("on the system clock, a connection that does not initialize is closed at its deadline (the timer's look is an errand)")
     func initializeDeadlineOnTheSystemClock() async throws {
-        try await TestBridge.with(configure: { $0.initializeTimeout = .milliseconds(200) }) { port, _ in
+        try await TestBridge.with(configure: { $0.initializeTimeout = .milliseconds(200) }, { port, _ in
             try await TestClient.with(port: port) { idle in
                 let frame = try await idle.waitForEnd(timeout: .seconds(30))
                 #expect(frame?.closeCode == .policyViolation)
                 #expect(frame?.reason == "initialize not completed within 0.2 s")
             }
-        }
+        })
     }
 }

@@ -28,7 +28,7 @@ struct IdleSweepTests {
     func idleBridgeSleeps() async throws {
         let clock = CountingClock()
         let logs = TestLog()
-        try await TestBridge.with(logs: logs, configure: { $0.clock = clock }) { port, _ in
+        try await TestBridge.with(logs: logs, configure: { $0.clock = clock }, { port, _ in
             // A client came and went: nothing of it is left to sweep.
             try await TestClient.with(port: port) { phone in try await phone.initialize(seed: false) }
             // The hub has handled the disconnect (whatever it did to the timers is done: a timer it moved has
@@ -42,7 +42,7 @@ struct IdleSweepTests {
                 try #require(await clock.manual.waitForSleepers(2))
             }
             #expect(clock.sleepsBegun == begun, "the sweeps slept \(clock.sleepsBegun - begun) more times in an idle minute")
-        }
+        })
     }
 
     @Test("the timer sleeps until the instant its sweep returns, or its backstop when nothing can be due", .tags(.unit))

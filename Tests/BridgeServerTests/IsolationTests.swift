@@ -8,7 +8,7 @@ import Testing
 struct IsolationTests {
     @Test("garbage and an oversized frame from one client leave another client's turn intact")
     func garbageElsewhere() async throws {
-        try await TestBridge.with(configure: { $0.maxFrameSize = 4096 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxFrameSize = 4096 }, { port, _ in
             try await TestClient.with(port: port) { good in
                 try await good.initialize(seed: true)
                 let session = try await good.newSession(seed: true)
@@ -26,7 +26,7 @@ struct IsolationTests {
                 good.send(JSONValue.object(["jsonrpc": "2.0", "id": ask["id"] ?? .null, "result": ["outcome": ["outcome": "selected", "option_id": "allow"]]]))
                 #expect(try await good.collect(until: "prompt").0["result"]?["stop_reason"] == "end_turn")
             }
-        }
+        })
     }
 
     @Test("a client that disconnects mid-turn does not break the session for the other attached client")

@@ -14,7 +14,7 @@ struct KeepaliveAndAuthTests {
     func deadPeer() async throws {
         // 1 s: short enough to see several periods, long enough that a loaded CI machine still answers in time
         // (at 200 ms, and once at 500 ms, the live client below was closed while the whole suite ran on 2 cores).
-        try await TestBridge.with(configure: { $0.pingInterval = .seconds(1) }) { port, _ in
+        try await TestBridge.with(configure: { $0.pingInterval = .seconds(1) }, { port, _ in
             let started = ContinuousClock.now
             // A live peer, beside the dead one: it answers every ping, and once its third ping came (two pongs were
             // seen and accepted by the next period's check) it is still answered. It waits for the pings themselves,
@@ -65,7 +65,7 @@ struct KeepaliveAndAuthTests {
             let (pings, answered) = try await live
             #expect(pings >= 3 && answered, "the live peer was closed after \(pings) pings")
             #expect(ContinuousClock.now - started < .seconds(15))
-        }
+        })
     }
 
     @Test("the upgrade authorizer sees headers and the peer address, and can refuse the WebSocket")
@@ -77,7 +77,7 @@ struct KeepaliveAndAuthTests {
                 return request.headers[.authorization] == "Bearer good"
                     ? .allow : .deny(status: .unauthorized, code: "token_missing", message: "send a token")
             }
-        }) { port, _ in
+        }, { port, _ in
             // Refused: the connection never becomes a WebSocket.
             let refused: Bool
             do {
@@ -104,6 +104,6 @@ struct KeepaliveAndAuthTests {
             }
             #expect(answer.withLock { $0 }?.contains(#""protocol_version":"0.2.2""#) == true)
             #expect(seen.withLock { $0 } == ["127.0.0.1", "127.0.0.1"])
-        }
+        })
     }
 }

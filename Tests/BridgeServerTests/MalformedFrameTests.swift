@@ -115,7 +115,7 @@ struct MalformedFrameTests {
 
     @Test("an over-size message gets an error; a far larger one closes with 1009")
     func hugeFrames() async throws {
-        try await TestBridge.with(configure: { $0.maxFrameSize = 4096 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxFrameSize = 4096 }, { port, _ in
             try await TestClient.with(port: port) { client in
                 let padding = String(repeating: "x", count: 6000)
                 client.send(#"{"jsonrpc":"2.0","method":"initialize","id":1,"params":{"pad":""# + padding + #""}}"#)
@@ -128,7 +128,7 @@ struct MalformedFrameTests {
                 let frame = try await client.waitForEnd()
                 #expect(frame?.closeCode == .messageTooLarge)
             }
-        }
+        })
     }
 
     /// On the injected clock (issue 31 item 4): the deadline passes when the test moves the clock, whatever the load.
@@ -138,7 +138,7 @@ struct MalformedFrameTests {
         try await TestBridge.with(configure: {
             $0.clock = clock
             $0.initializeTimeout = .seconds(10)
-        }) { port, _ in
+        }, { port, _ in
             // The bridge's two sweeps sleep on the clock; then each connection's deadline does.
             try #require(await clock.waitForSleepers(2))
             let idle = clock.sleeperCount
@@ -156,6 +156,6 @@ struct MalformedFrameTests {
                     #expect(try await early.next()["result"] == [:], "the initialized connection stays open")
                 }
             }
-        }
+        })
     }
 }

@@ -17,12 +17,12 @@ struct NetworkGateTests {
 
     @Test("without auth a loopback client upgrades and uses /api; the gate is on /api and the WebSocket")
     func loopbackAllowed() async throws {
-        try await TestBridge.with(configure: { $0.allowedNetworks = ["10.0.0.0/8"] }) { port, _ in
+        try await TestBridge.with(configure: { $0.allowedNetworks = ["10.0.0.0/8"] }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
             }
             let health = try await PairingHTTP.request(port: port, "GET", "/api/health")
             #expect(health.status == 200)
-        }
+        })
     }
 }

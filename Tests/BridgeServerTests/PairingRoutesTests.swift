@@ -282,7 +282,7 @@ struct PairingRoutesTests {
             return
         }
         let access = session.accessToken.token
-        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
             func connects(_ url: String, headers: [String: String] = [:]) async -> Bool {
                 var configuration = WebSocketClientConfiguration()
                 for (name, value) in headers {
@@ -314,7 +314,7 @@ struct PairingRoutesTests {
             #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)", headers: ["Origin": "https://evil.example"]) == false)
             try await store.revoke(deviceID: session.deviceID)
             #expect(await connects("ws://127.0.0.1:\(port)/?token=\(access)") == false)
-        }
+        })
 
         // The authorizer's answers: typed refusals (status, code, message) without the token.
         let authorize = authenticator.upgradeAuthorizer()

@@ -52,9 +52,9 @@ struct PerMessageDeflateClientTests {
     @Test("declined by the bridge (compression off): the same conversation, uncompressed")
     func declined() async throws {
         let logs = TestLog()
-        let echoed = try await TestBridge.with(logs: logs, configure: { $0.compression = false }) { port, configuration in
+        let echoed = try await TestBridge.with(logs: logs, configure: { $0.compression = false }, { port, configuration in
             try await Self.converse(port: port, cwd: configuration.workingDirectory)
-        }
+        })
         #expect(logs.count(of: Self.negotiated) == 0)
         #expect(echoed >= 26_000)
     }

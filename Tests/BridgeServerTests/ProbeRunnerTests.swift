@@ -19,7 +19,7 @@ struct ProbeRunnerTests {
 
     @Test("a bridge without auth: every address answered initialize, with its agent")
     func answered() async throws {
-        try await TestBridge.with(configure: { $0.host = "::" }) { port, _ in
+        try await TestBridge.with(configure: { $0.host = "::" }, { port, _ in
             // The default 3 s is for a phone on a LAN; the whole suite running in parallel on 2 cores can take longer
             // to start the demo agent, and this test is about the outcome, not the time.
             let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
@@ -28,7 +28,7 @@ struct ProbeRunnerTests {
             #expect(report.probes.map(\.url) == ["ws://127.0.0.1:\(port)/", "ws://[::1]:\(port)/"])
             #expect(report.best?.protocolVersion != nil)
             #expect(report.probes.allSatisfy { $0.error == nil && $0.ms > 0 })
-        }
+        })
     }
 
     @Test("a default (token) bridge: needs_pairing on every address, not 'nothing answers'; the best outcome is kept")
@@ -42,7 +42,7 @@ struct ProbeRunnerTests {
         try await TestBridge.with(configure: {
             $0.host = "::"
             $0.authorizeUpgrade = authenticator.upgradeAuthorizer()
-        }) { port, _ in
+        }, { port, _ in
             let report = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(Self.service(port: port, addresses: Self.loopbacks))
             #expect(report.probes.map(\.outcome) == [.needsPairing, .needsPairing])
             #expect(report.probes.allSatisfy { $0.error?.contains("401") == true })
@@ -54,7 +54,7 @@ struct ProbeRunnerTests {
             #expect(mixed.probes.first?.outcome == .refused)
             #expect(mixed.best?.outcome == .needsPairing)
             #expect(mixed.best?.address == "127.0.0.1")
-        }
+        })
     }
 
     @Test("a peer that never answers: timeout, within the probe's time")
@@ -99,11 +99,11 @@ struct ProbeRunnerTests {
         try await TestBridge.with(configure: {
             $0.authenticator = authenticator
             $0.authorizeUpgrade = authenticator.upgradeAuthorizer()
-        }) { port, _ in
+        }, { port, _ in
             let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
             #expect(finding.running)
             #expect(finding.auth == .token)
-        }
+        })
         try await TestBridge.with { port, _ in
             let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
             #expect(finding.running)

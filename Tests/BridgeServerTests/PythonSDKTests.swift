@@ -122,7 +122,7 @@ struct PythonSDKTests {
         let scripts = try TestBridge.makeDirectory()
         try ACPPython.agentScript.write(toFile: scripts + "/agent.py", atomically: true, encoding: .utf8)
         try ACPPython.clientScript.write(toFile: scripts + "/client.py", atomically: true, encoding: .utf8)
-        try await TestBridge.with(configure: { $0.agentCommand = [python, scripts + "/agent.py"] }) { port, configuration in
+        try await TestBridge.with(configure: { $0.agentCommand = [python, scripts + "/agent.py"] }, { port, configuration in
             let root = URL(fileURLWithPath: configuration.workingDirectory).resolvingSymlinksInPath().path
             try "desk file".write(toFile: root + "/hello.txt", atomically: true, encoding: .utf8)
             try await TestClient.with(port: port) { phone in
@@ -150,6 +150,6 @@ struct PythonSDKTests {
                 #expect(done["result"] == ["stop_reason": "end_turn"])
                 #expect(chunkText(before + after, seed: true) == "heard: from the phone | file: desk file | permission: no")
             }
-        }
+        })
     }
 }

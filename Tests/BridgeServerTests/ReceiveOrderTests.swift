@@ -55,7 +55,7 @@ struct ReceiveOrderTests {
     /// reach that agent (handled after the wait, not dropped as "the agent is not running" meanwhile), in a batch too.
     @Test("a client's messages are handled in order while one of them waits for the agent to start", arguments: [false, true])
     func orderAcrossAgentStart(batched: Bool) async throws {
-        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let first = try await client.newSession(seed: false, id: "s1")
@@ -88,14 +88,14 @@ struct ReceiveOrderTests {
                 #expect(byID["list"]?["result"]?["marked"] == true, "\(answers)")
                 #expect(byID["p2"]?["error"] != nil, "\(answers)")
             }
-        }
+        })
     }
 
     /// `_oa/me` runs in a task of its own (it may wait for the token store); the unknown-session error that follows
     /// it in the batch is made at once, but must not overtake it (a batch's answers come in the order they were made).
     @Test("an answer made at once does not overtake the answer of an earlier message that had to wait")
     func immediateAfterWaiting() async throws {
-        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { ReceiveOrderTests.agent() } }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let rounds = 10
@@ -114,6 +114,6 @@ struct ReceiveOrderTests {
                 let ids = answers.map { answer in answer["id"]?.stringValue ?? "?" }
                 #expect(ids == expected)
             }
-        }
+        })
     }
 }

@@ -28,7 +28,7 @@ struct ResumeTests {
     @Test("a client that drops mid-prompt resumes on a new connection and ends with every update exactly once, in order")
     func resumeMidPrompt() async throws {
         let words = (1...120).map { "w\($0)" }.joined(separator: " ")
-        try await TestBridge.with(configure: { $0.demoChunkDelay = .milliseconds(15) }) { port, _ in
+        try await TestBridge.with(configure: { $0.demoChunkDelay = .milliseconds(15) }, { port, _ in
             // The first connection (ACP v1) starts a long prompt and goes away after a few updates.
             let (session, firstPart) = try await TestClient.with(port: port) { phone -> (String, [JSONValue]) in
                 try await phone.initialize(seed: false)
@@ -98,12 +98,12 @@ struct ResumeTests {
                 #expect(again["result"]?["prompt_running"] == false)
                 #expect(again["result"]?["finished_while_away"] == "end_turn")
             }
-        }
+        })
     }
 
     @Test("with a tiny buffer, resuming from too far back is a gap error (-32002) that still attaches")
     func gap() async throws {
-        try await TestBridge.with(configure: { $0.replayBufferSize = 3 }) { port, _ in
+        try await TestBridge.with(configure: { $0.replayBufferSize = 3 }, { port, _ in
             let (session, latest) = try await TestClient.with(port: port) { phone -> (String, Int64) in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -153,7 +153,7 @@ struct ResumeTests {
                 #expect(edge["result"]?["replayed"] == 3)
                 #expect(replayed.compactMap(Self.seq) == [current - 2, current - 1, current])
             }
-        }
+        })
     }
 
     @Test("a permission nobody comes back to answer is cancelled after orphanedRequestTimeout; resume reports how the prompt ended")
@@ -164,7 +164,7 @@ struct ResumeTests {
         try await TestBridge.with(logs: logs, configure: {
             $0.orphanedRequestTimeout = timeout
             $0.clock = clock
-        }) { port, _ in
+        }, { port, _ in
             let session = try await TestClient.with(port: port) { phone -> String in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -196,7 +196,7 @@ struct ResumeTests {
                 #expect(!replayed.contains { $0["method"] == "session/request_permission" }, "nothing left to ask")
                 #expect(replayed.last?["params"]?["update"]?["status"] == "failed")
             }
-        }
+        })
     }
 
     @Test("resume needs a known session and a lastSeq")

@@ -90,7 +90,7 @@ enum RetentionAgent {
             $0.inProcessAgent = { RetentionAgent.agent(close: close, silent: silent) }
             $0.retention = retention
             $0.clock = clock
-        }) { port, _ in try await body(port) }
+        }, { port, _ in try await body(port) })
     }
 }
 

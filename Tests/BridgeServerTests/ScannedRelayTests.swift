@@ -29,7 +29,7 @@ struct ScannedRelayTests {
 
     @Test("official clients get one spliced frame per update, seq unbroken; a mode change is kept; a seed client resuming gets all")
     func scannedRelay() async throws {
-        try await TestBridge.with(configure: { $0.inProcessAgent = { Self.agent() } }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { Self.agent() } }, { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)
                 let session = try await first.newSession(seed: false)
@@ -72,6 +72,6 @@ struct ScannedRelayTests {
                     }
                 }
             }
-        }
+        })
     }
 }

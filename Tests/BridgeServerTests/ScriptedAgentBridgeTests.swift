@@ -27,7 +27,7 @@ struct ScriptedAgentBridgeTests {
             $0.inProcessAgent = { agent }
             $0.clock = clock
             $0.initializeTimeout = .seconds(10)
-        }) { port, _ in
+        }, { port, _ in
             try #require(await clock.waitForSleepers(2))
             let idle = clock.sleeperCount
             try await TestClient.with(port: port) { client in
@@ -44,7 +44,7 @@ struct ScriptedAgentBridgeTests {
                 let answer = try await client.next(timeout: .seconds(30))
                 #expect(answer["result"]?["protocol_version"] == "0.2.2")
             }
-        }
+        })
     }
 
     @Test("session/load of a session the bridge does not run goes to an agent that can load: history replay, then attached")
@@ -73,7 +73,7 @@ struct ScriptedAgentBridgeTests {
                 peer.respond(to: request.id, error: .methodNotFound(request.method))
             }
         }
-        try await TestBridge.with(configure: { $0.inProcessAgent = { agent } }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { agent } }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: true)
                 client.send(#"{"jsonrpc":"2.0","id":"bad","method":"session/load","params":{"session_id":"nope"}}"#)
@@ -89,7 +89,7 @@ struct ScriptedAgentBridgeTests {
                 client.prompt(seed: true, session: "nope", text: "x", id: "p2")
                 #expect(try await client.collect(until: "p2").0["error"]?["code"] == .int(-32002))
             }
-        }
+        })
     }
 
     @Test("seed dialect: an initialize answer whose keys collide in snake_case is an error for the seed phone, whole for an official one")
@@ -98,7 +98,7 @@ struct ScriptedAgentBridgeTests {
             guard case .request(let request) = message, request.method == "initialize" else { return }
             peer.respond(to: request.id, result: ["protocolVersion": 1, "agentCapabilities": ["fooBar": 1, "foo_bar": 2], "authMethods": []])
         }
-        try await TestBridge.with(configure: { $0.inProcessAgent = { agent } }) { port, _ in
+        try await TestBridge.with(configure: { $0.inProcessAgent = { agent } }, { port, _ in
             try await TestClient.with(port: port) { client in
                 client.send(HandshakeTests.seedInitialize)
                 let answer = try await client.next()
@@ -111,6 +111,6 @@ struct ScriptedAgentBridgeTests {
                 #expect(result["agentCapabilities"]?["fooBar"] == 1, "\(result)")
                 #expect(result["agentCapabilities"]?["foo_bar"] == 2)
             }
-        }
+        })
     }
 }

@@ -37,7 +37,7 @@ struct SessionRestartTests {
         let (session, before) = try await TestBridge.with(configure: {
             $0.sessionStore = first
             $0.workingDirectory = work
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone -> (String, [JSONValue]) in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -47,7 +47,7 @@ struct SessionRestartTests {
                 #expect(answer["result"]?["stopReason"] == "end_turn")
                 return (session, frames.filter { $0["method"] == "session/update" })
             }
-        }
+        })
         try await first.flush()
         #expect(before.count >= 2)
 
@@ -55,7 +55,7 @@ struct SessionRestartTests {
         try await TestBridge.with(configure: {
             $0.sessionStore = second
             $0.workingDirectory = work
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 // A prompt before attaching: -32002 as for an unknown session, so the client attaches again.
@@ -94,13 +94,13 @@ struct SessionRestartTests {
                 let ids = listed["result"]?["sessions"]?.arrayValue?.compactMap { $0["sessionId"]?.stringValue } ?? []
                 #expect(ids.contains(session), "\(listed)")
             }
-        }
+        })
     }
 
     @Test("a retry while the prompt runs gets the same answer when it ends, and the agent sees the prompt once")
     func retryWhileRunning() async throws {
         let words = (1...60).map { "w\($0)" }.joined(separator: " ")
-        try await TestBridge.with(configure: { $0.demoChunkDelay = .milliseconds(10) }) { port, _ in
+        try await TestBridge.with(configure: { $0.demoChunkDelay = .milliseconds(10) }, { port, _ in
             try await TestClient.with(port: port) { phone in
                 try await phone.initialize(seed: false)
                 let session = try await phone.newSession(seed: false)
@@ -124,6 +124,6 @@ struct SessionRestartTests {
                 let (bad, _) = try await phone.collect(until: "bad")
                 #expect(bad["error"]?["code"] == -32602)
             }
-        }
+        })
     }
 }

@@ -170,7 +170,7 @@ struct SessionTests {
 
     @Test("too many pending requests on one connection get -32001")
     func pendingLimit() async throws {
-        try await TestBridge.with(configure: { $0.maxPendingRequests = 2 }) { port, _ in
+        try await TestBridge.with(configure: { $0.maxPendingRequests = 2 }, { port, _ in
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
                 let session = try await client.newSession(seed: false)
@@ -181,7 +181,7 @@ struct SessionTests {
                 let (refused, _) = try await client.next { $0["id"] == 3 }
                 #expect(refused["error"]?["code"] == .int(-32001))
             }
-        }
+        })
     }
 
     @Test("a session's cwd must lie inside the bridge's working directory")

@@ -96,7 +96,7 @@ struct ShutdownTests {
     @Test("beyond maxConnections the upgrade is refused with 503 and a JSON body naming the limit; a freed slot is reused")
     func connectionCap() async throws {
         let logs = TestLog()
-        try await TestBridge.with(logs: logs, configure: { $0.maxConnections = 2 }) { port, _ in
+        try await TestBridge.with(logs: logs, configure: { $0.maxConnections = 2 }, { port, _ in
             try await TestClient.with(port: port) { first in
                 try await first.initialize(seed: false)
                 try await TestClient.with(port: port) { second in
@@ -124,7 +124,7 @@ struct ShutdownTests {
                 }
                 #expect(admitted, "a freed slot is reused")
             }
-        }
+        })
     }
 }
 

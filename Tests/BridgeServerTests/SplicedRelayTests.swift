@@ -77,7 +77,7 @@ struct SplicedRelayTests {
     func spliced() async throws {
         try await TestBridge.with(configure: {
             $0.inProcessAgent = { Self.relayAgent(name: "splice", lines: Self.lines.map(\.line)) }
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port) { official in
                 try await official.initialize(seed: false)
                 let session = try await official.newSession(seed: false)
@@ -125,6 +125,6 @@ struct SplicedRelayTests {
                     }
                 }
             }
-        }
+        })
     }
 }

@@ -8,7 +8,7 @@ struct StdioAgentBridgeTests {
     @Test("prompt, fs confined to the session directory, and a crash with restart on the next session/new")
     func echoAgent() async throws {
         let agent = try echoAgentPath()
-        try await TestBridge.with(configure: { $0.agentCommand = [agent] }) { port, configuration in
+        try await TestBridge.with(configure: { $0.agentCommand = [agent] }, { port, configuration in
             let root = configuration.workingDirectory
             try "hello from the desk".write(toFile: root + "/notes.txt", atomically: true, encoding: .utf8)
             try FileManager.default.createSymbolicLink(atPath: root + "/escape", withDestinationPath: "/etc/hostname")
@@ -64,18 +64,18 @@ struct StdioAgentBridgeTests {
                 #expect(done["result"]?["stop_reason"] == "end_turn")
                 #expect(chunkText(updates, seed: true) == "back again ")
             }
-        }
+        })
     }
 
     @Test("an agent command that does not exist fails initialize with a message saying so")
     func missingAgent() async throws {
-        try await TestBridge.with(configure: { $0.agentCommand = ["/nonexistent/agent-binary"] }) { port, _ in
+        try await TestBridge.with(configure: { $0.agentCommand = ["/nonexistent/agent-binary"] }, { port, _ in
             try await TestClient.with(port: port) { client in
                 client.send(HandshakeTests.seedInitialize)
                 let answer = try await client.next()
                 #expect(answer["error"]?["code"] == .int(-32603))
                 #expect(answer["error"]?["message"]?.stringValue?.contains("could not be started") == true)
             }
-        }
+        })
     }
 }

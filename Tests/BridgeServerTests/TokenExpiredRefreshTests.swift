@@ -27,7 +27,7 @@ struct TokenExpiredRefreshTests {
         try await TestBridge.with(configure: {
             $0.authenticator = Authenticator(store: store)
             $0.pairing = PairingSession(store: store, endpoint: .init(host: "192.0.2.2", session: "session-1", name: "desk"))
-        }) { port, _ in try await body(port, store) }
+        }, { port, _ in try await body(port, store) })
     }
 
     /// Pairs a vault whose clock is 10 minutes behind the bridge's, then moves both clocks 16 minutes on: past the

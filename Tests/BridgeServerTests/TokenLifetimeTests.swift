@@ -43,7 +43,7 @@ struct TokenLifetimeTests {
         try await TestBridge.with(configure: {
             $0.authenticator = Authenticator(store: store)
             $0.clock = clock
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port, path: "/?token=\(phone.access)") { client in
                 try await client.initialize(seed: false)
                 _ = try await client.newSession(seed: false)
@@ -66,7 +66,7 @@ struct TokenLifetimeTests {
                 }
             }
             #expect(refused)
-        }
+        })
     }
 
     @Test("revoking a device closes all its WebSockets with 4003 at once; other devices stay connected")
@@ -77,7 +77,7 @@ struct TokenLifetimeTests {
         try await TestBridge.with(configure: {
             $0.authenticator = Authenticator(store: store)
             $0.revocationPollInterval = .milliseconds(100)
-        }) { port, _ in
+        }, { port, _ in
             try await TestClient.with(port: port, path: "/?token=\(tablet.access)") { other in
                 try await other.initialize(seed: true)
                 try await TestClient.with(port: port, path: "/?token=\(phone.access)") { first in
@@ -97,14 +97,14 @@ struct TokenLifetimeTests {
                 // The tablet is unaffected.
                 _ = try await other.newSession(seed: true)
             }
-        }
+        })
     }
 
     @Test("refused upgrades keep their status and JSON body: 401 missing token, 401 unknown token, 403 revoked")
     func refusalBodies() async throws {
         let store = try Self.makeStore(accessLifetime: 600)
         let phone = try await Self.pair(store, name: "phone")
-        try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }) { port, _ in
+        try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }, { port, _ in
             let missing = try await offPool { try ShutdownTests.upgradeReply(port: port) }
             #expect(missing.status == 401)
             #expect(try JSONValue(parsing: missing.text)["error"] == "missing_token")
@@ -117,6 +117,6 @@ struct TokenLifetimeTests {
             #expect(revoked.headers["content-type"] == "application/json")
             #expect(try JSONValue(parsing: revoked.text)["error"] == "device_revoked")
             #expect(!revoked.text.contains(phone.access))
-        }
+        })
     }
 }

@@ -26,7 +26,7 @@ struct TokenRetentionTests {
         try await TestBridge.with(logs: logs, configure: {
             $0.authenticator = Authenticator(store: store)
             $0.clock = clock
-        }) { _, _ in
+        }, { _, _ in
             // The sweeps have started (their first hour counts from here).
             try #require(await clock.waitForSleepers(2))
             var purged = false
@@ -35,7 +35,7 @@ struct TokenRetentionTests {
                 purged = await logs.waitFor("purged expired tokens", timeout: .seconds(3))
             }
             #expect(purged)
-        }
+        })
         #expect(try await store.purgeExpiredTokens() == 0, "nothing left to purge")
     }
 }

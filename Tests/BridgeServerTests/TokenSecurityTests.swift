@@ -35,7 +35,7 @@ struct TokenSecurityTests {
         try await TestBridge.with(configure: {
             $0.authenticator = Authenticator(store: store)
             $0.revocationPollInterval = poll
-        }) { port, _ in try await body(port) }
+        }, { port, _ in try await body(port) })
     }
 
     /// Waits for the client's close; expects 4003 within `limit` of `start`.

@@ -31,7 +31,7 @@ struct UpgradeRefusalTests {
         var logger = Logger(label: "test.upgrade-refusal")
         logger.logLevel = .critical
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: logger))
-        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
             func guess() async throws -> PairingHTTP.Reply {
                 var headers = Self.upgrade
                 headers["Authorization"] = "Bearer \(TokenSecret.generate(.access))"
@@ -47,7 +47,7 @@ struct UpgradeRefusalTests {
             #expect(seconds > 0)
             let body = Self.body(limited)
             #expect(body["error"] as? String == "rate_limited" && body["retry_after"] as? Int == seconds)
-        }
+        })
     }
 
     @Test("an authorizer's refusal reaches the client as given: its code, its message (colons and all), its headers")
@@ -61,7 +61,7 @@ struct UpgradeRefusalTests {
                 }
                 return .deny(status: .forbidden, code: "closed", message: "Closed: come back at 2 pm")
             }
-        }) { port, _ in
+        }, { port, _ in
             let closed = try await PairingHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
             #expect(closed.status == 403 && closed.headers["connection"]?.lowercased() == "close")
             #expect(Self.body(closed)["error"] as? String == "closed")
@@ -70,7 +70,7 @@ struct UpgradeRefusalTests {
             #expect(maintenance.status == 503 && maintenance.headers["retry-after"] == "30")
             #expect(Self.body(maintenance)["error"] as? String == "maintenance")
             #expect(Self.body(maintenance)["message"] as? String == "Back soon: the desk is updating.")
-        }
+        })
     }
 
     @Test("every writer sends one head: the refusal's fields, JSON type, no-store, its length, and close when asked")
@@ -95,11 +95,11 @@ struct UpgradeRefusalTests {
         try await TestBridge.with(configure: { configuration in
             configuration.clock = clock
             configuration.authorizeUpgrade = { _ in .deny(status: .unauthorized, code: "token_expired", message: "Pair again.") }
-        }) { port, _ in
+        }, { port, _ in
             let refused = try await PairingHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
             #expect(refused.status == 401)
             #expect(refused.headers["date"] == "Wed, 01 Jan 2031 00:00:07 GMT", "\(refused.headers)")
-        }
+        })
         let text = JSONErrorResponse(status: .serviceUnavailable, code: "busy", message: "later")
             .closingHTTP1Text(date: Date(timeIntervalSince1970: 784_111_777))
         #expect(text.contains("\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"))

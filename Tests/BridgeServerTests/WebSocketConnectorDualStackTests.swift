@@ -19,13 +19,13 @@ struct WebSocketConnectorDualStackTests {
                 peers.withLock { $0.append(request.remoteAddress ?? "?") }
                 return .allow
             }
-        }) { port, _ in
+        }, { port, _ in
             let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             for url in ["ws://127.0.0.1:\(port)/", "ws://[::1]:\(port)/"] {
                 let answer = try await connector.connect(url: url) { try await WebSocketConnectorTests.initialize($0) }
                 #expect(answer["result"]?["protocol_version"] != nil, "no answer on \(url)")
             }
-        }
+        })
         let seen = peers.withLock { $0 }
         #expect(seen.count == 2)
         #expect(seen.allSatisfy { NetworkPolicy.isLoopback($0) }, "\(seen)")

@@ -10,13 +10,13 @@ import Testing
 struct WebSocketConnectorRPCClientTests {
     @Test("ws://[::1]:port/ connects and initialize is answered (it failed at once with 'IPv6 address literals are not supported')")
     func ipv6() async throws {
-        try await TestBridge.with(configure: { $0.host = "::1" }) { port, _ in
+        try await TestBridge.with(configure: { $0.host = "::1" }, { port, _ in
             let client = try await BridgeRPCClient.connect(to: "ws://[::1]:\(port)/", logger: WebSocketConnectorTests.logger)
             defer { client.close() }
             let answer = try await client.request("initialize", params: ["protocol_version": "0.2.2", "client_capabilities": [:]])
             #expect(answer["protocol_version"] != nil)
             #expect(client.certificatePin == nil)
-        }
+        })
     }
 
     @Test("a 401 to the upgrade is BridgeClientError.unauthorized, matched by type")
@@ -24,7 +24,7 @@ struct WebSocketConnectorRPCClientTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("oa-bridge-rpc-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
-        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
             let error = await #expect(throws: BridgeClientError.self) {
                 try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", logger: WebSocketConnectorTests.logger)
             }
@@ -32,7 +32,7 @@ struct WebSocketConnectorRPCClientTests {
                 Issue.record("expected unauthorized, got \(String(describing: error))")
                 return
             }
-        }
+        })
     }
 
     @Test("wss:// with the stored pin: messages cross and the pin is reported; another pin is a pinMismatch")

@@ -47,14 +47,14 @@ struct WebSocketConnectorTests {
 
     @Test("IPv6 literal: ws://[::1]:port/ opens (the WebSocket client library's URL parser cannot)")
     func ipv6Literal() async throws {
-        try await TestBridge.with(configure: { $0.host = "::1" }) { port, _ in
+        try await TestBridge.with(configure: { $0.host = "::1" }, { port, _ in
             let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let answer = try await connector.connect(url: "ws://[::1]:\(port)/") { connection in
                 #expect(connection.remoteAddress == "::1")
                 return try await Self.initialize(connection)
             }
             #expect(answer["result"]?["protocol_version"] != nil)
-        }
+        })
     }
 
     @Test("a zone that names no interface of this machine: invalidURL at once, no connection")
@@ -80,7 +80,7 @@ struct WebSocketConnectorTests {
             Issue.record("expected tokens")
             return
         }
-        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }) { port, _ in
+        try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
             let connector = WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger)
             let url = "ws://127.0.0.1:\(port)/"
             let error = await #expect(throws: WebSocketConnectorError.self) {
@@ -102,7 +102,7 @@ struct WebSocketConnectorTests {
 
             let answer = try await connector.connect(url: url, token: session.accessToken.token) { try await Self.initialize($0) }
             #expect(answer["result"]?["protocol_version"] != nil)
-        }
+        })
     }
 
     @Test("nothing listening: refused, quickly")
@@ -170,11 +170,11 @@ struct WebSocketConnectorTests {
 
     @Test("a plain HTTP request by address, IPv6 literal included")
     func request() async throws {
-        try await TestBridge.with(configure: { $0.host = "::1" }) { port, _ in
+        try await TestBridge.with(configure: { $0.host = "::1" }, { port, _ in
             let answer = try await WebSocketConnector(timeout: WebSocketConnectorTests.handshakeBound, logger: Self.logger).request("GET", url: "http://[::1]:\(port)/api/health")
             #expect(answer.status == 200)
             #expect(String(decoding: answer.body, as: UTF8.self).contains("ok"))
             #expect(answer.certificatePin == nil)
-        }
+        })
     }
 }
