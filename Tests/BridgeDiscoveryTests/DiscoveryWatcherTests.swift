@@ -156,17 +156,16 @@ struct ServiceTypeSightingTests {
         #expect(try NetworkInterfaceName.index(of: "lo") != nil)
     }
 
-    @Test("a lookup gathers both families, sorted IPv4 first, and returns once both are done")
+    @Test("a lookup gathers both families, sorted IPv4 first, and returns once both are done", .timeLimit(.minutes(1)))
     func lookupBothFamilies() async throws {
         let (events, continuation) = AsyncStream.makeStream(of: HostLookupEvent.self)
         continuation.yield(.address(ServiceAddress(ip: "fd00:6f61::2", family: .ipv6)))
         continuation.yield(.address(ServiceAddress(ip: "198.18.0.2", family: .ipv4)))
         continuation.yield(.familyDone)
         continuation.yield(.familyDone)
-        let clock = ContinuousClock()
-        let began = clock.now
-        let found = try await HostLookup.collect(events, hostName: "desk.local", timeout: .seconds(20))
-        #expect(clock.now - began < .seconds(10))
+        // The stream stays open and the lookup's own bound is an hour: only "both families done" can end it within
+        // the test's time limit (a comparison with the clock failed once at 11.7 s on a loaded 2-core machine).
+        let found = try await HostLookup.collect(events, hostName: "desk.local", timeout: .seconds(3600))
         #expect(found.addresses.map(\.ip) == ["198.18.0.2", "fd00:6f61::2"])
         continuation.finish()
     }

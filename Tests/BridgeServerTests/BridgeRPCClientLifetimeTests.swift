@@ -30,7 +30,8 @@ struct BridgeRPCClientLifetimeTests {
         try await TestBridge.with { port, _ in
             weak var released: BridgeRPCClient?
             do {
-                let client = try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", logger: logger)
+                // 30 s: the open is not under test (its 5 s default ran out twice in the whole parallel run on 2 cores).
+                let client = try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", timeout: .seconds(30), logger: logger)
                 released = client
                 #expect(client.closedReason == nil)
             }

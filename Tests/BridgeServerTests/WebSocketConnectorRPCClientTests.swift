@@ -11,7 +11,9 @@ struct WebSocketConnectorRPCClientTests {
     @Test("ws://[::1]:port/ connects and initialize is answered (it failed at once with 'IPv6 address literals are not supported')")
     func ipv6() async throws {
         try await TestBridge.with(configure: { $0.host = "::1" }, { port, _ in
-            let client = try await BridgeRPCClient.connect(to: "ws://[::1]:\(port)/", logger: WebSocketConnectorTests.logger)
+            let client = try await BridgeRPCClient.connect(
+                to: "ws://[::1]:\(port)/",
+                timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             defer { client.close() }
             let answer = try await client.request("initialize", params: ["protocol_version": "0.2.2", "client_capabilities": [:]])
             #expect(answer["protocol_version"] != nil)
@@ -26,7 +28,9 @@ struct WebSocketConnectorRPCClientTests {
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: WebSocketConnectorTests.logger))
         try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
             let error = await #expect(throws: BridgeClientError.self) {
-                try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", logger: WebSocketConnectorTests.logger)
+                try await BridgeRPCClient.connect(
+                    to: "ws://127.0.0.1:\(port)/",
+                    timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             }
             guard case .unauthorized? = error else {
                 Issue.record("expected unauthorized, got \(String(describing: error))")
@@ -39,7 +43,9 @@ struct WebSocketConnectorRPCClientTests {
     func pinned() async throws {
         try await TLSTestServer.with { port, pin in
             let url = "wss://127.0.0.1:\(port)/"
-            let client = try await BridgeRPCClient.connect(to: url, token: TLSTestServer.goodToken, pin: pin, logger: WebSocketConnectorTests.logger)
+            let client = try await BridgeRPCClient.connect(
+                to: url, token: TLSTestServer.goodToken, pin: pin,
+                timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             defer { client.close() }
             #expect(client.certificatePin == pin)
             // The echo server sends our notification back: it arrives as the bridge's own message.
@@ -54,7 +60,9 @@ struct WebSocketConnectorRPCClientTests {
 
             let other = try CertificatePin(digest: Array(repeating: 3, count: 32))
             await #expect(throws: WebSocketConnectorError.pinMismatch(expected: other, seen: pin)) {
-                try await BridgeRPCClient.connect(to: url, token: TLSTestServer.goodToken, pin: other, logger: WebSocketConnectorTests.logger)
+                try await BridgeRPCClient.connect(
+                    to: url, token: TLSTestServer.goodToken, pin: other,
+                    timeout: WebSocketConnectorTests.handshakeBound, logger: WebSocketConnectorTests.logger)
             }
         }
     }

@@ -29,7 +29,9 @@ struct TailscaleStatusTests {
         let directory = try TemporaryDirectory()
         let script = directory.path + "/tailscale"
         try writeScript("#!/bin/sh\n[ \"$1 $2\" = \"status --json\" ] || exit 3\necho '\(Self.status.replacingOccurrences(of: "Running", with: "Stopped"))'\n", to: script)
-        let reader = TailscaleStatusReader(socketPaths: [directory.path + "/absent.sock"], command: script)
+        // The same generous bound as above: the clean-clone CI of 8e2d4b2 (a loaded machine) ran past the 2 s default.
+        let reader = TailscaleStatusReader(
+            socketPaths: [directory.path + "/absent.sock"], command: script, timeout: .seconds(20))
         let identity = try await reader.read()
         #expect(identity.dnsName == "desk.tail1234.ts.net")
         #expect(identity.source == "cli")
