@@ -672,7 +672,24 @@ class ChaosRun:
         """After the agent (or the bridge) restarted: the SDK phone and the web app open the shared session again
         (the agent loads it and replays the conversation)."""
         for phone in ("sdk", "web"):
+            if phone == "web":
+                self.let_web_show_read_only()
             self.attach(phone, self.session)
+
+    def let_web_show_read_only(self) -> None:
+        """After a kill of an agent that cannot load sessions, the web app gets up to 10 s to show the kept
+        conversation read-only before it is sent to connect's new session, as a user reads that line before following.
+        The page learns it from the bridge's answer to a resume, which waits for the new agent; connect's next prompt
+        and the rejoin used to navigate the page away 2-3 s after the kill, sometimes first (the clean-clone CI of
+        344f96d: check_noload then found the line missing twice)."""
+        if not self.noload_kills:
+            return
+        kill = self.noload_kills[-1]
+        if kill.get("waited") or kill["session"] is None or kill["session"] == self.session:
+            return
+        kill["waited"] = True
+        wall = time.time() - (time.monotonic() - kill["at"])
+        self.events["web"].wait(lambda e: e["ev"] == "system" and "read-only" in (e.get("text") or "") and e["t"] >= wall, 10)
 
     def prompter(self, until: float) -> None:
         order = ["cli", "sdk", "web"]
