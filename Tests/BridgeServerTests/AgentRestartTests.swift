@@ -147,19 +147,26 @@ struct AgentRestartTests {
     /// the agent says it can take no more; one sent with `resend` is not kept again.
     @Test("a request whose write failed can be taken back once; a resent one cannot")
     func undeliveredRequest() async throws {
-        // Stdin closed, then a sleep that lasts until the test stops the agent.
+        // Stdin closed (its pipe named first), then a sleep that lasts until the test stops the agent.
         let agent = try await StdioAgent.launch(StdioAgentConfiguration(command: ["/bin/sh", "-c", #"""
+        pipe=$(readlink /proc/$$/fd/0)
         exec 0<&-
-        echo '{"jsonrpc":"2.0","method":"closed"}'
+        echo "{\"jsonrpc\":\"2.0\",\"method\":\"closed\",\"params\":{\"pipe\":\"$pipe\"}}"
         exec sleep 30
         """#], terminationGrace: .milliseconds(200)), logger: Logger(label: "test.agent"))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await agent.run() }
             var events = agent.events.makeAsyncIterator()
-            guard case .message(.notification(let closed)) = await events.next(), closed.method == "closed" else {
+            guard case .message(.notification(let closed)) = await events.next(), closed.method == "closed",
+                  let pipe = closed.params?["pipe"]?.stringValue, pipe.hasPrefix("pipe:")
+            else {
                 Issue.record("the agent did not start")
                 return
             }
+            // A write fails only once no process can read the pipe. A child another test forks at the moment this
+            // agent starts holds a copy of every descriptor of this process until it closes them (or execs); on a
+            // loaded machine that took long enough for the write to land in the pipe (twice in full runs).
+            try #require(await Self.noOtherProcessHolds(pipe, within: .seconds(20)), "\(pipe) is still open elsewhere")
             try agent.send(.request(JSONRPCRequest(id: .int(7), method: "session/new", params: ["cwd": "/"])))
             guard case .message(.response(let failed)) = await events.next() else {
                 Issue.record("no error response")
@@ -181,5 +188,22 @@ struct AgentRestartTests {
             #expect(agent.takeUndelivered(.int(8)) == nil)
             group.cancelAll()
         }
+    }
+
+    /// Whether, within `limit`, no process but this one has `pipe` (`pipe:[inode]`) open: read from /proc.
+    static func noOtherProcessHolds(_ pipe: String, within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        let me = "\(getpid())"
+        let files = FileManager.default
+        while ContinuousClock.now < deadline {
+            let processes = ((try? files.contentsOfDirectory(atPath: "/proc")) ?? []).filter { $0 != me && Int($0) != nil }
+            let held = processes.contains { process in
+                let descriptors = (try? files.contentsOfDirectory(atPath: "/proc/\(process)/fd")) ?? []
+                return descriptors.contains { (try? files.destinationOfSymbolicLink(atPath: "/proc/\(process)/fd/\($0)")) == pipe }
+            }
+            if !held { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
     }
 }

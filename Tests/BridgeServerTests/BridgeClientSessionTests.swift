@@ -24,7 +24,8 @@ struct BridgeClientSessionTests {
             ]
             let tokenAsked = Mutex(0)
             let session = try await BridgeClientSession.connect(
-                to: candidates, options: BridgeSessionOptions(clientName: "session-test", pingInterval: nil),
+                to: candidates, options: BridgeSessionOptions(
+                    clientName: "session-test", connectTimeout: TestBounds.notUnderTest, initializeTimeout: TestBounds.notUnderTest, pingInterval: nil),
                 credential: {
                     tokenAsked.withLock { $0 += 1 }
                     return nil

@@ -90,15 +90,15 @@ struct BridgeServiceTests {
     func localPairingCode() async throws {
         try await withService(auth: .token(requireApproval: false), logs: TestLog()) { service, port, _ in
             let current = try await service.pairing.payload()
-            let fetched = try await LocalPairingCode(port: port).fetch()
+            let fetched = try await LocalPairingCode(port: port, timeout: TestBounds.notUnderTest).fetch()
             #expect(fetched.token == current.token && fetched.pin == service.identity.pin.description)
-            let rotated = try await LocalPairingCode(port: port).fetch(rotate: true)
+            let rotated = try await LocalPairingCode(port: port, timeout: TestBounds.notUnderTest).fetch(rotate: true)
             #expect(rotated.token != nil && rotated.token != current.token)
         }
         _ = try await TestBridge.with { port, _ in
             // A bridge without a pairing session answers /api/pair/info with an error status.
             await #expect {
-                _ = try await LocalPairingCode(port: port).fetch()
+                _ = try await LocalPairingCode(port: port, timeout: TestBounds.notUnderTest).fetch()
             } throws: { error in
                 guard case .refused(port, let status, _) = error as? LocalPairingCodeError else { return false }
                 return status != 200

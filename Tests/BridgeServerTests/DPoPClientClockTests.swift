@@ -41,7 +41,7 @@ struct DPoPClientClockTests {
             let binding = try #require(credential.proofKey)
             // The exchange was refused for its iat once, then corrected by the answer's Date.
             #expect(abs(binding.clockOffset + skew) < 5, "offset \(binding.clockOffset) for a skew of \(skew)")
-            let client = try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", credential: credential, logger: logger)
+            let client = try await BridgeRPCClient.connect(to: "ws://127.0.0.1:\(port)/", credential: credential, timeout: TestBounds.notUnderTest, logger: logger)
             defer { client.close() }
             _ = try await BridgeAgentClient(connection: client).initialize(clientName: "skewed")
 
@@ -50,7 +50,7 @@ struct DPoPClientClockTests {
             let fresh = DPoPClientBinding(signer: binding.signer, clock: clock)
             let again = try await BridgeRPCClient.connect(
                 to: "ws://127.0.0.1:\(port)/", credential: BridgeCredential(accessToken: credential.accessToken, proofKey: fresh),
-                logger: logger)
+                timeout: TestBounds.notUnderTest, logger: logger)
             defer { again.close() }
             _ = try await BridgeAgentClient(connection: again).initialize(clientName: "skewed again")
             #expect(abs(fresh.clockOffset + skew) < 5)
@@ -72,7 +72,7 @@ struct DPoPClientClockTests {
             await #expect(throws: BridgeClientError.self) {
                 _ = try await BridgeRPCClient.connect(
                     to: "ws://127.0.0.1:\(port)/", credential: BridgeCredential(accessToken: credential.accessToken, proofKey: thief),
-                    logger: logger)
+                    timeout: TestBounds.notUnderTest, logger: logger)
             }
             #expect(thief.clockOffset == 0)
         }

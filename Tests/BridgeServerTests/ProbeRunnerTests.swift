@@ -71,10 +71,10 @@ struct ProbeRunnerTests {
     func tls() async throws {
         try await TLSTestServer.with { port, pin in
             let other = try CertificatePin(digest: Array(repeating: 1, count: 32))
-            let mismatch = await ProbeRunner(pin: other, logger: WebSocketConnectorTests.logger).probe(url: "wss://127.0.0.1:\(port)/")
+            let mismatch = await ProbeRunner(timeout: .seconds(20), pin: other, logger: WebSocketConnectorTests.logger).probe(url: "wss://127.0.0.1:\(port)/")
             #expect(mismatch.outcome == .tlsMismatch)
             // The test server wants a token: the probe gets through TLS and reports the pin with needs_pairing.
-            let firstUse = await ProbeRunner(logger: WebSocketConnectorTests.logger).probe(
+            let firstUse = await ProbeRunner(timeout: .seconds(20), logger: WebSocketConnectorTests.logger).probe(
                 Self.service(port: port, addresses: [Self.loopbacks[0]], txt: ["tls": "1"]))
             #expect(firstUse.probes.map(\.outcome) == [.needsPairing])
             #expect(firstUse.probes.first?.url == "wss://127.0.0.1:\(port)/")

@@ -23,6 +23,11 @@ enum TestBridge {
         configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.demoChunkDelay = .milliseconds(1)
+        // Not under test here: the product's 10 s deadlines for a connection's initialize and a request's head.
+        // The full parallel run on a loaded 2-core machine can hold a test's client back for longer than that; the
+        // tests of these deadlines set them (on an injected clock).
+        configuration.initializeTimeout = Self.boundNotUnderTest
+        configuration.requestHeadTimeout = Self.boundNotUnderTest
         configure(&configuration)
         var logger = Logger(label: "test.bridge")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG"] == nil ? .critical : .debug
@@ -54,6 +59,9 @@ enum TestBridge {
         }
         return try result.get()
     }
+
+    /// The bridge's deadlines in tests that are not about them (see ``with(logs:configure:_:)``).
+    static let boundNotUnderTest: Duration = .seconds(60)
 
     /// How long a bridge may take to stop once its test is done (its shutdown is cut short by the cancellation).
     static let stopLimit: Duration = .seconds(30)

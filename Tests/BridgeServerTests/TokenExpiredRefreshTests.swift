@@ -45,7 +45,8 @@ struct TokenExpiredRefreshTests {
         return vault
     }
 
-    static let options = BridgeSessionOptions(clientName: "behind", pingInterval: nil)
+    static let options = BridgeSessionOptions(
+        clientName: "behind", connectTimeout: TestBounds.notUnderTest, initializeTimeout: TestBounds.notUnderTest, pingInterval: nil)
     static let logger: Logger = {
         var logger = Logger(label: "test.token-expired.client")
         logger.logLevel = .critical
@@ -103,7 +104,9 @@ struct TokenExpiredRefreshTests {
             let changes = ChangeSignal()
             let relay = ACPRelay(
                 candidates: [try BridgeEndpoint.manual("127.0.0.1:\(port)")],
-                options: BridgeSessionOptions(pingInterval: nil, reconnectPolicy: ReconnectPolicy(maximumAttempts: 0)),
+                options: BridgeSessionOptions(
+                    connectTimeout: TestBounds.notUnderTest, initializeTimeout: TestBounds.notUnderTest, pingInterval: nil,
+                    reconnectPolicy: ReconnectPolicy(maximumAttempts: 0)),
                 credential: BridgeClientSession.credential(vault: vault), refresh: BridgeClientSession.refresh(vault: vault),
                 logger: Self.logger,
                 output: { line in

@@ -38,14 +38,16 @@ struct TokenSecurityTests {
         }, { port, _ in try await body(port) })
     }
 
-    /// Waits for the client's close; expects 4003 within `limit` of `start`.
-    /// The close is expected with 4003 and well before any keepalive or expiry could have closed it. The suites
-    /// here run beside many others on a loaded 2-core CI machine, so the bound is `limit` plus 2 s of slack; the
-    /// one-second figure itself is asserted by `Tests/system/test_security_tokens.py`, where the bridge runs alone.
+    /// Waits for the client's close; expects 4003 within `limit` of `start`, give or take the machine's stalls.
+    /// The close code says the revocation closed it (nothing else sends 4003). The time says it was not a later
+    /// cause: the 30 s revocation poll, a keepalive or an expiry. The suites here run beside many others on a loaded
+    /// 2-core CI machine, which has held a test back for 5 s, so the bound is `limit` plus 9 s: still seconds before
+    /// the poll. The one-second figure itself is asserted by `Tests/system/test_security_tokens.py`, where the bridge
+    /// runs alone.
     static func expectRevokedClose(_ client: TestClient, since start: ContinuousClock.Instant, within limit: Duration) async throws {
-        let frame = try await client.waitForEnd(timeout: .seconds(8))
+        let frame = try await client.waitForEnd(timeout: .seconds(20))
         #expect(frame?.closeCode == .unknown(4003))
-        #expect(ContinuousClock.now - start < limit + .seconds(2), "closed \(ContinuousClock.now - start) after the revocation")
+        #expect(ContinuousClock.now - start < limit + .seconds(9), "closed \(ContinuousClock.now - start) after the revocation")
     }
 
     @Test("a thief's socket is closed within a second when the owner's refresh reveals the reuse")
