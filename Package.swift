@@ -578,7 +578,8 @@ let package = Package(
         .testTarget(
             name: "BridgeConfigTests",
             dependencies: [
-                "BridgeConfig", "BridgeServer", "BridgeTerminal", "BridgeWorkspace", .product(name: "Logging", package: "swift-log"),
+                "BridgeConfig", "BridgeServer", "BridgeTerminal", "BridgeTestKit", "BridgeWorkspace",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

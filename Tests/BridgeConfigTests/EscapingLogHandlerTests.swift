@@ -1,46 +1,28 @@
 import BridgeConfig
+import BridgeTestKit
 import Logging
-import Synchronization
 import Testing
 
 /// Issue 27 item 10: no message or metadata value makes a line of its own in the text log.
 @Suite("Log lines escape control characters", .tags(.unit))
 struct EscapingLogHandlerTests {
-    /// Keeps what it is asked to write, as the text handler would format message and metadata.
-    struct Recorder: LogHandler {
-        let box: Box
-        var metadata: Logger.Metadata = [:]
-        var metadataProvider: Logger.MetadataProvider?
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
+    /// Each line as the text handler would write it: the message, then `key=value` sorted by key.
+    static func lines(_ log: TestLog) -> [String] {
+        log.all.map { entry in
+            ([entry.message] + entry.metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
         }
-
-        func log(event: LogEvent) {
-            var all = metadata
-            for (key, value) in metadataProvider?.get() ?? [:] { all[key] = value }
-            for (key, value) in event.metadata ?? [:] { all[key] = value }
-            let fields = all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            box.lines.withLock { $0.append("\(event.message) \(fields)") }
-        }
-    }
-
-    final class Box: Sendable {
-        let lines = Mutex<[String]>([])
     }
 
     @Test("a newline, a carriage return, an escape sequence and U+2028 in a value stay on the line, escaped")
     func escaped() {
-        let box = Box()
-        var logger = Logger(label: "test") { _ in EscapingLogHandler(wrapping: Recorder(box: box)) }
+        let log = TestLog()
+        var logger = Logger(label: "test") { _ in EscapingLogHandler(wrapping: log.handler()) }
         logger[metadataKey: "handler"] = "a\nb"
         logger.info("line\none", metadata: [
             "session": "s1\n2026-11-26T00:00:00+0000 critical forged", "cr": "x\r\ny", "esc": "\u{1B}[2J", "sep": "p\u{2028}q",
             "nested": ["k": "v\nw"], "list": ["i\tj"], "plain": "no controls: é ü 日本",
         ])
-        let line = box.lines.withLock { $0 }.joined(separator: "|")
+        let line = Self.lines(log).joined(separator: "|")
         #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 || $0.value == 0x7F }, "\(line)")
         #expect(line.contains(#"line\none"#) && line.contains(#"s1\n2026-11-26"#) && line.contains(#"x\r\ny"#))
         #expect(line.contains(#"\u{1b}[2J"#) && line.contains(#"p\u{2028}q"#) && line.contains(#"handler=a\nb"#))

@@ -27,7 +27,7 @@ struct HTTPRoutingTests {
         let store = try TokenStore(directory: directory, configuration: TokenStoreConfiguration(), logger: logger)
         let pairing = try await store.issuePairingToken()
         guard case .paired(let session) = try await store.exchange(pairingToken: pairing.token) else {
-            throw PairingHTTP.Failure(message: "expected tokens")
+            throw LoopbackHTTP.Failure(message: "expected tokens")
         }
         var configuration = BridgeServerConfiguration(serverName: "desk")
         configuration.authenticator = Authenticator(store: store)

@@ -62,23 +62,32 @@ enum LoopbackHTTP {
         }
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
+        // Why the reading stopped, said when no whole reply came.
+        var ended = "the bridge closed the connection"
         // To the server's close, or a complete Content-Length body (an upgrade refusal may keep the socket open).
         for _ in 0..<10_000 {
             let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 {
+                ended = errno == EAGAIN ? "no answer within \(receiveTimeout) s" : "recv failed (errno \(errno))"
+            }
             if count <= 0 { break }
             data.append(contentsOf: buffer[0..<count])
             if let reply = try? parse(data), let length = reply.headers["content-length"].flatMap(Int.init), reply.body.count >= length {
                 break
             }
         }
-        return try parse(data)
+        guard let reply = try? parse(data) else {
+            throw Failure(message: "no HTTP response to \(method) \(path): \(ended) after \(data.count) bytes: \(String(decoding: data, as: UTF8.self))")
+        }
+        return reply
     }
 
     private static func parse(_ data: [UInt8]) throws -> Reply {
         let separator: [UInt8] = [13, 10, 13, 10]
         var end = 0
         while end + 4 <= data.count, Array(data[end..<(end + 4)]) != separator { end += 1 }
-        guard end + 4 <= data.count else { throw Failure(message: "no HTTP response: \(String(decoding: data, as: UTF8.self))") }
+        guard end + 4 <= data.count else { throw Failure(message: "no whole HTTP head") }
         let lines = String(decoding: data[..<end], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = (lines.first ?? "").split(separator: " ").map(String.init)
         let status = statusParts.count > 1 ? Int(statusParts[1]) ?? 0 : 0
@@ -110,12 +119,12 @@ enum LoopbackHTTP {
     }
 }
 
-/// Runs blocking socket code on a dispatch thread, so it never blocks the (small) cooperative thread pool
-/// that the server under test needs.
+/// Runs blocking socket code on a thread of its own, so it never blocks the (small) cooperative thread pool that
+/// the server under test needs. Not a dispatch queue: on Linux the Swift runtime's global executor runs on
+/// dispatch's global queues, so a read blocked there for seconds holds one of the threads the tasks need.
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(with: Result { try body() })
-        }
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
     }
 }

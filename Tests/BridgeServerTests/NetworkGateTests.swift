@@ -21,7 +21,7 @@ struct NetworkGateTests {
             try await TestClient.with(port: port) { client in
                 try await client.initialize(seed: false)
             }
-            let health = try await PairingHTTP.request(port: port, "GET", "/api/health")
+            let health = try await LoopbackHTTP.request(port: port, "GET", "/api/health")
             #expect(health.status == 200)
         })
     }

@@ -48,7 +48,7 @@ struct PairingRoutesTests {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await app.runService() }
             var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw PairingHTTP.Failure(message: "server did not start") }
+            guard let port = await iterator.next() else { throw LoopbackHTTP.Failure(message: "server did not start") }
             defer { group.cancelAll() }
             return try await body(port, store)
         }
@@ -59,7 +59,7 @@ struct PairingRoutesTests {
         let clock = ManualBridgeClock(wallStart: Date(timeIntervalSince1970: 1_000_000_000))
         try await Self.withRoutes(clock: clock) { port, store in
             let pairing = try await store.issuePairingToken()
-            let answer = try await PairingHTTP.request(
+            let answer = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairing.token)","device_name":"phone"}"#)
             #expect(answer.status == 200, "\(answer.text)")
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(answer.text.utf8))
@@ -70,44 +70,44 @@ struct PairingRoutesTests {
     @Test("a phone-like client goes from the QR payload to an authenticated, refreshed session")
     func phoneFlow() async throws {
         try await Self.withRoutes { port, _ in
-            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
+            let info = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info")
             #expect(info.status == 200)
             let payload = try PairingPayload.decode(info.text)
             let pairingToken = try #require(payload.token)
             #expect(payload.ws == "ws://192.0.2.2:9099/")
 
-            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status").status == 401)
-            #expect(try await PairingHTTP.request(port: port, "GET", "/api/health").status == 200)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status").status == 401)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/health").status == 200)
 
-            let exchange = try await PairingHTTP.request(
+            let exchange = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairingToken)","device_name":"Pixel"}"#)
             #expect(exchange.status == 200)
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(exchange.body))
             #expect(tokens.tokenType == "Bearer" && (895...900).contains(tokens.expiresIn))
 
-            let reused = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairingToken)"}"#)
+            let reused = try await LoopbackHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(pairingToken)"}"#)
             #expect(reused.status == 403)
             #expect(reused.text.contains("pairing_token_used") && !reused.text.contains(pairingToken))
 
-            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"]).status == 200)
-            let refreshed = try await PairingHTTP.request(
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"]).status == 200)
+            let refreshed = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/refresh", json: #"{"refresh_token":"\#(tokens.refreshToken)"}"#)
             #expect(refreshed.status == 200)
             let renewed = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(refreshed.body))
-            let old = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"])
+            let old = try await LoopbackHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(tokens.accessToken)"])
             #expect(old.status == 403)
             #expect(old.text.contains("token_revoked"))
-            #expect(try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(renewed.accessToken)"]).status == 200)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(renewed.accessToken)"]).status == 200)
 
-            #expect(try await PairingHTTP.request(port: port, "POST", "/api/auth/refresh", json: "nope").status == 400)
+            #expect(try await LoopbackHTTP.request(port: port, "POST", "/api/auth/refresh", json: "nope").status == 400)
         }
     }
 
     @Test("the QR PNG carries the payload of /api/pair/info; refresh replaces the code; form posts are refused")
     func pairingEndpoints() async throws {
         try await Self.withRoutes { port, _ in
-            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
-            let qr = try await PairingHTTP.request(port: port, "GET", "/api/pair/qr?scale=4")
+            let info = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info")
+            let qr = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/qr?scale=4")
             #expect(qr.status == 200)
             #expect(qr.headers["content-type"] == "image/png")
             #expect(Array(qr.body.prefix(8)) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
@@ -120,7 +120,7 @@ struct PairingRoutesTests {
             #expect(try PairingPayload(scannedText: described.url).token == PairingPayload.decode(info.text).token)
             #expect(try PairingPayload(scannedText: described.payload.appURL) == PairingPayload.decode(info.text))
 
-            let page = try await PairingHTTP.request(port: port, "GET", "/pair")
+            let page = try await LoopbackHTTP.request(port: port, "GET", "/pair")
             #expect(page.status == 200)
             #expect(page.text.contains(">\(PairingPage.escape(described.url))</code>"))
             #expect(page.text.contains("<svg") && page.text.contains("Pair a phone with desk"))
@@ -128,17 +128,17 @@ struct PairingRoutesTests {
             #expect(page.headers["x-frame-options"] == "DENY" && page.headers["x-content-type-options"] == "nosniff")
             #expect(page.headers["referrer-policy"] == "no-referrer")
 
-            #expect(try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", body: "x=1", contentType: "application/x-www-form-urlencoded").status == 403)
-            let foreign = try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}", headers: ["Origin": "https://evil.example"])
+            #expect(try await LoopbackHTTP.request(port: port, "POST", "/api/pair/refresh", body: "x=1", contentType: "application/x-www-form-urlencoded").status == 403)
+            let foreign = try await LoopbackHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}", headers: ["Origin": "https://evil.example"])
             #expect(foreign.status == 403)
-            let rebinding = try await PairingHTTP.request(port: port, "GET", "/api/pair/info", host: "rebind.evil.example:9099")
+            let rebinding = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info", host: "rebind.evil.example:9099")
             #expect(rebinding.status == 403)
 
-            let rotated = try await PairingHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}")
+            let rotated = try await LoopbackHTTP.request(port: port, "POST", "/api/pair/refresh", json: "{}")
             #expect(rotated.status == 200)
             let oldToken = try PairingPayload.decode(info.text).token ?? ""
             #expect(try PairingPayload.decode(rotated.text).token != oldToken)
-            let stale = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(oldToken)"}"#)
+            let stale = try await LoopbackHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(oldToken)"}"#)
             #expect(stale.status == 403 && stale.text.contains("token_revoked"))
         }
     }
@@ -146,17 +146,17 @@ struct PairingRoutesTests {
     @Test("issue 29: the exchange names the bridge, /api/pair/hello completes a short link, GET / goes to /app")
     func shortLinkRoutes() async throws {
         try await Self.withRoutes { port, _ in
-            let hello = try await PairingHTTP.request(port: port, "GET", "/api/pair/hello")
+            let hello = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/hello")
             #expect(hello.status == 200)
             let details = try PairingPayload.decode(hello.text)
             #expect(details.name == "desk" && details.session == "session-1" && details.token == nil && details.ws == "ws://192.0.2.2:9099/")
-            let info = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text)
-            let exchange = try await PairingHTTP.request(
+            let info = try PairingPayload.decode(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info").text)
+            let exchange = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(info.token ?? "")","device_name":"Pixel"}"#)
             let tokens = try PairingJSON.decoder.decode(TokenResponse.self, from: Data(exchange.body))
             #expect(tokens.bridge?.name == "desk" && tokens.bridge?.token == nil && tokens.bridge?.session == "session-1")
             // Fails on the old code: GET / was an empty 404.
-            let root = try await PairingHTTP.request(port: port, "GET", "/")
+            let root = try await LoopbackHTTP.request(port: port, "GET", "/")
             #expect(root.status == 302 && root.headers["location"] == "/app" && root.text.contains("/app"))
         }
     }
@@ -165,19 +165,19 @@ struct PairingRoutesTests {
     func pairingState() async throws {
         try await Self.withRoutes(requireApproval: true) { port, _ in
             struct State: Decodable { var qr, details, pending, devices, version: String }
-            let before = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            let before = try JSONDecoder().decode(State.self, from: Data(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/state").body))
             #expect(before.pending.contains("No device is waiting"))
-            let again = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            let again = try JSONDecoder().decode(State.self, from: Data(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/state").body))
             #expect(again.version == before.version, "nothing changed: the page does not redraw")
-            let info = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text)
-            let pending = try await PairingHTTP.request(
+            let info = try PairingPayload.decode(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info").text)
+            let pending = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(info.token ?? "")","device_name":"Safari on iPhone (iOS 17.2)"}"#)
             #expect(pending.status == 202)
-            let after = try JSONDecoder().decode(State.self, from: Data(try await PairingHTTP.request(port: port, "GET", "/api/pair/state").body))
+            let after = try JSONDecoder().decode(State.self, from: Data(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/state").body))
             #expect(after.version != before.version)
             #expect(after.pending.contains("Safari on iPhone (iOS 17.2)") && after.pending.contains("data-approve"))
             #expect(after.qr != before.qr && !after.details.contains(info.token ?? "-"), "the claimed code was replaced")
-            #expect(try await PairingHTTP.request(port: port, "GET", "/api/pair/state", host: "rebind.evil.example:9099").status == 403)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/state", host: "rebind.evil.example:9099").status == 403)
         }
     }
 
@@ -189,7 +189,7 @@ struct PairingRoutesTests {
                 ("/app/main.js", "text/javascript; charset=utf-8"), ("/app/app.css", "text/css; charset=utf-8"),
                 ("/app/manifest.webmanifest", "application/manifest+json"), ("/app/icon192.png", "image/png"),
             ] {
-                let answer = try await PairingHTTP.request(port: port, "GET", path)
+                let answer = try await LoopbackHTTP.request(port: port, "GET", path)
                 #expect(answer.status == 200, "\(path)")
                 #expect(answer.headers["content-type"] == type, "\(path)")
                 let csp = answer.headers["content-security-policy"] ?? ""
@@ -198,13 +198,13 @@ struct PairingRoutesTests {
                 #expect(answer.headers["x-content-type-options"] == "nosniff")
                 #expect(answer.headers["referrer-policy"] == "no-referrer")
             }
-            let page = try await PairingHTTP.request(port: port, "GET", "/app")
+            let page = try await LoopbackHTTP.request(port: port, "GET", "/app")
             // No inline script or style: every script and style sheet is a file of the app.
             #expect(page.text.contains(#"<script type="module" src="/app/main.js"></script>"#))
             #expect(!page.text.contains("<style") && !page.text.contains("style=") && !page.text.contains("onclick"))
-            let missing = try await PairingHTTP.request(port: port, "GET", "/app/nothing.js")
+            let missing = try await LoopbackHTTP.request(port: port, "GET", "/app/nothing.js")
             #expect(missing.status == 404 && missing.headers["x-content-type-options"] == "nosniff")
-            #expect(try await PairingHTTP.request(port: port, "GET", "/app/../api/status").status == 401)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/app/../api/status").status == 401)
             #expect(WebAppAssets.totalBytes < 150_000)
             // Every file of the app's folder is embedded and served, and nothing else.
             let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -217,33 +217,33 @@ struct PairingRoutesTests {
     @Test("approval mode: 202 until approved from the loopback page API, then tokens")
     func approval() async throws {
         try await Self.withRoutes(requireApproval: true) { port, store in
-            let token = try PairingPayload.decode(try await PairingHTTP.request(port: port, "GET", "/api/pair/info").text).token ?? ""
-            let first = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            let token = try PairingPayload.decode(try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info").text).token ?? ""
+            let first = try await LoopbackHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
             #expect(first.status == 202)
             let pending = try PairingJSON.decoder.decode(PendingResponse.self, from: Data(first.body))
-            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("data-approve=\"\(pending.deviceID)\""))
-            let approve = try await PairingHTTP.request(port: port, "POST", "/api/pair/approve", json: #"{"device_id":"\#(pending.deviceID.prefix(8))"}"#)
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/pair").text.contains("data-approve=\"\(pending.deviceID)\""))
+            let approve = try await LoopbackHTTP.request(port: port, "POST", "/api/pair/approve", json: #"{"device_id":"\#(pending.deviceID.prefix(8))"}"#)
             #expect(approve.status == 200)
-            let intruder = try await PairingHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
+            let intruder = try await LoopbackHTTP.request(port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)"}"#)
             #expect(intruder.status == 403)
-            let second = try await PairingHTTP.request(
+            let second = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/auth/exchange", json: #"{"pairing_token":"\#(token)","device_id":"\#(pending.deviceID)"}"#)
             #expect(second.status == 200)
             #expect(try await store.listDevices().first?.approved == true)
 
             // The page lists the paired device with a revoke button; revoking it from the loopback API ends it.
-            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("data-revoke=\"\(pending.deviceID)\""))
-            let listed = try await PairingHTTP.request(port: port, "GET", "/api/pair/devices")
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/pair").text.contains("data-revoke=\"\(pending.deviceID)\""))
+            let listed = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/devices")
             let devices = try PairingJSON.decoder.decode([DeviceRecord].self, from: Data(listed.body))
             #expect(devices.map(\.id) == [pending.deviceID])
-            let foreign = try await PairingHTTP.request(
+            let foreign = try await LoopbackHTTP.request(
                 port: port, "POST", "/api/pair/revoke", json: #"{"device_id":"\#(pending.deviceID)"}"#, headers: ["Origin": "https://evil.example"])
             #expect(foreign.status == 403)
-            let revoke = try await PairingHTTP.request(port: port, "POST", "/api/pair/revoke", json: #"{"device_id":"\#(pending.deviceID)"}"#)
+            let revoke = try await LoopbackHTTP.request(port: port, "POST", "/api/pair/revoke", json: #"{"device_id":"\#(pending.deviceID)"}"#)
             #expect(revoke.status == 200)
             #expect(try await store.listDevices().first?.isRevoked == true)
-            #expect(try await PairingHTTP.request(port: port, "GET", "/pair").text.contains("No phone is paired."))
-            let all = try await PairingHTTP.request(port: port, "GET", "/api/pair/devices?all=1")
+            #expect(try await LoopbackHTTP.request(port: port, "GET", "/pair").text.contains("No phone is paired."))
+            let all = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/devices?all=1")
             #expect(try PairingJSON.decoder.decode([DeviceRecord].self, from: Data(all.body)).count == 1)
         }
     }
@@ -255,7 +255,7 @@ struct PairingRoutesTests {
     func pageInChromium() async throws {
         let renderer = try #require(PairingPageRenderer.shared)
         try await Self.withRoutes { port, _ in
-            let info = try await PairingHTTP.request(port: port, "GET", "/api/pair/info")
+            let info = try await LoopbackHTTP.request(port: port, "GET", "/api/pair/info")
             let screenshot = try await renderer.screenshot(url: "http://127.0.0.1:\(port)/pair")
             let url = try JSONDecoder().decode(PairingInfo.self, from: Data(info.body)).url
             // zxing-cpp in Python blocks while it starts and reads: on a thread of its own, not one of the few every
@@ -334,119 +334,14 @@ struct PairingRoutesTests {
     func rateLimit() async throws {
         try await Self.withRoutes { port, _ in
             for _ in 0..<10 {
-                let guess = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
+                let guess = try await LoopbackHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
                 #expect(guess.status == 401)
                 #expect(guess.headers["www-authenticate"] == "Bearer")
             }
-            let limited = try await PairingHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
+            let limited = try await LoopbackHTTP.request(port: port, "GET", "/api/status", headers: ["Authorization": "Bearer \(TokenSecret.generate(.access))"])
             #expect(limited.status == 429)
             #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 > 0)
         }
-    }
-}
-
-/// A minimal blocking HTTP/1.1 client over a loopback TCP socket (any method, headers, body), for these tests.
-enum PairingHTTP {
-    struct Failure: Error, CustomStringConvertible {
-        var message: String
-        var description: String { message }
-    }
-
-    struct Reply {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
-    }
-
-    /// Sends one request and reads the whole reply on a thread of its own, so the blocking socket calls never hold
-    /// one of the few cooperative threads the server under test needs.
-    static func request(
-        port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String = "127.0.0.1"
-    ) async throws -> Reply {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result {
-                    try blockingRequest(
-                        port: port, method, path, json: json, body: body, contentType: contentType, headers: headers, host: host)
-                })
-            }
-            thread.start()
-        }
-    }
-
-    /// How long a read waits, in seconds: a bound for a bridge that never answers, not a speed limit. Every answer
-    /// here closes its connection, so nothing waits for it; the full parallel run on 2 cores stalled one
-    /// `/api/pair/state` past the 5 s it was (the clean-clone CI of c967d89).
-    static let receiveTimeout = 30
-
-    static func blockingRequest(
-        port: Int, _ method: String, _ path: String, json: String?, body: String?, contentType: String?,
-        headers: [String: String], host: String
-    ) throws -> Reply {
-        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: receiveTimeout)
-        defer { close(fd) }
-        let payload = Array((json ?? body ?? "").utf8)
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
-        if let type = json != nil ? "application/json" : contentType { head += "Content-Type: \(type)\r\n" }
-        if method != "GET" { head += "Content-Length: \(payload.count)\r\n" }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        let bytes = Array((head + "\r\n").utf8) + payload
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw Failure(message: "send failed") }
-            sent += count
-        }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        var ended = "the bridge closed the connection"
-        for _ in 0..<10_000 {
-            let count = recv(fd, &buffer, buffer.count, 0)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 {
-                ended = errno == EAGAIN ? "no answer within \(receiveTimeout) s" : "recv failed (errno \(errno))"
-            }
-            if count <= 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-        }
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var end = 0
-        while end + 4 <= data.count, Array(data[end..<(end + 4)]) != separator { end += 1 }
-        guard end + 4 <= data.count else {
-            throw Failure(message: "no HTTP response to \(method) \(path): \(ended) after \(data.count) bytes")
-        }
-        let headText = String(decoding: data[..<end], as: UTF8.self)
-        let lines = headText.components(separatedBy: "\r\n")
-        let statusParts = (lines.first ?? "").split(separator: " ").map(String.init)
-        let status = statusParts.count > 1 ? Int(statusParts[1]) ?? 0 : 0
-        var fields: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        var content = Array(data[(end + 4)...])
-        if fields["transfer-encoding"]?.lowercased() == "chunked" { content = dechunk(content) }
-        return Reply(status: status, headers: fields, body: content)
-    }
-
-    static func dechunk(_ bytes: [UInt8]) -> [UInt8] {
-        var output: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            var lineEnd = index
-            while lineEnd + 1 < bytes.count, !(bytes[lineEnd] == 13 && bytes[lineEnd + 1] == 10) { lineEnd += 1 }
-            guard lineEnd + 1 < bytes.count else { break }
-            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
-            let sizeField = sizeText.split(separator: ";").first.map(String.init) ?? ""
-            guard let size = Int(sizeField, radix: 16), size > 0 else { break }
-            let start = lineEnd + 2
-            let stop = min(bytes.count, start + size)
-            output.append(contentsOf: bytes[start..<stop])
-            index = stop + 2
-        }
-        return output
     }
 }
 
@@ -536,11 +431,11 @@ struct PairingPageRenderer: Sendable {
         try process.run()
         if exited.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
-            throw PairingHTTP.Failure(message: "\(executable) did not finish within \(Int(timeout)) s")
+            throw LoopbackHTTP.Failure(message: "\(executable) did not finish within \(Int(timeout)) s")
         }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         guard process.terminationStatus == 0 else {
-            throw PairingHTTP.Failure(message: "\(executable) exited with status \(process.terminationStatus)")
+            throw LoopbackHTTP.Failure(message: "\(executable) exited with status \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -20,7 +20,7 @@ struct UpgradeRefusalTests {
         "Sec-WebSocket-Version": "13",
     ]
 
-    static func body(_ reply: PairingHTTP.Reply) -> [String: Any] {
+    static func body(_ reply: LoopbackHTTP.Reply) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(reply.body))) as? [String: Any] ?? [:]
     }
 
@@ -32,10 +32,10 @@ struct UpgradeRefusalTests {
         logger.logLevel = .critical
         let authenticator = Authenticator(store: try TokenStore(directory: directory, logger: logger))
         try await TestBridge.with(configure: { $0.authorizeUpgrade = authenticator.upgradeAuthorizer() }, { port, _ in
-            func guess() async throws -> PairingHTTP.Reply {
+            func guess() async throws -> LoopbackHTTP.Reply {
                 var headers = Self.upgrade
                 headers["Authorization"] = "Bearer \(TokenSecret.generate(.access))"
-                return try await PairingHTTP.request(port: port, "GET", "/", headers: headers)
+                return try await LoopbackHTTP.request(port: port, "GET", "/", headers: headers)
             }
             for _ in 0..<10 {
                 let refused = try await guess()
@@ -62,11 +62,11 @@ struct UpgradeRefusalTests {
                 return .deny(status: .forbidden, code: "closed", message: "Closed: come back at 2 pm")
             }
         }, { port, _ in
-            let closed = try await PairingHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
+            let closed = try await LoopbackHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
             #expect(closed.status == 403 && closed.headers["connection"]?.lowercased() == "close")
             #expect(Self.body(closed)["error"] as? String == "closed")
             #expect(Self.body(closed)["message"] as? String == "Closed: come back at 2 pm")
-            let maintenance = try await PairingHTTP.request(port: port, "GET", "/?maintenance", headers: Self.upgrade)
+            let maintenance = try await LoopbackHTTP.request(port: port, "GET", "/?maintenance", headers: Self.upgrade)
             #expect(maintenance.status == 503 && maintenance.headers["retry-after"] == "30")
             #expect(Self.body(maintenance)["error"] as? String == "maintenance")
             #expect(Self.body(maintenance)["message"] as? String == "Back soon: the desk is updating.")
@@ -96,7 +96,7 @@ struct UpgradeRefusalTests {
             configuration.clock = clock
             configuration.authorizeUpgrade = { _ in .deny(status: .unauthorized, code: "token_expired", message: "Pair again.") }
         }, { port, _ in
-            let refused = try await PairingHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
+            let refused = try await LoopbackHTTP.request(port: port, "GET", "/", headers: Self.upgrade)
             #expect(refused.status == 401)
             #expect(refused.headers["date"] == "Wed, 01 Jan 2031 00:00:07 GMT", "\(refused.headers)")
         })

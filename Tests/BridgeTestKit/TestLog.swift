@@ -55,9 +55,14 @@ public final class TestLog: Sendable {
         changes.notify()
     }
 
+    /// A handler that records here, for a test that puts it under another handler (one that escapes, say): the
+    /// handler's metadata, then its metadata provider's, then the line's, later ones winning.
+    public func handler() -> some LogHandler { Handler(log: self) }
+
     private struct Handler: LogHandler {
         let log: TestLog
         var metadata: Logger.Metadata = [:]
+        var metadataProvider: Logger.MetadataProvider?
         var logLevel: Logger.Level = .trace
 
         subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -67,6 +72,7 @@ public final class TestLog: Sendable {
 
         func log(event: LogEvent) {
             var all = metadata
+            all.merge(metadataProvider?.get() ?? [:]) { _, new in new }
             all.merge(event.metadata ?? [:]) { _, new in new }
             log.record(Entry(message: event.message.description, metadata: all.mapValues { "\($0)" }))
         }
