@@ -74,8 +74,10 @@ public enum ACPDialect: Sendable, Hashable, CustomStringConvertible {
         isSeed ? ACPKeyCase.toSnakeCase(value) : value
     }
 
-    /// A value from this client in official spelling; two keys that would become one are an error. Members named in
-    /// `keeping` (top level) are kept with their contents (e.g. an elicitation answer's `content`).
+    /// A value from this client in official spelling; two keys that would become one are an error.
+    ///
+    /// Members named in `keeping` (top level) are kept with their contents (for example an elicitation answer's
+    /// `content`).
     public func checkedToAgent(_ value: JSONValue, keeping: Set<String> = []) throws(ACPKeyCollision) -> JSONValue {
         isSeed ? try ACPKeyCase.checkedCamelCase(value, keeping: keeping) : value
     }

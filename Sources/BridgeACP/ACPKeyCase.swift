@@ -17,7 +17,9 @@ public enum ACPKeyCase {
         "rawInput", "raw_input", "rawOutput", "raw_output", "env", "headers", "requestedSchema", "requested_schema",
     ]
 
-    /// `tool_call_id` -> `toolCallId`. Keys without underscores, or starting with one, are returned as they are.
+    /// `tool_call_id` -> `toolCallId`.
+    ///
+    /// Keys without underscores, or starting with one, are returned as they are.
     public static func camelCase(_ key: String) -> String {
         guard !key.hasPrefix("_"), key.contains("_") else { return key }
         var result = ""
@@ -35,7 +37,9 @@ public enum ACPKeyCase {
         return result
     }
 
-    /// `toolCallId` -> `tool_call_id`. Keys starting with `_` are returned as they are.
+    /// `toolCallId` -> `tool_call_id`.
+    ///
+    /// Keys starting with `_` are returned as they are.
     public static func snakeCase(_ key: String) -> String {
         guard !key.hasPrefix("_") else { return key }
         var result = ""
@@ -61,6 +65,7 @@ public enum ACPKeyCase {
     }
 
     /// `value` with every object key converted to camelCase; throws when two keys of one object would become one.
+    ///
     /// Members named in `keeping` (top level only) are kept with their contents, like free-form data.
     public static func checkedCamelCase(_ value: JSONValue, keeping: Set<String> = []) throws(ACPKeyCollision) -> JSONValue {
         var collision: ACPKeyCollision?
@@ -70,6 +75,7 @@ public enum ACPKeyCase {
     }
 
     /// `value` with every object key converted to snake_case; throws when two keys of one object would become one.
+    ///
     /// Members named in `keeping` (top level only) are kept with their contents, like free-form data.
     public static func checkedSnakeCase(_ value: JSONValue, keeping: Set<String> = []) throws(ACPKeyCollision) -> JSONValue {
         var collision: ACPKeyCollision?

@@ -12,6 +12,7 @@ import Darwin
 #endif
 
 /// An ACP agent in a child process: NDJSON JSON-RPC, one message per line, on its stdin and stdout.
+///
 /// Its stderr lines go to the log. Real agents (`gemini --acp`, `claude-code-acp`) run unchanged.
 ///
 /// Create it with ``launch(_:launcher:logger:)`` (which starts the process, through a ``StdioAgentLauncher``: a direct
@@ -21,7 +22,9 @@ import Darwin
 /// Its events come one by one on ``events``, or, taken with ``takeEventBatches()`` before it runs, the messages of
 /// each read of its stdout together.
 public final class StdioAgent: ACPEventBatching {
-    /// What the agent sends; see ``ACPAgent/events``. Finishes at once when ``takeEventBatches()`` took them.
+    /// What the agent sends; see ``ACPAgent/events``.
+    ///
+    /// Finishes at once when ``takeEventBatches()`` took them.
     public let events: AsyncStream<ACPAgentEvent>
     private let eventSink: AsyncStream<ACPAgentEvent>.Continuation
     /// Where events go: chosen by ``takeEventBatches()`` until ``run()`` starts, then fixed.
@@ -66,9 +69,11 @@ public final class StdioAgent: ACPEventBatching {
     public var processIdentifier: Int32 { process.pid }
 
     /// Why this agent can take no more requests, or nil while it can: its process ended, its stdin is closed, a
-    /// write to it failed or its stdout ended. The pipes tell this as soon as the process dies; the process's end
-    /// is reported later (the launcher learns it on a thread of its own, tens of ms on a busy machine),
-    /// and a request sent in between would fail to be written.
+    /// write to it failed or its stdout ended.
+    ///
+    /// The pipes tell this as soon as the process dies; the process's end is reported later (the launcher learns
+    /// it on a thread of its own, tens of ms on a busy machine), and a request sent in between would fail to be
+    /// written.
     public var endReason: String? {
         if let exit = process.exit { return Self.reason(exit) }
         if let reason = broken.withLock({ $0 }) { return reason }
@@ -180,7 +185,9 @@ public final class StdioAgent: ACPEventBatching {
     // MARK: Running
 
     /// Reads and writes the agent's pipes until the process is gone and its output read; then fails what is
-    /// pending, emits ``ACPAgentEvent/exited(reason:)`` and returns. Cancelling the calling task stops the agent.
+    /// pending, emits ``ACPAgentEvent/exited(reason:)`` and returns.
+    ///
+    /// Cancelling the calling task stops the agent.
     public func run() async {
         delivery.withLock { if case .open = $0 { $0 = .single } }
         await withTaskCancellationHandler {
@@ -346,7 +353,9 @@ public final class StdioAgent: ACPEventBatching {
     // MARK: Stopping and sending
 
     /// Closes the agent's stdin (well-behaved agents exit on end of input), sends SIGTERM, and SIGKILL after the
-    /// grace period if the process is still there. Calling it again does nothing.
+    /// grace period if the process is still there.
+    ///
+    /// Calling it again does nothing.
     public func stop() {
         let first = stopping.withLock { stopping in
             defer { stopping = true }
@@ -366,6 +375,7 @@ public final class StdioAgent: ACPEventBatching {
     }
 
     /// Queues one message as one line for the agent's stdin, behind everything queued before; does not wait.
+    ///
     /// Throws ``ACPAgentError/notRunning(_:)`` once the agent has ended or is stopping. A write that fails later
     /// answers the request (if it is one) with an error response on ``events``.
     public func send(_ message: JSONRPCMessage) throws(ACPAgentError) {
@@ -378,8 +388,9 @@ public final class StdioAgent: ACPEventBatching {
     }
 
     /// Takes back the request with `id` if its write failed: it never reached this agent, so its owner may send it
-    /// to another (its error response, ``ACPAgentError/writeFailed(_:)``, has been sent on ``events``). Nil for any
-    /// other request, and for one sent with ``resend(_:)``.
+    /// to another (its error response, ``ACPAgentError/writeFailed(_:)``, has been sent on ``events``).
+    ///
+    /// Nil for any other request, and for one sent with ``resend(_:)``.
     public func takeUndelivered(_ id: JSONRPCID) -> JSONRPCRequest? {
         undelivered.withLock { $0.removeValue(forKey: id) }
     }

@@ -1,6 +1,8 @@
 /// How to start an ACP agent process that speaks NDJSON JSON-RPC on stdin/stdout.
 public struct StdioAgentConfiguration: Sendable, Hashable {
-    /// The command and its arguments, e.g. `["gemini", "--acp"]`. A command without `/` is looked up on `PATH`.
+    /// The command and its arguments, for example `["gemini", "--acp"]`.
+    ///
+    /// A command without `/` is looked up on `PATH`.
     public var command: [String]
     /// Variables added to (or replacing those in) the bridge's own environment.
     public var environment: [String: String]

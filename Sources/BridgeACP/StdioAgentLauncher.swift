@@ -34,8 +34,9 @@ public struct StdioAgentLaunchRequest: Sendable {
 }
 
 /// Starts an agent's process: the seam through which the bridge runs the agent in a sandbox of its own (BridgeServer
-/// fills it with a supervised, Landlock-confined `ChildProcess`; BridgeACP knows nothing of sandboxes). The default
-/// is ``StdioAgentProcessLauncher`` (a direct, unconfined `ChildProcess`).
+/// fills it with a supervised, Landlock-confined `ChildProcess`; BridgeACP knows nothing of sandboxes).
+///
+/// The default is ``StdioAgentProcessLauncher`` (a direct, unconfined `ChildProcess`).
 public protocol StdioAgentLauncher: Sendable {
     /// Starts `request`, or throws ``ACPAgentError/spawnFailed(_:)`` (the program, the step and the `errno`) or
     /// ``ACPAgentError/launchFailed(_:)`` saying why it could not.

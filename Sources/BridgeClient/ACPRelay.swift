@@ -82,7 +82,9 @@ public actor ACPRelay {
     private var ownCounter = 0
     private var own: [String: CheckedContinuation<Result<JSONValue, JSONRPCError>?, Never>] = [:]
 
-    /// Creates a relay. Nothing happens until the editor's `initialize` comes.
+    /// Creates a relay.
+    ///
+    /// Nothing happens until the editor's `initialize` comes.
     /// - Parameters:
     ///   - candidates: where the bridge may be (as ``BridgeCandidates`` finds them); each is dialled at ``acpPath``.
     ///   - options: timeouts, pings, the reconnect policy and the pin (with one, only `wss://` to that key).
@@ -540,8 +542,9 @@ public actor ACPRelay {
         startConnecting(first: false)
     }
 
-    /// Attaches every session the editor opened to the new link; settles the prompts sent on the old one. Returns
-    /// `false` when this link dropped meanwhile (the next one starts over).
+    /// Attaches every session the editor opened to the new link; settles the prompts sent on the old one.
+    ///
+    /// Returns `false` when this link dropped meanwhile (the next one starts over).
     private func reattach(on client: ACPRelayLink, generation: Int) async -> Bool {
         var resumed = 0
         var reloaded = 0

@@ -14,6 +14,7 @@ struct ACPRelayFrame: Sendable {
 
 /// The WebSocket of an ``ACPRelay`` to the bridge's `/acp`: frames go out and come in as text, unchanged (an editor's
 /// message keeps its key order, its numbers and its spacing both ways), beside the message parsed from each.
+///
 /// ``BridgeRPCClient`` encodes what it sends and hands on only the parsed message.
 final class ACPRelayLink: Sendable {
     /// The frames the bridge sent, in order (an answer ``request(raw:id:timeout:)`` waits for is not among them).

@@ -1,12 +1,15 @@
 import Foundation
 
 /// Adds one member to a JSON object inside a message's text without writing the rest again: every other byte (key
-/// order, numbers such as `1.50` or `1e3`, spacing) stays as the editor wrote it. ``ACPRelay`` gives a prompt its
-/// `_meta.oa.idempotencyKey` so.
+/// order, numbers such as `1.50` or `1e3`, spacing) stays as the editor wrote it.
+///
+/// ``ACPRelay`` gives a prompt its `_meta.oa.idempotencyKey` so.
 enum ACPRelaySplice {
     /// `text` (one JSON object) with `"key":value` (`value` is JSON text) added to the object at `path` (member names
-    /// from the top), making the objects of `path` that are missing. `nil` when the text is not such an object, a
-    /// member of `path` is not an object, or `key` is there already: the caller encodes the message instead.
+    /// from the top), making the objects of `path` that are missing.
+    ///
+    /// `nil` when the text is not such an object, a member of `path` is not an object, or `key` is there already: the
+    /// caller encodes the message instead.
     static func inserting(_ key: String, value: String, at path: [String], in text: String) -> String? {
         let bytes = Array(text.utf8)
         guard var open = skipSpace(bytes, 0), open < bytes.count, bytes[open] == UInt8(ascii: "{") else { return nil }

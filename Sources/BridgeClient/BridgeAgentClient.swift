@@ -20,7 +20,7 @@ public final class BridgeAgentClient: Sendable {
 
     /// A permission the agent asks for, with the options it offers.
     public struct PermissionRequest: Sendable {
-        /// The tool call's title, e.g. "Read README.md".
+        /// The tool call's title, for example "Read README.md".
         public var title: String
         /// `(optionId, name, kind)` per option; kinds are `allow_once`, `allow_always`, `reject_once`, `reject_always`.
         public var options: [(id: String, name: String, kind: String)]
@@ -92,7 +92,9 @@ public final class BridgeAgentClient: Sendable {
     }
 
     /// Attaches to an existing session with `session/load` (the bridge forwards it to an agent that supports it; the
-    /// agent replays the history). Throws the bridge's error when the session cannot be loaded.
+    /// agent replays the history).
+    ///
+    /// Throws the bridge's error when the session cannot be loaded.
     @discardableResult
     public func loadSession(_ sessionID: String, cwd: String) async throws -> JSONValue {
         try await connection.request(
@@ -126,8 +128,10 @@ public final class BridgeAgentClient: Sendable {
 
     /// After a reconnect: reattaches to `sessionID` with `_oa/session/resume`, replaying the updates
     /// after the last one `seen` (each is delivered once), and follows the prompt that was running
-    /// until it ends. Returns its stop reason, or `nil` when no prompt was running or finished. `onLost` hears the
-    /// `seq` range the bridge says it may have lost (`lostUpdates`: it was killed before it stored them).
+    /// until it ends.
+    ///
+    /// Returns its stop reason, or `nil` when no prompt was running or finished. `onLost` hears the `seq` range
+    /// the bridge says it may have lost (`lostUpdates`: it was killed before it stored them).
     public func resume(
         sessionID: String,
         seen: SequenceTracker,
@@ -282,7 +286,9 @@ public final class SequenceTracker: Sendable {
     /// The last sequence number delivered (0 before any).
     public var last: Int { highest.withLock { $0 } }
 
-    /// Whether an update with `sequence` is new; records it. Updates without a number always pass.
+    /// Whether an update with `sequence` is new; records it.
+    ///
+    /// Updates without a number always pass.
     public func admit(_ sequence: Int64?) -> Bool {
         guard let sequence else { return true }
         return highest.withLock { highest in

@@ -31,8 +31,9 @@ public enum BridgeClientError: Error, Sendable, Hashable, CustomStringConvertibl
     /// `new` was opened in the same directory. What the running prompt would have answered is lost.
     case sessionReplaced(old: String, new: String, reason: String)
 
-    /// Whether reconnecting may help: the link or the bridge was away. An answer the bridge gave (an error, a refused
-    /// token) is final.
+    /// Whether reconnecting may help: the link or the bridge was away.
+    ///
+    /// An answer the bridge gave (an error, a refused token) is final.
     public var isTransient: Bool {
         switch self {
         case .connectionClosed, .noEndpointReachable, .noCandidates, .timedOut: true

@@ -6,7 +6,9 @@ import Synchronization
 /// A client's session with one bridge, as `oa-bridge connect` and a phone app use it: races the candidates, sends
 /// `initialize`, keeps the link alive with pings, and when the connection drops mid-prompt reconnects with backoff
 /// (the endpoint that won first, then the others), resumes the session, and delivers every update exactly once, in
-/// order. Credentials come from `credential` at every attempt, so a ``TokenVault`` refreshes them when they near expiry.
+/// order.
+///
+/// Credentials come from `credential` at every attempt, so a ``TokenVault`` refreshes them when they near expiry.
 ///
 /// ```swift
 /// let vault = TokenVault(file: tokensFile)
@@ -243,8 +245,10 @@ public final class BridgeClientSession: Sendable {
         client.connection.close()
     }
 
-    /// Reconnects with backoff and resumes until the prompt's end is known. Only a lost link or an absent bridge is
-    /// retried; an answer from the bridge (an error, a refused token) ends the recovery at once.
+    /// Reconnects with backoff and resumes until the prompt's end is known.
+    ///
+    /// Only a lost link or an absent bridge is retried; an answer from the bridge (an error, a refused token) ends
+    /// the recovery at once.
     private func recover(
         sessionID: String, seen: SequenceTracker, before: Int, reason: String,
         onUpdate: @escaping @Sendable (BridgeAgentClient.Update) async -> Void,

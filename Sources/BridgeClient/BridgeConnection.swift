@@ -26,9 +26,11 @@ public struct BridgeConnection: Sendable {
     }
 
     /// Races `candidates` (Happy Eyeballs: best first, the next after ``BridgeSessionOptions/attemptDelay`` or as soon
-    /// as one fails) and returns the first that opens a WebSocket and answers `initialize`. `credential` is asked for
-    /// each attempt, so a refreshed token is used when one expired meanwhile. A second attempt that also answers is closed.
-    /// With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to that pin.
+    /// as one fails) and returns the first that opens a WebSocket and answers `initialize`.
+    ///
+    /// `credential` is asked for each attempt, so a refreshed token is used when one expired meanwhile. A second attempt
+    /// that also answers is closed. With ``BridgeSessionOptions/pin`` every candidate is reached over `wss://` and held to
+    /// that pin.
     ///
     /// A bridge that refuses the access token as expired (`403 token_expired`) before this client's copy of its expiry
     /// (the clocks apart) gets one more try with the credential `refresh` returns (the tokens rotated; one refresh

@@ -49,11 +49,13 @@ public struct BridgeEndpoint: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
-    /// The URL and where it came from, e.g. `ws://192.0.2.7:9099/ (mdns)`.
+    /// The URL and where it came from, for example `ws://192.0.2.7:9099/ (mdns)`.
     public var description: String { "\(url) (\(source.rawValue))" }
 
     /// Parses what a user types: `host`, `host:port`, `[v6]:port`, a bare IPv6 address, or a
-    /// `ws://` / `wss://` URL (`http://` / `https://` too). The port defaults to 9099.
+    /// `ws://` / `wss://` URL (`http://` / `https://` too).
+    ///
+    /// The port defaults to 9099.
     public static func manual(_ text: String, source: Source = .manual) throws(BridgeClientError) -> BridgeEndpoint {
         var rest = text.trimmingCharacters(in: .whitespaces)
         var path = "/"

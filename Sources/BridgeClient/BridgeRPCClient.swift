@@ -17,14 +17,17 @@ public final class BridgeRPCClient: Sendable {
 
     private let core: Core
     private let outbound: AsyncStream<String>.Continuation
-    /// The task that owns the WebSocket. It holds ``Core`` and the outbound stream, never the client, so it is
-    /// cancelled when the client goes away (or the open fails), not kept alive by it.
+    /// The task that owns the WebSocket.
+    ///
+    /// It holds ``Core`` and the outbound stream, never the client, so it is cancelled when the client goes
+    /// away (or the open fails), not kept alive by it.
     private let connectionTask: Mutex<Task<Void, Never>?>
 
 
-    /// Connects and returns once the WebSocket is open. Throws if the upgrade fails or takes
-    /// longer than `timeout`. `credential` is sent as `Authorization: Bearer`, or bound to a key as `Authorization: DPoP`
-    /// with a proof (``BridgeCredential``).
+    /// Connects and returns once the WebSocket is open.
+    ///
+    /// Throws if the upgrade fails or takes longer than `timeout`. `credential` is sent as `Authorization: Bearer`, or
+    /// bound to a key as `Authorization: DPoP` with a proof (``BridgeCredential``).
     ///
     /// `url` may name an IPv4 address, a host name, or an IPv6 address in brackets with its zone
     /// (`ws://[fe80::1%25eth0]:9099/`). `wss://` speaks TLS: with `pin` (stored at pairing) a certificate with
@@ -189,7 +192,7 @@ public final class BridgeRPCClient: Sendable {
         outbound.yield(JSONRPCMessage.notification(JSONRPCNotification(method: method, params: params)).jsonText)
     }
 
-    /// Answers a request the bridge sent us (e.g. `session/request_permission`).
+    /// Answers a request the bridge sent us (for example `session/request_permission`).
     public func respond(to id: JSONRPCID, result: JSONValue) {
         outbound.yield(JSONRPCMessage.response(JSONRPCResponse(id: id, result: result)).jsonText)
     }

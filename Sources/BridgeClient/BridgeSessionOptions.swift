@@ -13,8 +13,10 @@ public struct BridgeSessionOptions: Sendable {
     public var attemptDelay: Duration
     /// When to reconnect after a lost connection, and when to give up.
     public var reconnectPolicy: ReconnectPolicy
-    /// The bridge's certificate pin (from the QR code, `--pin`, or stored at pairing). When set, every candidate is
-    /// reached over `wss://` and a certificate with another key is refused; `nil` connects as each URL says.
+    /// The bridge's certificate pin (from the QR code, `--pin`, or stored at pairing).
+    ///
+    /// When set, every candidate is reached over `wss://` and a certificate with another key is refused; `nil`
+    /// connects as each URL says.
     public var pin: CertificatePin?
 
     /// Options with the defaults `oa-bridge connect` uses: 3 s per upgrade, 5 s for `initialize`, a ping every 5 s,

@@ -9,9 +9,10 @@ import Darwin
 #endif
 
 /// This client's DPoP key for one bridge (RFC 9449, issue 30): a P-256 private key in a PEM file only its owner can
-/// read (mode 0600, in a directory of mode 0700), `<client state>/dpop/<bridge id or pin prefix>.key`. It is made at
-/// pairing and never leaves the machine: the bridge binds the token family to its thumbprint, so tokens copied out of
-/// the credentials file are of no use without it.
+/// read (mode 0600, in a directory of mode 0700), `<client state>/dpop/<bridge id or pin prefix>.key`.
+///
+/// It is made at pairing and never leaves the machine: the bridge binds the token family to its thumbprint, so tokens
+/// copied out of the credentials file are of no use without it.
 public enum DPoPClientKey {
     /// The key file's directory for credentials kept in `credentialsDirectory` (`<client state>/dpop`).
     public static func directory(beside credentialsDirectory: URL) -> URL {

@@ -28,8 +28,10 @@ public struct HappyEyeballs: Sendable {
         self.clock = clock
     }
 
-    /// Runs the race. `attempt` must honour cancellation. Returns the winner with its value and
-    /// every attempt's report; throws `noEndpointReachable` when all fail.
+    /// Runs the race.
+    ///
+    /// `attempt` must honour cancellation. Returns the winner with its value and every
+    /// attempt's report; throws `noEndpointReachable` when all fail.
     ///
     /// Attempts that succeed after the winner (two can finish at once) are handed to `closeLoser` before the race
     /// returns, so that a losing connection is never left open: pass `{ $0.close() }` for connections.

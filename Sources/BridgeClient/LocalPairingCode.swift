@@ -7,6 +7,7 @@ import FoundationNetworking
 
 /// The pairing code of the bridge running on this machine, asked over loopback (the pairing endpoints answer only
 /// there): `GET /api/pair/info` for the current payload, `POST /api/pair/refresh` to revoke it and make another.
+///
 /// What `oa-bridge pair` prints.
 public struct LocalPairingCode: Sendable {
     /// The port the bridge listens on.

@@ -30,8 +30,10 @@ final class OneRefresh: Sendable {
     }
 
     /// `connect` with `credential`; when the bridge refuses it as expired (``BridgeClientError/tokenExpired(_:)``: the
-    /// clocks apart), once more with the credential `refreshed` gives. ``BridgeClientError/unauthorized(_:)`` when there
-    /// is no refresh, the refresh is refused, or the new token is refused as expired too.
+    /// clocks apart), once more with the credential `refreshed` gives.
+    ///
+    /// ``BridgeClientError/unauthorized(_:)`` when there is no refresh, the refresh is refused, or the new token is
+    /// refused as expired too.
     static func connecting<Link>(
         _ refreshed: OneRefresh?, credential: BridgeCredential?, address: String, logger: Logger,
         _ connect: (BridgeCredential?) async throws -> Link

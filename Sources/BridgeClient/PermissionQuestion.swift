@@ -47,7 +47,9 @@ public struct PermissionQuestion: Sendable {
     }
 
     /// The option chosen by `line` (a number, or the start of a label such as `a`/`allow`, `always`, `r`/`reject`);
-    /// an empty line or end of input picks `defaultOption`; `nil` cancels. Anything else is not an answer: `.invalid`.
+    /// an empty line or end of input picks `defaultOption`; `nil` cancels.
+    ///
+    /// Anything else is not an answer: `.invalid`.
     public func answer(_ line: String?) -> Answer {
         guard let line else { return .chosen(defaultOption?.id) }
         let text = line.trimmingCharacters(in: .whitespaces).lowercased()

@@ -5,7 +5,9 @@ public import BridgeTime
 public import Logging
 
 /// Probes a bridge the way a phone would reach it: a WebSocket to each address and the `initialize` handshake,
-/// and says per address what came back (``ProbeOutcome``). Behind `oa-bridge discover --probe`.
+/// and says per address what came back (``ProbeOutcome``).
+///
+/// Behind `oa-bridge discover --probe`.
 ///
 /// A `401`/`403` to the upgrade is `needs_pairing`: the bridge is there and wants a token. A `ws://` attempt the
 /// bridge refuses with `tls_required` is tried again over `wss://`, trusting the certificate on first use (the

@@ -18,8 +18,9 @@ public struct ReconnectPolicy: Sendable, Hashable {
         self.maximumAttempts = maximumAttempts
     }
 
-    /// The delay before attempt `attempt` (0 = the first retry), or `nil` to give up. `random`
-    /// returns a number in 0...1 (injectable for tests).
+    /// The delay before attempt `attempt` (0 = the first retry), or `nil` to give up.
+    ///
+    /// `random` returns a number in 0...1 (injectable for tests).
     public func delay(forAttempt attempt: Int, random: () -> Double = { Double.random(in: 0...1) }) -> Duration? {
         if let maximumAttempts, attempt >= maximumAttempts { return nil }
         let base = ReconnectPolicy.seconds(initialDelay) * pow(multiplier, Double(max(0, attempt)))

@@ -12,8 +12,10 @@ import Darwin
 
 /// The bridges this client has connected to, kept in `<directory>/bridges.json` (mode 0600): each bridge's identity
 /// (its certificate pin, else its name), the names and addresses it was reached by, its Tailscale names, and the file
-/// of its credentials (``TokenVault``). `oa-bridge connect` finds a bridge here whatever the user typed: nothing (the
-/// last one used), a name, an address, or an address the bridge has never been reached by (then by the pin it presents).
+/// of its credentials (``TokenVault``).
+///
+/// `oa-bridge connect` finds a bridge here whatever the user typed: nothing (the last one used), a name, an address, or
+/// an address the bridge has never been reached by (then by the pin it presents).
 ///
 /// ```swift
 /// let saved = SavedBridges(directory: stateDirectory.appendingPathComponent("client"))
@@ -70,8 +72,9 @@ public struct SavedBridges: Sendable {
 
     private var indexFile: URL { directory.appendingPathComponent("bridges.json") }
 
-    /// Every saved bridge, the most recently used first. A missing file is none; an unreadable one is reported by
-    /// ``load()``.
+    /// Every saved bridge, the most recently used first.
+    ///
+    /// A missing file is none; an unreadable one is reported by ``load()``.
     public var all: [Bridge] { (try? load()) ?? [] }
 
     /// The saved bridges as stored, the most recently used first.

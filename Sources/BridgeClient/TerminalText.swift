@@ -8,7 +8,7 @@ import Foundation
 /// character visibly instead of sending it:
 ///
 /// - C0 controls and DEL in caret notation: ESC is `^[`, BEL `^G`, a lone CR `^M` (`\r\n` becomes `\n`);
-/// - C1 controls (U+0080–U+009F, e.g. the one-byte CSI U+009B) as `<U+009B>`;
+/// - C1 controls (U+0080–U+009F, for example the one-byte CSI U+009B) as `<U+009B>`;
 /// - bidirectional overrides, embeddings and isolates (U+202A–U+202E, U+2066–U+2069) as `<U+202E>`.
 ///
 /// The mapping works character by character, so a stream can be escaped chunk by chunk: an escape sequence split

@@ -20,7 +20,7 @@ import Logging
 public actor TokenVault {
     /// What is kept on disk.
     public struct Credentials: Sendable, Codable, Equatable {
-        /// The bridge's HTTP base URL, e.g. `http://192.168.1.20:9099`.
+        /// The bridge's HTTP base URL, for example `http://192.168.1.20:9099`.
         public var bridge: String
         /// The tokens and device id from the last exchange or refresh.
         public var tokens: TokenResponse
@@ -166,7 +166,9 @@ public actor TokenVault {
         return directory.appendingPathComponent(name)
     }
 
-    /// Rotates the tokens now. Callers that arrive while a refresh runs wait for the same one.
+    /// Rotates the tokens now.
+    ///
+    /// Callers that arrive while a refresh runs wait for the same one.
     @discardableResult
     public func refresh() async throws -> Credentials {
         if let refreshing { return try await refreshing.value }

@@ -2,7 +2,9 @@ import Synchronization
 
 /// How `oa-bridge connect` shows a turn on a terminal: the agent's answer on standard output as it streams, and
 /// everything else (thinking, tool calls, permissions, reconnects) as whole lines on standard error, never glued to the
-/// answer. Every piece of text from the agent or the bridge is escaped (``TerminalText``) before it is handed out.
+/// answer.
+///
+/// Every piece of text from the agent or the bridge is escaped (``TerminalText``) before it is handed out.
 ///
 /// The transcript keeps what a line-oriented view needs: whether the answer is mid-line (then a newline ends it before
 /// a note), and each tool call's title (updates often repeat only the id and the status).

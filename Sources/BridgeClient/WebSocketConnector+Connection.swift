@@ -14,9 +14,12 @@ extension WebSocketConnector {
         /// The peer's IP address (`192.168.1.20`, `fe80::1%eth0`), if known.
         public let remoteAddress: String?
         /// The pin of the certificate the bridge presented (`sha256/…`), for `wss://`; `nil` for `ws://`.
+        ///
         /// With trust on first use this is the pin to show and to store.
         public let certificatePin: CertificatePin?
-        /// The messages the bridge sends, in order; ends when the connection closes. Iterate it once.
+        /// The messages the bridge sends, in order; ends when the connection closes.
+        ///
+        /// Iterate it once.
         public let messages: Messages
 
         let channel: any Channel
@@ -51,7 +54,9 @@ extension WebSocketConnector {
         }
 
         /// Starts the closing handshake: a close frame with `code`; ``messages`` ends when the bridge answers it or the
-        /// connection drops. A second call does nothing.
+        /// connection drops.
+        ///
+        /// A second call does nothing.
         public func close(code: WebSocketErrorCode = .normalClosure, reason: String = "") async throws {
             guard state.markCloseSent() else { return }
             var payload = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
@@ -89,7 +94,7 @@ extension WebSocketConnector {
 
     /// A close frame's code and reason.
     public struct CloseFrame: Sendable, Hashable {
-        /// The close code, e.g. `1000`, or the bridge's `4001` when the access token expired.
+        /// The close code, for example `1000`, or the bridge's `4001` when the access token expired.
         public var code: UInt16
         /// The reason, if any.
         public var reason: String

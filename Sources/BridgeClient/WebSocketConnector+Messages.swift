@@ -16,7 +16,9 @@ extension WebSocketConnector {
         let state: ConnectionState
         let maxMessageSize: Int
 
-        /// Starts reading. Call it once.
+        /// Starts reading.
+        ///
+        /// Call it once.
         public func makeAsyncIterator() -> Iterator {
             Iterator(frames: inbound.makeAsyncIterator(), channel: channel, state: state, maxMessageSize: maxMessageSize)
         }

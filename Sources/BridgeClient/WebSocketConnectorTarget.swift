@@ -3,8 +3,10 @@ import NIOCore
 
 extension WebSocketConnector {
     /// Where to open a WebSocket: parsed from a `ws://` or `wss://` URL whose host may be a name, an IPv4
-    /// address or a bracketed IPv6 address with a zone (`ws://[fe80::1%25eth0]:9099/`, RFC 6874). `http://` and
-    /// `https://` are read the same way, for `WebSocketConnector.request(_:url:pin:headers:body:)`.
+    /// address or a bracketed IPv6 address with a zone (`ws://[fe80::1%25eth0]:9099/`, RFC 6874).
+    ///
+    /// `http://` and `https://` are read the same way, for
+    /// `WebSocketConnector.request(_:url:pin:headers:body:)`.
     public struct Target: Sendable, Hashable, CustomStringConvertible {
         /// Whether the URL is `wss://`.
         public var isSecure: Bool
@@ -116,7 +118,9 @@ extension WebSocketConnector {
         }
 
         /// The address inside brackets: hex digits, `:` and `.`, then an optional zone (`%25name`; a bare `%` is
-        /// accepted too). The zone is percent-decoded.
+        /// accepted too).
+        ///
+        /// The zone is percent-decoded.
         private static func ipv6Literal(_ text: Substring, in url: String) throws(WebSocketConnectorError) -> String {
             let parts = text.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
             let address = parts[0]

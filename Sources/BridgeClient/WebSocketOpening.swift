@@ -2,7 +2,9 @@
 /// task that reports the opening (or its failure) once on `opened`; this waits for that report, at most `timeout`.
 enum WebSocketOpening {
     /// The first result `opened` yields; a timeout's failure naming `url` when none comes within `timeout`; `nil` when
-    /// `opened` ends without one. Cancelling the caller cancels the wait.
+    /// `opened` ends without one.
+    ///
+    /// Cancelling the caller cancels the wait.
     static func firstResult(
         of opened: AsyncStream<Result<Void, any Error>>, within timeout: Duration, url: String
     ) async throws -> Result<Void, any Error>? {

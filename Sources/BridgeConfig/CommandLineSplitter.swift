@@ -1,6 +1,8 @@
 /// Splits a command line the way a POSIX shell would for simple cases: whitespace separates
 /// words; single quotes keep text literally; double quotes keep spaces and allow `\"` and `\\`;
-/// a backslash outside quotes escapes the next character. No variables, globs or pipes.
+/// a backslash outside quotes escapes the next character.
+///
+/// No variables, globs or pipes.
 public enum CommandLineSplitter {
     /// The words of `line`.
     /// - Throws: ``ConfigError/agentCommand(_:)`` for an unterminated quote.

@@ -2,8 +2,9 @@ public import Foundation
 import Yams
 
 /// The YAML config file of `oa-bridge serve`: `$XDG_CONFIG_HOME/oa-bridge/config.yaml` (or `~/.config/…`), or the
-/// file given with `--config` / `OA_BRIDGE_CONFIG`. Keys are the long option names (`port: 9100`,
-/// `working-directory: /srv/work`).
+/// file given with `--config` / `OA_BRIDGE_CONFIG`.
+///
+/// Keys are the long option names (`port: 9100`, `working-directory: /srv/work`).
 public struct ConfigFile: Sendable {
     /// Where it was read from (or would be).
     public let path: String

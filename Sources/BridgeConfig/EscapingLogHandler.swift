@@ -2,8 +2,10 @@ public import Logging
 
 /// A log handler that escapes control characters in every message and metadata value before its inner handler writes
 /// them, so that a value a peer chose (a session id, a path, a method name with a newline) cannot start a line of its
-/// own in a text log and forge a record (issue 27 item 10). `\n`, `\r`, `\t` become those two-character escapes, other
-/// C0 and C1 controls, DEL and the Unicode line and paragraph separators `\u{…}`; everything else is kept.
+/// own in a text log and forge a record (issue 27 item 10).
+///
+/// `\n`, `\r`, `\t` become those two-character escapes, other C0 and C1 controls, DEL and the Unicode line and
+/// paragraph separators `\u{…}`; everything else is kept.
 public struct EscapingLogHandler<Inner: LogHandler>: LogHandler {
     private var inner: Inner
 

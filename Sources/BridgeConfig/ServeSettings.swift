@@ -21,6 +21,7 @@ public struct Resolved<Value: Sendable>: Sendable {
 }
 
 /// The values given on the command line of `serve` (or `config show`); `nil` (or empty) where not given.
+///
 /// The command line parses into this; ``ServeSettings/resolve(_:environment:)`` fills in the rest.
 public struct ServeFlags: Sendable {
     /// `--config`: the config file to read instead of the default location.
@@ -166,7 +167,9 @@ public struct ServeSettings: Sendable {
     }
 
     /// Merges `flags`, the environment, the config file (`flags.config`, `OA_BRIDGE_CONFIG` or the default location)
-    /// and the defaults. Throws when the file cannot be used or a value does not parse.
+    /// and the defaults.
+    ///
+    /// Throws when the file cannot be used or a value does not parse.
     public static func resolve(
         _ flags: ServeFlags, environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigError) -> ServeSettings {

@@ -29,7 +29,7 @@ public enum SystemdUnit {
         """
     }
 
-    /// The executable for `ExecStart=`, from how the program was started (`argument0`, i.e. `CommandLine.arguments[0]`):
+    /// The executable for `ExecStart=`, from how the program was started (`argument0`, that is, `CommandLine.arguments[0]`):
     /// an absolute path as it is (normalised), a relative one joined to `currentDirectory`, a bare name looked up in
     /// `searchPath` (`$PATH`), else the bare name (systemd looks it up in its own fixed search path).
     public static func executable(argument0: String, currentDirectory: String, searchPath: String?) -> String {

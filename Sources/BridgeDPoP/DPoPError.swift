@@ -1,7 +1,9 @@
 import Foundation
 
 /// Why a DPoP proof was refused, with the RFC 9449 error code a response carries and a message a user (or the
-/// developer of a client) can act on. Neither the token nor the proof is ever part of a message.
+/// developer of a client) can act on.
+///
+/// Neither the token nor the proof is ever part of a message.
 public enum DPoPError: Error, Sendable, Equatable {
     /// The request carries no `DPoP` proof although the token is bound to a key (or the bridge requires proofs).
     case missingProof
@@ -80,6 +82,6 @@ public enum DPoPError: Error, Sendable, Equatable {
 }
 
 extension DPoPError: CustomStringConvertible {
-    /// The error's code as sent on the wire and its message, e.g. `invalid_dpop_proof: the proof is too old`.
+    /// The error's code as sent on the wire and its message, for example `invalid_dpop_proof: the proof is too old`.
     public var description: String { "\(code): \(message)" }
 }

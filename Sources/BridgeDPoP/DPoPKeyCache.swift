@@ -2,9 +2,10 @@ package import Crypto
 import Synchronization
 
 /// The keys of recent DPoP proofs, by their `x` and `y`: a phone signs every request with one key, so its
-/// coordinates are decoded, checked to be a point on P-256 and hashed into a thumbprint once, not per proof. Only
-/// keys that passed those checks are kept. Bounded: at `capacity` an arbitrary entry makes room (a flood of new keys
-/// costs its sender a signature each and the bridge no more than a miss).
+/// coordinates are decoded, checked to be a point on P-256 and hashed into a thumbprint once, not per proof.
+///
+/// Only keys that passed those checks are kept. Bounded: at `capacity` an arbitrary entry makes room (a flood of new
+/// keys costs its sender a signature each and the bridge no more than a miss).
 package final class DPoPKeyCache: Sendable {
     /// A key as a proof names it and as swift-crypto verifies with it.
     package struct Entry: Sendable {

@@ -3,10 +3,12 @@ public import Foundation
 import Synchronization
 
 /// The bridge's DPoP nonces (RFC 9449 §8): a nonce names a period of `lifetime` and is authenticated with a key only
-/// this bridge process holds, so the bridge keeps no list of them. A proof must carry the current period's nonce or
-/// the previous one's (so a nonce handed out just before a rotation still works); anything else is answered with
-/// `use_dpop_nonce` and a fresh nonce. A restarted bridge has a new key, and its clients learn the new nonce from the
-/// first refusal. The two current nonces are computed once per period, not per proof.
+/// this bridge process holds, so the bridge keeps no list of them.
+///
+/// A proof must carry the current period's nonce or the previous one's (so a nonce handed out just before a rotation
+/// still works); anything else is answered with `use_dpop_nonce` and a fresh nonce. A restarted bridge has a new key,
+/// and its clients learn the new nonce from the first refusal. The two current nonces are computed once per period,
+/// not per proof.
 public struct DPoPNonceSource: Sendable {
     /// How long one nonce stays current.
     public let lifetime: Duration

@@ -2,7 +2,9 @@ package import Crypto
 import Foundation
 
 /// A DPoP proof taken apart once (RFC 7515 compact serialization): the decoded header and claims, the signing input
-/// (`header.payload` as sent) and the signature. The proof's check needs nothing else, so nothing is decoded twice.
+/// (`header.payload` as sent) and the signature.
+///
+/// The proof's check needs nothing else, so nothing is decoded twice.
 package struct DPoPProofParts: Sendable {
     /// The protected header's members a DPoP proof uses; others are ignored.
     struct Header: Decodable, Sendable {

@@ -2,9 +2,11 @@ public import Foundation
 import Synchronization
 
 /// The `jti`s of accepted DPoP proofs, kept for as long as such a proof could still pass the age check (RFC 9449
-/// §11.1), so the same proof is never taken twice. Bounded: at most `perKey` identifiers per key and `keys` keys; a key
-/// past its bound is refused (``DPoPError/tooManyProofs``) until its old entries age out, so one device cannot push
-/// another's entries out. Only proofs that passed every other check (the binding included) are recorded.
+/// §11.1), so the same proof is never taken twice.
+///
+/// Bounded: at most `perKey` identifiers per key and `keys` keys; a key past its bound is refused
+/// (``DPoPError/tooManyProofs``) until its old entries age out, so one device cannot push another's entries out. Only
+/// proofs that passed every other check (the binding included) are recorded.
 public final class DPoPReplayCache: Sendable {
     /// How long an identifier is kept after the proof's `iat`.
     public let retention: Duration

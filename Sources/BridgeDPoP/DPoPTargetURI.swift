@@ -32,8 +32,9 @@ public struct DPoPTargetURI: Sendable, Hashable, CustomStringConvertible {
     /// The normalised form.
     public var description: String { normalized }
 
-    /// Request URIs normalised before: a bridge is addressed by a handful of names, so each is parsed once. Bounded
-    /// (the `Host` is the client's to choose): at `capacity` it starts over.
+    /// Request URIs normalised before: a bridge is addressed by a handful of names, so each is parsed once.
+    ///
+    /// Bounded (the `Host` is the client's to choose): at `capacity` it starts over.
     package final class Memo: Sendable {
         /// The most URIs kept.
         let capacity: Int

@@ -1,8 +1,9 @@
 public import Foundation
 
 /// A DPoP proof that passed the checks that need no token family: well formed, ES256, signed by the key in its header,
-/// for this request's method and URI, fresh, with the current nonce and the right `ath`. ``DPoPVerifier/accept(_:boundTo:now:)``
-/// then checks the binding and records its `jti`.
+/// for this request's method and URI, fresh, with the current nonce and the right `ath`.
+///
+/// ``DPoPVerifier/accept(_:boundTo:now:)`` then checks the binding and records its `jti`.
 public struct DPoPVerifiedProof: Sendable, Equatable {
     /// The key that signed the proof.
     public let key: DPoPPublicKey

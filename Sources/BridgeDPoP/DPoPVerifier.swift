@@ -1,6 +1,6 @@
 public import Foundation
 
-/// The bridge's check of DPoP proofs (RFC 9449 §4.3), in two steps:
+/// The bridge's check of DPoP proofs (RFC 9449 §4.3), in two steps.
 ///
 /// 1. ``check(_:for:now:)``: the proof alone against the request: a compact JWS of at most 8 KiB with `typ`
 ///    `dpop+jwt`, `alg` ES256 and a public P-256 `jwk`; the signature verifies with that key (swift-crypto's P-256
@@ -39,7 +39,9 @@ public struct DPoPVerifier: Sendable {
         replayCache = DPoPReplayCache(retention: maxAge + allowedSkew)
     }
 
-    /// Step 1: the proof against the request. Throws the first check that fails.
+    /// Step 1: the proof against the request.
+    ///
+    /// Throws the first check that fails.
     public func check(_ proof: String, for request: DPoPRequest, now: Date) async throws(DPoPError) -> DPoPVerifiedProof {
         guard !proof.isEmpty else { throw .missingProof }
         guard proof.utf8.count <= Self.maximumProofLength else {

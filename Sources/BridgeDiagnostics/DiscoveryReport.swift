@@ -3,9 +3,10 @@ public import BridgeDiscovery
 import Foundation
 
 /// What `oa-bridge discover` says about a browse, as lines for standard output and standard error: JSON records
-/// (`--json`), timestamped changes (`--watch`), or a one-shot table with conflicts and advice. The state is the
-/// `DiscoveryWatcher` (services, diffs, conflicts, settling) and the probe results beside it; the caller writes
-/// the lines ``takeLines()`` hands over, so any front end can show the same.
+/// (`--json`), timestamped changes (`--watch`), or a one-shot table with conflicts and advice.
+///
+/// The state is the `DiscoveryWatcher` (services, diffs, conflicts, settling) and the probe results beside it;
+/// the caller writes the lines ``takeLines()`` hands over, so any front end can show the same.
 public struct DiscoveryReport: Sendable {
     /// A line to write, without its newline.
     public enum Line: Sendable, Hashable {
@@ -34,9 +35,11 @@ public struct DiscoveryReport: Sendable {
     /// A step the advice points to, as printed: its words, or the caller's command and flag.
     private let say: @Sendable (DiscoverStep) -> String
 
-    /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end. `conflictFix` says
-    /// a conflict's fix (the command line adds the flags of `DiscoveryConflict.settings`; by default its words), `say`
-    /// a step the advice points to (the command line names its flag; by default `DiscoverStep.words`).
+    /// A report for `type`: JSON lines, `--watch` lines, or (neither) a one-shot table at the end.
+    ///
+    /// `conflictFix` says a conflict's fix (the command line adds the flags of `DiscoveryConflict.settings`; by
+    /// default its words), `say` a step the advice points to (the command line names its flag; by default
+    /// `DiscoverStep.words`).
     public init(json: Bool, watch: Bool, probe: Bool, type: ServiceType, conflictFix: @escaping @Sendable (DiscoveryConflict) -> String = \.fix,
                 say: @escaping @Sendable (DiscoverStep) -> String = \.words) {
         self.conflictFix = conflictFix

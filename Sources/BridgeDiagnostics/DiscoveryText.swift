@@ -51,7 +51,7 @@ public enum DiscoveryText {
         txt.keys.sorted().map { "\($0)=\(txt[$0] ?? "")" }.joined(separator: " ")
     }
 
-    /// Seconds as whole milliseconds, e.g. `12 ms`.
+    /// Seconds as whole milliseconds, for example `12 ms`.
     public static func milliseconds(_ seconds: Double) -> String {
         String(format: "%.0f ms", seconds * 1_000)
     }

@@ -5,8 +5,10 @@ import NIOPosix
 
 extension Doctor {
     /// The bridge port tried from this machine's own LAN addresses, as a phone's packets would arrive: a loopback that
-    /// answers says nothing about a filter on the LAN side. Only when the port answers on loopback (otherwise the port
-    /// row already says the bridge is not running). A rule found by ``packetFilter(port:)`` is named with its fix.
+    /// answers says nothing about a filter on the LAN side.
+    ///
+    /// Only when the port answers on loopback (otherwise the port row already says the bridge is not running). A rule
+    /// found by ``packetFilter(port:)`` is named with its fix.
     func lanReachability(interfaces: [NetworkFindings.InterfaceState], rules: PacketFilterReading) async -> DoctorCheck? {
         let loopback = await NetworkFindings.connect(to: ServiceAddress(ip: "127.0.0.1", family: .ipv4), port: UInt16(options.port), timeout: options.reachTimeout)
         let loopback6 = loopback == .answered ? loopback
@@ -93,8 +95,10 @@ extension Doctor {
         var unreadableReason: String?
     }
 
-    /// Reads nftables (and iptables when its rules are not nftables', i.e. iptables-legacy or no `nft`) for rules that
-    /// drop or reject the bridge port. Reading needs CAP_NET_ADMIN: without it, says so.
+    /// Reads nftables (and iptables when its rules are not nftables', that is, iptables-legacy or no `nft`) for rules that
+    /// drop or reject the bridge port.
+    ///
+    /// Reading needs CAP_NET_ADMIN: without it, says so.
     func packetFilter() async -> PacketFilterReading {
         var reading = PacketFilterReading()
         var denied = false

@@ -1,4 +1,5 @@
 /// What to try when a bridge does not answer, most likely cause first: how the connection failed says where to look.
+///
 /// A timeout means something dropped the packets (a firewall, most often; a bridge that is not running refuses at
 /// once), a refusal that the host is there and nothing listens on the port, an unreachable host a network apart.
 public enum DoctorAdvice {

@@ -4,8 +4,9 @@ import Logging
 
 extension DoctorCheck {
     /// Paired devices whose tokens are not bound to a DPoP key (paired before DPoP, or by a client without it): a
-    /// copy of their tokens works from anywhere until they expire, and `serve --dpop required` refuses them. Reads the
-    /// token store in `stateDirectory`; makes nothing when there is none.
+    /// copy of their tokens works from anywhere until they expire, and `serve --dpop required` refuses them.
+    ///
+    /// Reads the token store in `stateDirectory`; makes nothing when there is none.
     public static func dpopBinding(stateDirectory: URL) async -> DoctorCheck {
         let name = "device binding"
         let database = stateDirectory.appendingPathComponent(TokenStore.databaseFileName)

@@ -4,6 +4,7 @@ public import Foundation
 
 extension DoctorCheck {
     /// The bridge's TLS identity in `stateDirectory`: the pin to compare with a phone's, or what is wrong with it.
+    ///
     /// Reads without creating or changing anything.
     public static func tlsIdentity(stateDirectory: URL) -> DoctorCheck {
         let name = "tls identity"

@@ -3,9 +3,10 @@ public import BridgeSandbox
 extension DoctorCheck {
     /// Whether the kernel can confine the agent's terminals and, with `sandbox-agent: true`, the agent (Landlock, ABI
     /// `Landlock/minimumABI` or later): without it `serve` turns terminals off (the agent is told `terminal: false`)
-    /// unless its `terminal-confinement` is `unconfined`, and does not start an agent it was told to sandbox. The
-    /// details name settings by their config keys, never a flag (issue 31 item 5).
-    /// `probe` replaces the kernel's answer (tests).
+    /// unless its `terminal-confinement` is `unconfined`, and does not start an agent it was told to sandbox.
+    ///
+    /// The details name settings by their config keys, never a flag (issue 31 item 5). `probe` replaces the kernel's
+    /// answer (tests).
     public static func terminalConfinement(probe: () -> Result<Int, SandboxError> = Landlock.abi) -> DoctorCheck {
         let name = "terminal confinement"
         switch Landlock.usableABI(probe: probe) {

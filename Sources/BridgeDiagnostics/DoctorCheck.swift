@@ -18,7 +18,7 @@ public struct DoctorCheck: Sendable, Hashable, Codable {
         public static func < (lhs: Status, rhs: Status) -> Bool { lhs.rank < rhs.rank }
     }
 
-    /// A short name, e.g. `avahi-daemon`.
+    /// A short name, for example `avahi-daemon`.
     public var name: String
     /// The result.
     public var status: Status

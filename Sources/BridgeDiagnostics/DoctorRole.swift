@@ -30,8 +30,9 @@ public enum DoctorRole: String, Sendable, Hashable, Codable, CaseIterable {
         public init() {}
 
         /// Reads the evidence on this machine: whether `port` listens (`/proc/net/tcp{,6}`), whether `stateDirectory`
-        /// holds a TLS identity or token store, and which of `configFile` and `serviceUnit` exist. `bridgeAnswers` is
-        /// what the loopback health check found.
+        /// holds a TLS identity or token store, and which of `configFile` and `serviceUnit` exist.
+        ///
+        /// `bridgeAnswers` is what the loopback health check found.
         public static func read(
             port: Int, stateDirectory: URL, configFile: String?, serviceUnit: String?, bridgeAnswers: Bool
         ) -> Evidence {
@@ -48,9 +49,11 @@ public enum DoctorRole: String, Sendable, Hashable, Codable, CaseIterable {
         }
     }
 
-    /// The role `evidence` points to, and why, in words for the role row. A bridge that answers or listens makes this
-    /// the desk whatever else; so does a bridge set up here (a config file, a service unit, its identity or token store)
-    /// that is not running now: that is the desk with its bridge stopped, not a phone.
+    /// The role `evidence` points to, and why, in words for the role row.
+    ///
+    /// A bridge that answers or listens makes this the desk whatever else; so does a bridge set up here (a config file,
+    /// a service unit, its identity or token store) that is not running now: that is the desk with its bridge stopped,
+    /// not a phone.
     public static func decide(_ evidence: Evidence) -> (role: DoctorRole, reasons: [String]) {
         var reasons: [String] = []
         if evidence.bridgeAnswers { reasons.append("a bridge answers on this machine") }

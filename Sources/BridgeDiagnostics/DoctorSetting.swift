@@ -1,5 +1,7 @@
-/// The setting of `oa-bridge serve`, or the client's step, a doctor check's fix is about. The library says what to
-/// change or do in words; the command line names the flag (issue 31 item 5), in the text and in the JSON's `fix`.
+/// The setting of `oa-bridge serve`, or the client's step, a doctor check's fix is about.
+///
+/// The library says what to change or do in words; the command line names the flag (issue 31 item 5), in the text
+/// and in the JSON's `fix`.
 public enum DoctorSetting: String, Sendable, Hashable, Codable {
     /// The addresses serve listens on.
     case host

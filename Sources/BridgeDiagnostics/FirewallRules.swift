@@ -2,14 +2,15 @@ import Foundation
 
 /// The packet filter rules that keep phones from the bridge port: read from nftables (`nft -j list ruleset`, the
 /// rules named by `nft -a list ruleset`) or iptables (`iptables -S`), each found rule named the way its own tool
-/// prints it, with the command that lets the port through. The readers take the tools' output as text, so the
-/// parsing is tested without a firewall.
+/// prints it, with the command that lets the port through.
+///
+/// The readers take the tools' output as text, so the parsing is tested without a firewall.
 public enum FirewallRules {
     /// A rule (or a chain's policy) that drops or rejects new TCP connections to the port.
     public struct Finding: Sendable, Hashable {
         /// Which tool holds it: `nftables`, `iptables` or `ip6tables`.
         public var source: String
-        /// Where it sits, e.g. `table inet filter, chain input`.
+        /// Where it sits, for example `table inet filter, chain input`.
         public var location: String
         /// The rule as the tool prints it (`iifname "eth0" tcp dport 9099 drop`), or the chain's policy.
         public var rule: String
@@ -32,8 +33,9 @@ public enum FirewallRules {
 
     /// The rules in `json` (`nft -j list ruleset`) that drop or reject TCP `port` on its way in (chains on the
     /// `input` or `prerouting` hook, and regular chains, which those may jump to), named with their text from
-    /// `listing` (`nft -a list ruleset`, whose `# handle N` comments tie the two together). A base `input` chain
-    /// whose policy is drop, with no rule accepting the port, is a finding too.
+    /// `listing` (`nft -a list ruleset`, whose `# handle N` comments tie the two together).
+    ///
+    /// A base `input` chain whose policy is drop, with no rule accepting the port, is a finding too.
     public static func nftables(json: String, listing: String, port: Int) -> [Finding] {
         guard let root = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
               let items = root["nftables"] as? [[String: Any]] else { return [] }

@@ -8,12 +8,13 @@ import Darwin
 #endif
 
 /// What `doctor` reads about this machine's network beyond the interface list: IPv6 switches, listening
-/// sockets, TCP reachability of an address and its ARP/NDP neighbour state. Readers take their inputs as text
-/// where they can, so the parsing is tested without the system.
+/// sockets, TCP reachability of an address and its ARP/NDP neighbour state.
+///
+/// Readers take their inputs as text where they can, so the parsing is tested without the system.
 public enum NetworkFindings {
     /// Every interface that is up and not loopback, with its flags.
     public struct InterfaceState: Sendable, Hashable {
-        /// Its name, e.g. `eth0`.
+        /// Its name, for example `eth0`.
         public var name: String
         /// Whether it has IFF_MULTICAST.
         public var multicast: Bool
@@ -48,7 +49,9 @@ public enum NetworkFindings {
     // MARK: - IPv6
 
     /// Where IPv6 is switched off: `all` (the whole machine) and/or interface names; `nil` when this system has no
-    /// such switches (not Linux). `read` returns a file's contents (tests pass a dictionary).
+    /// such switches (not Linux).
+    ///
+    /// `read` returns a file's contents (tests pass a dictionary).
     public static func ipv6Disabled(interfaces: [String], read: (String) -> String? = readFile) -> [String]? {
         guard read("/proc/sys/net/ipv6/conf/all/disable_ipv6") != nil || read("/proc/net/if_inet6") != nil else {
             #if os(Linux)

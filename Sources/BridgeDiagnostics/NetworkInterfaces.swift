@@ -8,7 +8,7 @@ import Darwin
 
 /// The machine's network interfaces' addresses, as `doctor` reports them.
 public enum NetworkInterfaces {
-    /// An interface address (IPv4 or IPv6) as numeric text, e.g. `192.168.1.20` or `fe80::1%eth0`.
+    /// An interface address (IPv4 or IPv6) as numeric text, for example `192.168.1.20` or `fe80::1%eth0`.
     static func numericHost(_ address: UnsafeMutablePointer<sockaddr>) -> String? {
         let family = Int32(address.pointee.sa_family)
         guard family == AF_INET || family == AF_INET6 else { return nil }

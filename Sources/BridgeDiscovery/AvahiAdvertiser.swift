@@ -37,7 +37,9 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
 
     /// Connects, on ``control``: `avahi_client_new` talks D-Bus synchronously, and a bus that does not answer (a
     /// stopped dbus-daemon) holds it for libdbus's 25 s timeout, which must hold up neither the caller (a task on the
-    /// cooperative pool) nor a shutdown. A failure to start ends the event stream with it.
+    /// cooperative pool) nor a shutdown.
+    ///
+    /// A failure to start ends the event stream with it.
     func start() {
         unmanagedSelf = Unmanaged.passRetained(self)
         connection.delegate = self
@@ -69,8 +71,10 @@ final class AvahiAdvertiser: AvahiConnectionDelegate, @unchecked Sendable {
 
     /// Withdraws the service and ends the event stream, without waiting: the stop runs on ``control``, so a
     /// caller (a graceful-shutdown handler, a signal) never blocks on the event loop's lock, which a D-Bus call that
-    /// gets no answer (a stopped dbus-daemon) holds for up to libdbus's 25 s timeout. `completion` runs once the
-    /// client is freed (goodbye packets on their way). Use ``withdraw()`` to wait for that.
+    /// gets no answer (a stopped dbus-daemon) holds for up to libdbus's 25 s timeout.
+    ///
+    /// `completion` runs once the client is freed (goodbye packets on their way). Use ``withdraw()`` to wait for
+    /// that.
     func cancel(completion: (@Sendable () -> Void)? = nil) {
         // Idempotent: the announcer cancels on graceful shutdown and again when its run ends.
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else {

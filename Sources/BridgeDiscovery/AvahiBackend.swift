@@ -13,8 +13,9 @@ public struct AvahiBackend: DiscoveryBackend {
     /// The interface used when a registration or browse names none (`serve --interface`); `nil` for every one.
     private let defaultInterface: String?
 
-    /// Creates the backend; `logger` receives daemon and registration events. `interface` (e.g. `eth0`) restricts
-    /// every advertisement and browse that names no interface of its own.
+    /// Creates the backend; `logger` receives daemon and registration events.
+    ///
+    /// `interface` (for example `eth0`) restricts every advertisement and browse that names no interface of its own.
     public init(logger: Logger = Logger(label: "oa-bridge.discovery.avahi"), interface: String? = nil) {
         self.logger = logger
         self.defaultInterface = interface

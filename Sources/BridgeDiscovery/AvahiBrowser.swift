@@ -79,7 +79,9 @@ final class AvahiBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         try connection.start()
     }
 
-    /// Frees every Avahi object and ends the stream. Must not be called on the Avahi thread.
+    /// Frees every Avahi object and ends the stream.
+    ///
+    /// Must not be called on the Avahi thread.
     func cancel() {
         // Idempotent: a second cancel neither stops the connection nor releases `self` again.
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }

@@ -124,8 +124,10 @@ final class AvahiConnection: @unchecked Sendable {
         unmanagedSelf = nil
     }
 
-    /// Runs `action` on the event-loop thread after `milliseconds`. Call on the event-loop thread
-    /// or under the lock. Timers still pending at `stop` are dropped.
+    /// Runs `action` on the event-loop thread after `milliseconds`.
+    ///
+    /// Call on the event-loop thread or under the lock. Timers still pending at `stop` are
+    /// dropped.
     func schedule(afterMilliseconds milliseconds: UInt32, _ action: @escaping () -> Void) {
         guard !stopped, let api = avahi_threaded_poll_get(poll) else { return }
         let timer = AvahiTimer(action: action)

@@ -33,7 +33,9 @@ final class AvahiTypeBrowser: AvahiConnectionDelegate, @unchecked Sendable {
         try connection.start()
     }
 
-    /// Frees the browser and ends the stream. Idempotent.
+    /// Frees the browser and ends the stream.
+    ///
+    /// Idempotent.
     func cancel() {
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {
@@ -124,7 +126,9 @@ final class AvahiHostResolver: AvahiConnectionDelegate, @unchecked Sendable {
         try connection.start()
     }
 
-    /// Frees the resolvers and ends the stream. Idempotent.
+    /// Frees the resolvers and ends the stream.
+    ///
+    /// Idempotent.
     func cancel() {
         guard cancelClaimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         connection.stop {

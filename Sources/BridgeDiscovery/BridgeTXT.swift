@@ -1,4 +1,6 @@
-/// The TXT record of `_openagents._tcp`: what a phone needs before it connects. Never a secret.
+/// The TXT record of `_openagents._tcp`: what a phone needs before it connects.
+///
+/// Never a secret.
 ///
 /// | key | meaning |
 /// |---|---|
@@ -6,7 +8,7 @@
 /// | `proto` | protocol versions served, comma-separated: `0.2` (seed dialect 0.2.x), `1` (ACP v1) |
 /// | `id` | stable install id (UUID) of the desktop |
 /// | `auth` | `token` (pairing required) or `none` |
-/// | `path` | the WebSocket path, e.g. `/` |
+/// | `path` | the WebSocket path, for example `/` |
 /// | `ver` | the bridge's version |
 /// | `acp` | the endpoint of ACP's remote-transport RFD (WebSocket and Streamable HTTP), `/acp` (added by the server) |
 /// | `tls` | `1` when the port also speaks TLS (`wss://`, `https://`); a client still trusts only the pin from the QR code |

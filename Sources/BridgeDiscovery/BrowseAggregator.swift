@@ -1,7 +1,8 @@
 /// What both mDNS browsers (Avahi's and dns_sd's) share once they have merged an instance's sightings: which
 /// instances were announced and as what, when each was first seen, which are being resolved again after the daemon
-/// came back, and which of those never came back. It turns the backends' merged reports into `added` / `updated` /
-/// `removed` events.
+/// came back, and which of those never came back.
+///
+/// It turns the backends' merged reports into `added` / `updated` / `removed` events.
 ///
 /// A value type with no clock or thread of its own: each backend keeps one on its event-loop thread and passes the
 /// time in, so it is tested without a daemon.
@@ -75,8 +76,9 @@ struct BrowseAggregator: Sendable {
         return announced.removeValue(forKey: instance) != nil ? .removed(instance) : nil
     }
 
-    /// The daemon is back: everything announced is resolved again. Returns those instances, to be checked with
-    /// ``dropStale(_:seen:)`` once the new browse has settled.
+    /// The daemon is back: everything announced is resolved again.
+    ///
+    /// Returns those instances, to be checked with ``dropStale(_:seen:)`` once the new browse has settled.
     mutating func daemonReturned() -> Set<ServiceInstance> {
         reresolving = Set(announced.keys)
         return reresolving

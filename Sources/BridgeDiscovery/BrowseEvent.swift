@@ -20,7 +20,7 @@ public enum BrowseEvent: Sendable, Hashable {
 public enum AdvertiseEvent: Sendable, Hashable {
     /// The service is registered under `name` and being announced.
     case registered(name: String)
-    /// Another host holds the name; the service moves to `newName` (e.g. `Desk #2`).
+    /// Another host holds the name; the service moves to `newName` (for example `Desk #2`).
     case collision(oldName: String, newName: String)
     /// The daemon went away; the advertisement waits for it and registers again when it returns.
     case daemonUnavailable(reason: String)

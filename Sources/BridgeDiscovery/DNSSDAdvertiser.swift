@@ -25,9 +25,11 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     private var signTimer: DNSSDRunLoop.TimerID?
     /// Fires when a registration is not confirmed in time (see ``confirmTimeout``).
     private var confirmTimer: DNSSDRunLoop.TimerID?
-    /// How long a registration may go unconfirmed before it is made again. Avahi's compatibility
-    /// layer was seen (in the lab, after an interface went down and up) to leave a registration
-    /// unanswered for good; probing takes under a second, so 3 s means it is stuck.
+    /// How long a registration may go unconfirmed before it is made again.
+    ///
+    /// Avahi's compatibility layer was seen (in the lab, after an interface went down and up) to
+    /// leave a registration unanswered for good; probing takes under a second, so 3 s means it
+    /// is stuck.
     static let confirmTimeout: Duration = .seconds(3)
     private var daemonSeenAccepting: Bool?
     private var cancelled = false
@@ -55,7 +57,9 @@ final class DNSSDAdvertiser: @unchecked Sendable {
     }
 
     /// Withdraws the service and ends the event stream, without waiting: `completion` runs once the ref is
-    /// deallocated (goodbye packets on their way). Use ``withdraw()`` to wait for that.
+    /// deallocated (goodbye packets on their way).
+    ///
+    /// Use ``withdraw()`` to wait for that.
     func cancel(completion: (@Sendable () -> Void)? = nil) {
         loop.perform {
             self.cancelled = true

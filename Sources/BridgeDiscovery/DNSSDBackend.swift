@@ -2,8 +2,10 @@ import CDNSSD
 public import Logging
 
 /// The dns_sd backend: `DNSServiceRegister` / `Browse` / `Resolve` / `QueryRecord`, driven by the
-/// refs' socket fds. On Linux it runs over Avahi's compatibility library (libdns_sd, which talks to
-/// avahi-daemon over D-Bus); on macOS over the system's mDNSResponder.
+/// refs' socket fds.
+///
+/// On Linux it runs over Avahi's compatibility library (libdns_sd, which talks to avahi-daemon over
+/// D-Bus); on macOS over the system's mDNSResponder.
 ///
 /// Every advertisement and every browse gets its own thread (`DNSSDRunLoop`) that owns all its
 /// refs; callers see only Swift values and `AsyncStream`s. Addresses come from `DNSServiceQueryRecord`
@@ -27,8 +29,9 @@ public struct DNSSDBackend: DiscoveryBackend {
     /// The interface used when a registration or browse names none (`serve --interface`); `nil` for every one.
     private let defaultInterface: String?
 
-    /// Creates the backend; `logger` receives daemon and registration events. `interface` (e.g. `eth0`) restricts
-    /// every advertisement and browse that names no interface of its own.
+    /// Creates the backend; `logger` receives daemon and registration events.
+    ///
+    /// `interface` (for example `eth0`) restricts every advertisement and browse that names no interface of its own.
     public init(logger: Logger = Logger(label: "oa-bridge.discovery.dnssd"), interface: String? = nil) {
         self.logger = logger
         self.defaultInterface = interface

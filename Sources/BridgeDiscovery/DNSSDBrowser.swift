@@ -103,7 +103,9 @@ final class DNSSDBrowser: @unchecked Sendable {
         loop.perform { self.startBrowse() }
     }
 
-    /// Deallocates every ref, ends the stream and the loop. Safe to call more than once.
+    /// Deallocates every ref, ends the stream and the loop.
+    ///
+    /// Safe to call more than once.
     func cancel() {
         loop.perform {
             self.stopped = true

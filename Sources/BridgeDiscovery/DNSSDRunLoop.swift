@@ -48,8 +48,10 @@ final class DNSSDCallbackBox {
 }
 
 /// One thread that owns a set of `DNSServiceRef`s: it polls their socket fds plus a wake-up pipe and
-/// calls `DNSServiceProcessResult` when one is readable. Every `DNSService*` call that touches a ref
-/// happens on this thread; other threads queue work with `perform`.
+/// calls `DNSServiceProcessResult` when one is readable.
+///
+/// Every `DNSService*` call that touches a ref happens on this thread; other threads queue work with
+/// `perform`.
 ///
 /// Refs are closed with `close(_:)`, which defers `DNSServiceRefDeallocate` (and the release of the
 /// callback box) until the current callback has returned, so a callback may close its own ref.
@@ -86,7 +88,9 @@ final class DNSSDRunLoop: @unchecked Sendable {
         self.label = label
     }
 
-    /// Starts the thread. Fails if the wake-up pipe cannot be created.
+    /// Starts the thread.
+    ///
+    /// Fails if the wake-up pipe cannot be created.
     func start() throws(DiscoveryError) {
         DNSSDEnvironment.prepare()
         var fds: [Int32] = [-1, -1]
@@ -116,7 +120,9 @@ final class DNSSDRunLoop: @unchecked Sendable {
         return Thread.current === thread
     }
 
-    /// Queues `block` to run on the loop thread. Dropped if the loop has stopped.
+    /// Queues `block` to run on the loop thread.
+    ///
+    /// Dropped if the loop has stopped.
     func perform(_ block: @escaping @Sendable () -> Void) {
         lock.lock()
         guard started, !exited, !stopRequested else {
@@ -154,8 +160,10 @@ final class DNSSDRunLoop: @unchecked Sendable {
     // MARK: - Loop-thread API
 
     /// Creates a ref with `make`, which receives the context pointer to pass to the `DNSService*`
-    /// call and the ref to fill in, and returns that call's error code. On success the ref is polled
-    /// from now on; on failure the box is released and the error returned.
+    /// call and the ref to fill in, and returns that call's error code.
+    ///
+    /// On success the ref is polled from now on; on failure the box is released and the error
+    /// returned.
     func open(
         _ box: DNSSDCallbackBox, _ make: (UnsafeMutableRawPointer, UnsafeMutablePointer<DNSServiceRef?>) -> DNSServiceErrorType
     ) -> DNSServiceErrorType {

@@ -37,7 +37,7 @@ enum DNSSDErrorCode {
     /// Apple's code when the daemon closed the connection (mDNSResponder restarted).
     static let defunctConnection: DNSServiceErrorType = -65569
 
-    /// The constant's name and number, e.g. `kDNSServiceErr_Unknown (-65537)`.
+    /// The constant's name and number, for example `kDNSServiceErr_Unknown (-65537)`.
     static func describe(_ error: DNSServiceErrorType) -> String {
         let names: [DNSServiceErrorType: String] = [
             noError: "NoError", unknown: "Unknown", noSuchName: "NoSuchName", noMemory: "NoMemory",
@@ -84,10 +84,11 @@ enum DNSSDConstants {
     static let interfaceAny: UInt32 = 0
 }
 
-/// When to try again while the daemon is unreachable. A failed attempt costs one local D-Bus round
-/// trip, and dns_sd cannot say when the daemon returns, so: every second for the first ten tries
-/// (a daemon that is starting is found within a second), then one second more each time, up to
-/// every five seconds.
+/// When to try again while the daemon is unreachable.
+///
+/// A failed attempt costs one local D-Bus round trip, and dns_sd cannot say when the daemon
+/// returns, so: every second for the first ten tries (a daemon that is starting is found within a
+/// second), then one second more each time, up to every five seconds.
 enum DNSSDRetry {
     /// The delay before attempt `attempts + 1`, for `attempts` ≥ 1.
     static func delay(afterAttempts attempts: Int) -> Duration {
@@ -207,7 +208,9 @@ final class DNSSDOwnServices: Sendable {
 }
 
 /// The C callbacks: each finds its `DNSSDCallbackBox` through the context pointer and hands Swift
-/// values to it. They run on the run loop's thread, inside `DNSServiceProcessResult`.
+/// values to it.
+///
+/// They run on the run loop's thread, inside `DNSServiceProcessResult`.
 enum DNSSDCallbacks {
     static func box(_ context: UnsafeMutableRawPointer?) -> DNSSDCallbackBox? {
         guard let context else { return nil }
@@ -249,9 +252,11 @@ enum DNSSDCallbacks {
 }
 
 /// A cheap sign that the mDNS daemon has come back, for the retry loops: dns_sd itself cannot say
-/// when the daemon returns. On Linux, avahi-daemon listens on `/run/avahi-daemon/socket` (its
-/// simple protocol, set up just before it joins D-Bus); a socket left behind by a dead daemon
-/// refuses connections. Elsewhere there is no such sign and the retry schedule alone applies.
+/// when the daemon returns.
+///
+/// On Linux, avahi-daemon listens on `/run/avahi-daemon/socket` (its simple protocol, set up just
+/// before it joins D-Bus); a socket left behind by a dead daemon refuses connections. Elsewhere
+/// there is no such sign and the retry schedule alone applies.
 enum DNSSDDaemonSign {
     /// How often callers look while the daemon is away.
     static let interval: Duration = .milliseconds(250)

@@ -1,5 +1,6 @@
-/// A step `discover`'s advice points to (wait for a bridge, list every service type, keep discovery on). The
-/// library says it in words; the command line names the command and flag (issue 31 item 5).
+/// A step `discover`'s advice points to (wait for a bridge, list every service type, keep discovery on).
+///
+/// The library says it in words; the command line names the command and flag (issue 31 item 5).
 public enum DiscoverStep: Sendable, Hashable, CaseIterable {
     /// Watching the network until a bridge appears.
     case watch

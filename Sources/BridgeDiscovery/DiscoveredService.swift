@@ -1,8 +1,8 @@
 /// The identity of one service instance on the network: name, type and domain (RFC 6763 §4.1).
 public struct ServiceInstance: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// The instance name, e.g. `Desk`; may hold spaces and any UTF-8.
+    /// The instance name, for example `Desk`; may hold spaces and any UTF-8.
     public var name: String
-    /// The service type, e.g. `_openagents._tcp`.
+    /// The service type, for example `_openagents._tcp`.
     public var type: String
     /// The domain, normally `local`.
     public var domain: String
@@ -33,11 +33,11 @@ public struct ServiceAddress: Sendable, Hashable, Codable, CustomStringConvertib
         case ipv6
     }
 
-    /// The address in its textual form, without any zone (e.g. `fe80::1`, `198.18.0.2`).
+    /// The address in its textual form, without any zone (for example `fe80::1`, `198.18.0.2`).
     public var ip: String
     /// IPv4 or IPv6.
     public var family: Family
-    /// For link-local IPv6 addresses, the interface the address is valid on (e.g. `eth0`).
+    /// For link-local IPv6 addresses, the interface the address is valid on (for example `eth0`).
     public var zone: String?
 
     /// Creates an address.
@@ -76,7 +76,7 @@ public struct ServiceAddress: Sendable, Hashable, Codable, CustomStringConvertib
 public struct ResolvedService: Sendable, Hashable, Codable {
     /// Name, type and domain.
     public var instance: ServiceInstance
-    /// The target host name, e.g. `desk.local`.
+    /// The target host name, for example `desk.local`.
     public var hostName: String
     /// The TCP or UDP port.
     public var port: UInt16
@@ -84,7 +84,7 @@ public struct ResolvedService: Sendable, Hashable, Codable {
     public var addresses: [ServiceAddress]
     /// The TXT record as key/value pairs; a key present without `=` maps to an empty string.
     public var txt: [String: String]
-    /// Names of the interfaces the service was seen on, e.g. `["eth0"]`.
+    /// Names of the interfaces the service was seen on, for example `["eth0"]`.
     public var interfaces: [String]
     /// Whether the service is published by this very machine (Avahi's "local" flag).
     public var isLocal: Bool

@@ -2,7 +2,7 @@
 ///
 /// Backends hide their C callbacks; callers see only Swift values and `AsyncStream`s.
 public protocol DiscoveryBackend: Sendable {
-    /// A short name for logs and `--backend`, e.g. `avahi` or `dnssd`.
+    /// A short name for logs and `--backend`, for example `avahi` or `dnssd`.
     var name: String { get }
 
     /// Starts advertising `registration` and keeps it advertised (through daemon restarts and
@@ -38,8 +38,10 @@ public struct Advertisement: Sendable {
     private let cancelAction: @Sendable () -> Void
     private let withdrawAction: @Sendable () async -> Void
 
-    /// Creates an advertisement handle; backends call this. `withdraw` cancels and waits until the goodbye
-    /// packets are on their way; without it, ``withdraw()`` is ``cancel()``.
+    /// Creates an advertisement handle; backends call this.
+    ///
+    /// `withdraw` cancels and waits until the goodbye packets are on their way; without it, ``withdraw()``
+    /// is ``cancel()``.
     public init(
         events: AsyncStream<AdvertiseEvent>,
         updateTXT: @escaping @Sendable (TXTRecord) -> Void,
@@ -59,6 +61,8 @@ public struct Advertisement: Sendable {
     public func cancel() { cancelAction() }
 
     /// Withdraws the service and returns once its goodbye packets are on their way (a bounded wait that blocks no
-    /// thread). Call it last thing before a process exits, so phones see the service go at once.
+    /// thread).
+    ///
+    /// Call it last thing before a process exits, so phones see the service go at once.
     public func withdraw() async { await withdrawAction() }
 }

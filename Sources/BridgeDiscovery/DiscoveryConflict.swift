@@ -45,8 +45,9 @@ public enum DiscoveryConflict: Sendable, Hashable {
         }
     }
 
-    /// The `oa-bridge serve` setting a conflict's fix changes. The library says what to change in words; the command
-    /// line names the flag (issue 31 item 5).
+    /// The `oa-bridge serve` setting a conflict's fix changes.
+    ///
+    /// The library says what to change in words; the command line names the flag (issue 31 item 5).
     public enum Setting: Sendable, Hashable {
         /// The service's instance name, with a name to give it when there is one to suggest.
         case name(suggested: String?)

@@ -1,5 +1,6 @@
-/// One line of `oa-bridge discover --json`: an event with what it is about. `Probe` is the caller's handshake
-/// result (the library does not probe), encoded under `probe`.
+/// One line of `oa-bridge discover --json`: an event with what it is about.
+///
+/// `Probe` is the caller's handshake result (the library does not probe), encoded under `probe`.
 public struct DiscoveryRecord<Probe: Encodable & Sendable>: Encodable, Sendable {
     /// An address as printed in JSON: `{"ip","family","zone"}`, zone an explicit null when absent.
     public struct Address: Encodable, Sendable {

@@ -19,8 +19,9 @@ public enum WatchEvent: Sendable, Hashable {
 }
 
 /// The state behind `oa-bridge discover`: which services are present (in the order found), what changed in each
-/// update, naming conflicts, and whether the browse has settled. A value type with no clock or thread of its own:
-/// callers pass the time in, so it is tested without a daemon.
+/// update, naming conflicts, and whether the browse has settled.
+///
+/// A value type with no clock or thread of its own: callers pass the time in, so it is tested without a daemon.
 public struct DiscoveryWatcher: Sendable {
     private var services: [ServiceInstance: ResolvedService] = [:]
     private var order: [ServiceInstance] = []

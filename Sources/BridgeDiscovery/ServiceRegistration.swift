@@ -1,6 +1,6 @@
 /// What to advertise: a named service of a type on a port, with TXT metadata.
 public struct ServiceRegistration: Sendable, Hashable {
-    /// The instance name users see, e.g. `Desk`; at most 63 bytes of UTF-8.
+    /// The instance name users see, for example `Desk`; at most 63 bytes of UTF-8.
     public var name: String
     /// The service type.
     public var type: ServiceType
@@ -10,8 +10,10 @@ public struct ServiceRegistration: Sendable, Hashable {
     public var port: UInt16
     /// The TXT record.
     public var txt: TXTRecord
-    /// The interface to announce on (`eth0`), or `nil` for every interface the daemon uses. Users with docker0,
-    /// VPN or virtual bridges pick the LAN's interface so phones are not told unreachable addresses.
+    /// The interface to announce on (`eth0`), or `nil` for every interface the daemon uses.
+    ///
+    /// Users with docker0, VPN or virtual bridges pick the LAN's interface so phones are not told unreachable
+    /// addresses.
     public var interface: String?
 
     /// Creates a registration, validating the name.

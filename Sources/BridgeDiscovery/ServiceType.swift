@@ -1,6 +1,6 @@
 /// A DNS-SD service type such as `_openagents._tcp` (RFC 6763 §7).
 public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
-    /// The type as DNS-SD writes it, e.g. `_openagents._tcp`.
+    /// The type as DNS-SD writes it, for example `_openagents._tcp`.
     public let rawValue: String
 
     /// The service type the bridge advertises.
@@ -26,6 +26,6 @@ public struct ServiceType: Sendable, Hashable, CustomStringConvertible {
         self.rawValue = uncheckedRawValue
     }
 
-    /// The type as DNS-SD writes it, e.g. `_oa-bridge._tcp`.
+    /// The type as DNS-SD writes it, for example `_oa-bridge._tcp`.
     public var description: String { rawValue }
 }

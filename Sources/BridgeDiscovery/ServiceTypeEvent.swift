@@ -1,10 +1,10 @@
 /// One service type seen on the network by the `_services._dns-sd._udp` meta-query (RFC 6763 §9).
 public struct ServiceTypeSighting: Sendable, Hashable, Codable {
-    /// The type, e.g. `_openagents._tcp`.
+    /// The type, for example `_openagents._tcp`.
     public var type: String
     /// The domain, normally `local`.
     public var domain: String
-    /// The interface it was seen on, e.g. `eth0` (`nil` if the backend did not say).
+    /// The interface it was seen on, for example `eth0` (`nil` if the backend did not say).
     public var interface: String?
 
     /// Creates a sighting.
@@ -15,8 +15,9 @@ public struct ServiceTypeSighting: Sendable, Hashable, Codable {
     }
 
     /// A meta-query answer as dns_sd reports it (RFC 6763 §9): the instance name holds the first label of the
-    /// type (`_openagents`) and the "type" the protocol and the domain (`_tcp.local.`). Returns `nil` for anything
-    /// that is not of that shape.
+    /// type (`_openagents`) and the "type" the protocol and the domain (`_tcp.local.`).
+    ///
+    /// Returns `nil` for anything that is not of that shape.
     public static func fromMetaQueryReply(name: String, type: String, interface: String?) -> ServiceTypeSighting? {
         var labels = type.split(separator: ".", omittingEmptySubsequences: true).map(String.init)
         guard name.hasPrefix("_"), !name.contains("."), let proto = labels.first, proto == "_tcp" || proto == "_udp" else {
@@ -44,7 +45,7 @@ public enum ServiceTypeEvent: Sendable, Hashable {
 
 /// The addresses an mDNS host name resolved to (`avahi-resolve --name desk.local`).
 public struct HostResolution: Sendable, Hashable, Codable {
-    /// The name asked for, e.g. `desk.local`.
+    /// The name asked for, for example `desk.local`.
     public var hostName: String
     /// Every address found, IPv4 first; link-local IPv6 carries its interface as zone.
     public var addresses: [ServiceAddress]

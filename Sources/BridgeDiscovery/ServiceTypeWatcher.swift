@@ -1,7 +1,9 @@
 import Foundation
 
 /// The state and the text of `discover --all`: the service types present (in the order found), whether the browse
-/// has settled, and the verdict a person needs. A value type; callers pass the time in.
+/// has settled, and the verdict a person needs.
+///
+/// A value type; callers pass the time in.
 public struct ServiceTypeWatcher: Sendable {
     private var types: [ServiceTypeSighting] = []
     private var sawAllForNow = false

@@ -72,7 +72,9 @@ public struct TXTRecord: Sendable, Hashable {
         }
     }
 
-    /// Parses the wire form. Empty strings are skipped; a later duplicate key is ignored.
+    /// Parses the wire form.
+    ///
+    /// Empty strings are skipped; a later duplicate key is ignored.
     public init(wireFormat bytes: [UInt8]) throws(DiscoveryError) {
         var index = 0
         var seen = Set<String>()

@@ -3,7 +3,7 @@ import Foundation
 public import Hummingbird
 public import Logging
 
-/// The calling device's own account, for a paired phone (Bearer access token on both):
+/// The calling device's own account, for a paired phone (Bearer access token on both).
 ///
 /// - `GET /api/me` → 200 `{"device_id", "name", "paired_at", "last_seen_at", "access_token_expires_at"}` (ISO 8601
 ///   dates); never a token or hash.
@@ -14,7 +14,7 @@ public import Logging
 /// is), so they stay protected wherever they are registered; register them with the other protected `/api` routes.
 public enum AccountRoutes {
     /// Adds `GET /api/me` and `POST /api/logout` to `router` (a router, or a route group; paths are given in full
-    /// unless `prefix` says which part the group already matched, e.g. `"/api"` for `router.group("api")`).
+    /// unless `prefix` says which part the group already matched, for example `"/api"` for `router.group("api")`).
     public static func register<Context: RemoteAddressRequestContext>(
         on router: some RouterMethods<Context>, authenticator: Authenticator, logger: Logger, prefix: String = ""
     ) {

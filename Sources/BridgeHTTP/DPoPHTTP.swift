@@ -25,7 +25,9 @@ package enum DPoPFields {
 
 extension DPoPPresentation {
     /// The DPoP parts of `request`: its method, its target URI (`https` when the connection is TLS, the `Host`, the
-    /// path without query) and its `DPoP` header. More than one `DPoP` header is refused (RFC 9449 §4.3 check 1).
+    /// path without query) and its `DPoP` header.
+    ///
+    /// More than one `DPoP` header is refused (RFC 9449 §4.3 check 1).
     public static func of<Context: RequestContext>(_ request: Request, context: Context) throws(PairingError) -> DPoPPresentation {
         let proofs = DPoPFields.proofs(in: request.headers)
         guard proofs.count <= 1 else { throw .dpop(.malformedProof("the request carries more than one DPoP header")) }
@@ -38,8 +40,9 @@ extension DPoPPresentation {
 }
 
 /// Adds `DPoP-Nonce` (RFC 9449 §8) to every answer under `/api/` while DPoP is on, so a client always holds a
-/// current nonce (`GET /api/pair/hello` gives one before pairing). Add it before `PairingErrorMiddleware` so
-/// refusals carry it too.
+/// current nonce (`GET /api/pair/hello` gives one before pairing).
+///
+/// Add it before `PairingErrorMiddleware` so refusals carry it too.
 package struct DPoPNonceMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The policy whose nonces are handed out.
     let policy: DPoPPolicy

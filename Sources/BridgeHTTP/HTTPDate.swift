@@ -1,6 +1,6 @@
 package import Foundation
 
-/// The `Date` header's text (RFC 9110 §5.6.7, IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+/// The `Date` header's text (RFC 9110 §5.6.7, IMF-fixdate), for example `Sun, 06 Nov 1994 08:49:37 GMT`.
 package enum HTTPDate {
     private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

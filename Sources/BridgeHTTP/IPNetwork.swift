@@ -5,6 +5,7 @@ import Darwin
 #endif
 
 /// An IPv4 or IPv6 network in CIDR notation (`192.168.1.0/24`, `fd00::/8`, or a single address such as `10.0.0.7`).
+///
 /// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.7`) are treated as the IPv4 address they carry.
 public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     /// The network's address bytes (4 for IPv4, 16 for IPv6), host bits cleared.

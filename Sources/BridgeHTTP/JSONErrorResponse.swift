@@ -3,19 +3,21 @@ public import HTTPTypes
 public import Hummingbird
 
 /// An HTTP refusal as a typed value: its status, a machine-readable code, a message, extra members of the JSON body
-/// and header fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`…). Thrown from the upgrade check, returned by
-/// middleware and routes, carried by an upgrade authorizer's denial, and written in one shape by `head(closing:)`
-/// and ``body`` whichever layer writes it (Hummingbird, the HTTP/1.1 or HTTP/2 codec, or raw bytes before any codec).
+/// and header fields (`WWW-Authenticate`, `DPoP-Nonce`, `Retry-After`…).
+///
+/// Thrown from the upgrade check, returned by middleware and routes, carried by an upgrade authorizer's denial, and
+/// written in one shape by `head(closing:)` and ``body`` whichever layer writes it (Hummingbird, the HTTP/1.1 or
+/// HTTP/2 codec, or raw bytes before any codec).
 public struct JSONErrorResponse: HTTPResponseError, Equatable {
     /// The HTTP status.
     public let status: HTTPResponse.Status
-    /// Machine-readable code, e.g. `forbidden_network`.
+    /// Machine-readable code, for example `forbidden_network`.
     public let code: String
     /// What happened and what to do.
     public let message: String
-    /// Extra members of the body (e.g. `retry_after`).
+    /// Extra members of the body (for example `retry_after`).
     public var extra: [String: Int] = [:]
-    /// Extra header fields (e.g. `Retry-After`).
+    /// Extra header fields (for example `Retry-After`).
     public var headers: HTTPFields = [:]
 
     /// A refusal with `status`, `code` and `message`, and `extra` members and `headers` when given.

@@ -2,9 +2,11 @@ import BridgePairing
 package import Hummingbird
 package import Prometheus
 
-/// `GET /metrics`: Prometheus text format, when a registry is configured. Loopback only, with the pairing pages'
-/// checks: the peer must be on loopback, the `Host` header must name loopback (so a web page cannot read it through
-/// DNS rebinding), and an `Origin`, if sent, must be that same host. Anything else gets 403 `loopback_only`.
+/// `GET /metrics`: Prometheus text format, when a registry is configured.
+///
+/// Loopback only, with the pairing pages' checks: the peer must be on loopback, the `Host` header must name
+/// loopback (so a web page cannot read it through DNS rebinding), and an `Origin`, if sent, must be that same host.
+/// Anything else gets 403 `loopback_only`.
 package enum MetricsRoute {
     /// Adds `GET /metrics` for `registry` to `router`.
     package static func register<Context: RemoteAddressRequestContext>(on router: Router<Context>, registry: PrometheusCollectorRegistry) {

@@ -3,7 +3,9 @@ package import Hummingbird
 import NIOCore
 
 /// Authentication off (`serve --auth none`): only loopback peers and peers inside an allowed network may open a
-/// WebSocket or use `/api/`. Its refusal says what is wrong in the bridge's words; the flags are the CLI's.
+/// WebSocket or use `/api/`.
+///
+/// Its refusal says what is wrong in the bridge's words; the flags are the CLI's.
 package struct NetworkGate: Sendable {
     /// The networks allowed besides loopback.
     package let allowed: [IPNetwork]

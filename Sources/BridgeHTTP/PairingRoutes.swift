@@ -7,7 +7,9 @@ public import Logging
 public import NIOCore
 
 /// A request context that knows the peer's address, which the pairing and auth routes need (rate limiting per
-/// address, loopback-only pages). Use it for the bridge's HTTP router: `Router(context: BridgeRequestContext.self)`.
+/// address, loopback-only pages).
+///
+/// Use it for the bridge's HTTP router: `Router(context: BridgeRequestContext.self)`.
 public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
@@ -25,7 +27,7 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 }
 
 /// HTTP routes for pairing and token exchange (issue 4), open by design (they are how a device gets a token);
-/// a `BridgePairing/PairingError` a route throws is answered by `PairingErrorMiddleware`:
+/// a `BridgePairing/PairingError` a route throws is answered by `PairingErrorMiddleware`.
 ///
 /// - `POST /api/auth/exchange` `{"pairing_token","device_name"?}` → 200 tokens, 202 pending (approval mode), 401/403/429.
 /// - `POST /api/auth/refresh` `{"refresh_token"}` → 200 new tokens (rotation), 401/403/429.
@@ -37,8 +39,10 @@ public struct BridgeRequestContext: RequestContext, TransportAwareRequestContext
 ///   returns the info), `GET /api/pair/devices` (`?all=1` includes revoked ones), `POST /api/pair/approve`,
 ///   `POST /api/pair/deny` and `POST /api/pair/revoke` `{"device_id"}`.
 public enum PairingRoutes {
-    /// Adds the routes to `router`. Pass `authenticator: nil` with `--auth none`: the `/api/auth/*` routes are then
-    /// not added, and the pairing page shows a payload without token.
+    /// Adds the routes to `router`.
+    ///
+    /// Pass `authenticator: nil` with `--auth none`: the `/api/auth/*` routes are then not added, and the pairing
+    /// page shows a payload without token.
     public static func register<Context: RemoteAddressRequestContext>(
         on router: Router<Context>,
         authenticator: Authenticator?,
@@ -244,10 +248,12 @@ public enum PairingRoutes {
 }
 
 /// Requires a valid access token (`Authorization: Bearer`) on every route it is attached to, and answers 401/403/429
-/// with a JSON body otherwise. Attach it to a route group, not to the whole router, so it follows the routes and
-/// not their spelling: `router.group("api").add(middleware: BearerAuthMiddleware(authenticator: …))`, and register
-/// the protected routes on that group (the bridge does this in BridgeServer's `BridgeHTTPRouter`). Paths are normalised before
-/// routing (BridgeServer's `PathNormalizingResponder`), so `//api/status` or `/%61pi/status` reach the same route and the same check.
+/// with a JSON body otherwise.
+///
+/// Attach it to a route group, not to the whole router, so it follows the routes and not their spelling:
+/// `router.group("api").add(middleware: BearerAuthMiddleware(authenticator: …))`, and register the protected routes on that group
+/// (the bridge does this in BridgeServer's `BridgeHTTPRouter`). Paths are normalised before routing (BridgeServer's
+/// `PathNormalizingResponder`), so `//api/status` or `/%61pi/status` reach the same route and the same check.
 public struct BearerAuthMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
     /// The authenticator checking tokens.
     public let authenticator: Authenticator

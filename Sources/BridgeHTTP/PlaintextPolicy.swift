@@ -15,7 +15,9 @@ package import Logging
 public struct PlaintextPolicy: Sendable, Equatable {
     /// `--allow-plaintext`: accept all of the above in clear too (for clients that cannot do TLS yet).
     public var allowPlaintext: Bool
-    /// Whether the bridge uses tokens (an authenticator is configured). Without tokens nothing secret travels.
+    /// Whether the bridge uses tokens (an authenticator is configured).
+    ///
+    /// Without tokens nothing secret travels.
     public var tokensInUse: Bool
 
     /// A policy; the default refuses secrets in clear.
@@ -27,8 +29,9 @@ public struct PlaintextPolicy: Sendable, Equatable {
     /// One request as the policy sees it.
     public struct Request: Sendable {
         /// The request target (`/api/auth/exchange`), as sent or already normalised, in any form: origin form,
-        /// absolute form (`http://x:abc//api/auth/exchange`), with or without its query. The policy judges its
-        /// normalised path (``PlaintextPolicy/normalizedPath(ofTarget:)``).
+        /// absolute form (`http://x:abc//api/auth/exchange`), with or without its query.
+        ///
+        /// The policy judges its normalised path (``PlaintextPolicy/normalizedPath(ofTarget:)``).
         public var path: String
         /// The request target's query, if any (`token=…`).
         public var query: String?
@@ -70,6 +73,7 @@ public struct PlaintextPolicy: Sendable, Equatable {
     /// The path a request target names, normalised as the router sees it: the scheme and authority of an absolute
     /// form dropped (whatever its port says), the query and fragment dropped, escaped unreserved characters decoded,
     /// empty and `.` segments dropped and `..` resolved (`http://x:abc//api/./auth/exchange` → `/api/auth/exchange`).
+    ///
     /// A target that is not a path (`*`, an authority) is returned as it is.
     public static func normalizedPath(ofTarget target: String) -> String {
         var rest = Substring(target)

@@ -1,8 +1,10 @@
 package import Hummingbird
 package import Logging
 
-/// Applies the ``PlaintextPolicy`` to HTTP requests. Goes first in the router, ahead of the token checks, so a token
-/// sent in clear from another machine is refused without being looked at (nor consumed).
+/// Applies the ``PlaintextPolicy`` to HTTP requests.
+///
+/// Goes first in the router, ahead of the token checks, so a token sent in clear from another machine is refused
+/// without being looked at (nor consumed).
 package struct PlaintextPolicyMiddleware<Context: TransportAwareRequestContext>: RouterMiddleware {
     /// The policy applied.
     let policy: PlaintextPolicy

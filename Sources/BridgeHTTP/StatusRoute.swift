@@ -1,10 +1,11 @@
 package import Foundation
 package import Hummingbird
 
-/// `GET /api/status`: who is serving, for clients that hold a token. Registered on the protected `/api` group
-/// (BridgeServer's `BridgeHTTPRouter`), so behind ``BearerAuthMiddleware`` when auth is on: a client can check its token here and
-/// get 401 (missing or unknown token) or 403 (expired or revoked) with a JSON body saying which — the same answer a
-/// refused WebSocket upgrade carries (BridgeServer's `UpgradeRefusals`).
+/// `GET /api/status`: who is serving, for clients that hold a token.
+///
+/// Registered on the protected `/api` group (BridgeServer's `BridgeHTTPRouter`), so behind ``BearerAuthMiddleware`` when auth is
+/// on: a client can check its token here and get 401 (missing or unknown token) or 403 (expired or revoked) with a JSON body
+/// saying which — the same answer a refused WebSocket upgrade carries (BridgeServer's `UpgradeRefusals`).
 package enum StatusRoute {
     /// Adds `GET status` to `group`: the bridge's `name` and `version`, whether it uses tokens (`tokensInUse`), its
     /// WebSocket `path`, the endpoint of ACP's remote-transport RFD (`acp`: WebSocket and Streamable HTTP), and the

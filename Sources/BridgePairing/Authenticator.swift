@@ -31,7 +31,7 @@ public struct Authenticator: Sendable {
         self.logger = logger
     }
 
-    /// A request whose token (and proof) was already checked, e.g. by the `/api` group's middleware: a route behind it
+    /// A request whose token (and proof) was already checked, for example by the `/api` group's middleware: a route behind it
     /// that authenticates the same `Authorization` again gets `device` (the proof's `jti` is spent and must not be
     /// checked twice).
     public struct AuthenticatedRequest: Sendable {
@@ -239,7 +239,7 @@ extension Authenticator {
     ///   - authorization: the `Authorization` header, if any.
     ///   - origin: the `Origin` header, if any.
     ///   - host: the `Host` header, if any.
-    ///   - remoteAddress: the peer, e.g. `192.168.1.20:51234` (the port is ignored for rate limiting); when `nil`,
+    ///   - remoteAddress: the peer, for example `192.168.1.20:51234` (the port is ignored for rate limiting); when `nil`,
     ///     the token is still checked but failures are not rate limited.
     ///   - allowedOrigins: other `Origin` values let through besides the bridge's own pages (exact `scheme://host[:port]`).
     ///   - presentation: the request's method and target URI and its DPoP proof (the `DPoP` header, or `?dpop=` from a

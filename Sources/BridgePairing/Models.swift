@@ -5,7 +5,7 @@ public import Foundation
 public struct DeviceRecord: Sendable, Equatable, Codable {
     /// Stable identifier (a lowercase UUID); `oa-bridge devices approve|revoke` accept any unique prefix of it.
     public var id: String
-    /// The name the device gave when pairing (sanitised), e.g. "Pixel 8".
+    /// The name the device gave when pairing (sanitised), for example "Pixel 8".
     public var name: String
     /// When the device first exchanged its pairing token.
     public var createdAt: Date
@@ -18,7 +18,7 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     /// When the device was revoked, if it was.
     public var revokedAt: Date?
     /// Whether the device's tokens are bound to its DPoP key (a refresh token it still holds is); nil when unknown
-    /// (the record was read without that question, e.g. by ``TokenStore/device(id:)``).
+    /// (the record was read without that question, for example by ``TokenStore/device(id:)``).
     public var dpopBound: Bool?
 
     /// Whether the device is waiting for approval on the desktop.
@@ -42,9 +42,13 @@ public struct DeviceRecord: Sendable, Equatable, Codable {
     }
 }
 
-/// A freshly issued token in clear, to hand to its holder once. Its `description` is redacted, so logging it is safe.
+/// A freshly issued token in clear, to hand to its holder once.
+///
+/// Its `description` is redacted, so logging it is safe.
 public struct IssuedToken: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The plain-text token (`oa_p_…`, `oa_s_…` or `oa_r_…`). Never log it.
+    /// The plain-text token (`oa_p_…`, `oa_s_…` or `oa_r_…`).
+    ///
+    /// Never log it.
     public let token: String
     /// Which kind of token this is.
     public let kind: TokenKind
@@ -114,7 +118,9 @@ public struct AuthenticatedDevice: Sendable, Equatable {
     /// When the presented access token expires (close the WebSocket then, code 4001).
     public let accessTokenExpiresAt: Date
     /// The token family the access token belongs to (the tokens descended from one pairing); a WebSocket opened
-    /// with it is closed (code 4003) when the family is revoked. `nil` only for tokens stored without a family.
+    /// with it is closed (code 4003) when the family is revoked.
+    ///
+    /// `nil` only for tokens stored without a family.
     public let familyID: String?
     /// The thumbprint of the DPoP key the token family is bound to; nil when unbound (or with `--dpop off`).
     public var dpopThumbprint: String? = nil
@@ -130,6 +136,7 @@ public enum TokenRevocation: Sendable, Hashable {
 }
 
 /// What `GET /api/me` (and `_oa/me`) answers: who the caller is, never a secret.
+///
 /// `{"device_id", "name", "paired_at", "last_seen_at", "access_token_expires_at"}`.
 public struct AccountInfo: Sendable, Equatable, Codable {
     /// The device's ID.

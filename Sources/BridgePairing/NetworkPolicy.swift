@@ -10,7 +10,9 @@ import Darwin
 /// Address and origin rules for the HTTP side: loopback-only pages, rate-limit keys, browser Origin checks.
 public enum NetworkPolicy {
     /// The host part of a peer address such as `192.168.1.20:51234`, `[fd00::1]:443`, `::1` or `192.168.1.20`,
-    /// with IPv4-mapped IPv6 (`::ffff:10.0.0.1`) reduced to IPv4. Used as the rate-limiter key.
+    /// with IPv4-mapped IPv6 (`::ffff:10.0.0.1`) reduced to IPv4.
+    ///
+    /// Used as the rate-limiter key.
     public static func host(fromRemoteAddress address: String) -> String {
         var host = address.trimmingCharacters(in: .whitespaces)
         if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
@@ -25,6 +27,7 @@ public enum NetworkPolicy {
     }
 
     /// Whether a peer address (any form ``host(fromRemoteAddress:)`` accepts) is loopback: 127.0.0.0/8 or ::1.
+    ///
     /// `/pair` and `/api/pair/*` answer only such peers.
     public static func isLoopback(_ remoteAddress: String?) -> Bool {
         guard let remoteAddress else { return false }
@@ -55,7 +58,7 @@ public enum NetworkPolicy {
 
     /// The browser Origin check for WebSocket upgrades, so a web page cannot drive the bridge.
     ///
-    /// Passes: no `Origin` (most native clients); a `ws://` or `wss://` origin (some native WebSocket clients, e.g.
+    /// Passes: no `Origin` (most native clients); a `ws://` or `wss://` origin (some native WebSocket clients, for example
     /// HummingbirdWSClient, send one; browsers never do); an `http(s)` origin whose `host:port` is the request's own
     /// `Host` (a page served by this bridge); anything in `allowedOrigins` (exact `scheme://host[:port]` strings).
     /// Refused: every other origin, `Origin: null` (sandboxed frames, `file:` pages) and several `Origin` values.
@@ -79,6 +82,7 @@ public enum NetworkPolicy {
 
 extension NetworkPolicy {
     /// Whether a `Host` header names this machine's loopback (`localhost`, `127.x.y.z`, `[::1]`, with any port).
+    ///
     /// Checking it defeats DNS rebinding: a foreign site whose name resolves to 127.0.0.1 still sends its own name.
     public static func isLoopbackHostHeader(_ host: String?) -> Bool {
         guard var value = host?.trimmingCharacters(in: .whitespaces).lowercased(), !value.isEmpty else { return false }
@@ -161,7 +165,9 @@ extension NetworkPolicy {
 
     /// The browser check of every WebSocket upgrade and every state-changing request (a method other than `GET`,
     /// `HEAD`, `OPTIONS`), in every mode (tokens or `--auth none`), so that no web page of another site, nor one
-    /// reached through DNS rebinding, drives the bridge. `nil` when it passes.
+    /// reached through DNS rebinding, drives the bridge.
+    ///
+    /// `nil` when it passes.
     ///
     /// - A request without `Origin` passes: browsers send one with every WebSocket upgrade and every `POST`, native
     ///   clients do not.
@@ -215,7 +221,9 @@ extension NetworkPolicy {
 extension NetworkPolicy {
     /// The bucket a peer counts in for rate limits: an IPv4 address on its own (an IPv4-mapped IPv6 address as its
     /// IPv4 address), an IPv6 address by its /64 network (`2001:db8:1:2::/64`: a host is usually given a whole /64,
-    /// so counting per address would give it 2^64 buckets). Anything that is not an address is its own bucket.
+    /// so counting per address would give it 2^64 buckets).
+    ///
+    /// Anything that is not an address is its own bucket.
     public static func rateLimitKey(fromRemoteAddress address: String) -> String {
         let host = host(fromRemoteAddress: address)
         guard host.contains(":") else { return host }

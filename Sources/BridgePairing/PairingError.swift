@@ -12,7 +12,7 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidToken(TokenKind)
     /// The token was valid once but has expired (403).
     case expiredToken(TokenKind)
-    /// The token was revoked, e.g. by `oa-bridge devices revoke` or a newer pairing code (403).
+    /// The token was revoked, for example by `oa-bridge devices revoke` or a newer pairing code (403).
     case revokedToken(TokenKind)
     /// The pairing token was already exchanged by a device (403).
     case pairingTokenAlreadyUsed
@@ -66,7 +66,9 @@ public enum PairingError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A sentence a user can act on. Never contains a token.
+    /// A sentence a user can act on.
+    ///
+    /// Never contains a token.
     public var message: String {
         switch self {
         case .missingToken:

@@ -7,7 +7,7 @@ import Synchronization
 /// `oa-bridge serve` creates one at start, prints ``payload()`` as a QR code, and serves it from `/pair`,
 /// `/api/pair/info` and `/api/pair/qr`; `POST /api/pair/refresh` calls ``rotate()``. The token is re-issued
 /// automatically when it was used, claimed by a device awaiting approval, expires within a minute, or was revoked
-/// (e.g. by another process), so the QR code on screen always works for the next phone.
+/// (for example by another process), so the QR code on screen always works for the next phone.
 public actor PairingSession {
     /// Where the phone should connect.
     public struct Endpoint: Sendable, Equatable {
@@ -21,7 +21,7 @@ public actor PairingSession {
         public var session: String
         /// Service name.
         public var name: String
-        /// Fallback host names (e.g. the Tailscale name).
+        /// Fallback host names (for example the Tailscale name).
         public var fallbacks: [String]
         /// The bridge's TLS certificate pin (`sha256/…`), or `nil` when it serves plaintext only.
         public var pin: String?
@@ -90,8 +90,10 @@ public actor PairingSession {
 
     /// The payloads with a new pairing code, each time the code changes after the first one: replaced by ``rotate()``,
     /// or re-issued because the one shown was used by a phone, claimed by a device awaiting approval, revoked or about
-    /// to expire (noticed by ``payload()`` and ``replaceIfUsed()``). Issue 29 item 3: `oa-bridge serve` prints each.
-    /// The stream keeps the newest only, and ends when the caller stops iterating.
+    /// to expire (noticed by ``payload()`` and ``replaceIfUsed()``).
+    ///
+    /// Issue 29 item 3: `oa-bridge serve` prints each. The stream keeps the newest only, and ends when the caller
+    /// stops iterating.
     public func changes() -> AsyncStream<PairingPayload> {
         let (stream, continuation) = AsyncStream.makeStream(of: PairingPayload.self, bufferingPolicy: .bufferingNewest(1))
         let id = UUID()
@@ -130,8 +132,9 @@ public actor PairingSession {
 
 extension TokenStore {
     /// Whether `pairingToken` could still pair a new device now: not used, revoked or expired, and not claimed by a
-    /// device waiting for approval (so the QR code moves on to a fresh token once a phone has registered). Does not
-    /// consume it.
+    /// device waiting for approval (so the QR code moves on to a fresh token once a phone has registered).
+    ///
+    /// Does not consume it.
     public func isPairingTokenUsable(_ pairingToken: String) async throws(PairingError) -> Bool {
         guard TokenSecret.isWellFormed(pairingToken, kind: .pairing) else { return false }
         return try await pairingTokenState(hash: TokenSecret.hash(pairingToken))

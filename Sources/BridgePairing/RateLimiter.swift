@@ -82,7 +82,9 @@ public final class FailedAuthRateLimiter: Sendable {
 
     /// Starts evaluating `token` from `address`: throws ``PairingError/rateLimited(retryAfterSeconds:)`` when the
     /// address must wait (a known-good token is never refused), else counts the attempt as a failure at once, in the
-    /// same step as the check, and returns it for ``settle(_:failed:)``. `nil` for a known-good token (not counted).
+    /// same step as the check, and returns it for ``settle(_:failed:)``.
+    ///
+    /// `nil` for a known-good token (not counted).
     public func begin(_ address: String, presenting token: String?) throws(PairingError) -> Attempt? {
         if let token, isKnownGood(token) { return nil }
         let now = clock.now()
@@ -136,7 +138,9 @@ public final class FailedAuthRateLimiter: Sendable {
     }
 
     /// Remembers `token` as good until `expiry` (a token the bridge issued, or one the store accepted), so its holder
-    /// is not refused for other people's failures from the same address. Only the token's digest is kept.
+    /// is not refused for other people's failures from the same address.
+    ///
+    /// Only the token's digest is kept.
     public func rememberGood(token: String, until expiry: Date) {
         let now = clock.now()
         guard expiry > now else { return }
@@ -172,7 +176,7 @@ public final class FailedAuthRateLimiter: Sendable {
         }
     }
 
-    /// Forgets the failures of `address` (e.g. after the desktop user unblocks it).
+    /// Forgets the failures of `address` (for example after the desktop user unblocks it).
     public func reset(_ address: String) {
         let key = Self.key(address)
         state.withLock { _ = $0.failures.removeValue(forKey: key) }

@@ -9,7 +9,7 @@ public struct TokenStoreConfiguration: Sendable {
     public var lifetimes: TokenLifetimes
     /// Approval mode (`--require-approval`): a new device gets tokens only after ``TokenStore/approve(deviceID:)``.
     public var requireApproval: Bool
-    /// How long to wait for another process (e.g. `oa-bridge devices revoke`) holding the database lock.
+    /// How long to wait for another process (for example `oa-bridge devices revoke`) holding the database lock.
     public var busyTimeout: TimeInterval
 
     /// A configuration; defaults: documented lifetimes, no approval, 10 s busy timeout.
@@ -103,6 +103,7 @@ public final class TokenStore: Sendable {
     }
 
     /// Revokes every pairing token that was not exchanged yet (including those bound to devices awaiting approval).
+    ///
     /// Returns how many were revoked.
     @discardableResult
     public func revokePairingTokens() async throws(PairingError) -> Int {
@@ -343,7 +344,9 @@ public final class TokenStore: Sendable {
     }
 
     /// IDs of devices revoked at or after `date`, so a server can close their WebSockets (code 4003) even when the
-    /// revocation came from another process such as `oa-bridge devices revoke`. Poll it, e.g. every second.
+    /// revocation came from another process such as `oa-bridge devices revoke`.
+    ///
+    /// Poll it, for example every second.
     public func devicesRevoked(since date: Date) async throws(PairingError) -> [String] {
         try await read { db in
             try String.fetchAll(
@@ -353,8 +356,10 @@ public final class TokenStore: Sendable {
     }
 
     /// Device IDs as they are revoked from now on, by this process or another (`oa-bridge devices revoke`), found by
-    /// polling the database every `interval`. Each ID is yielded once. The server closes that device's WebSockets
-    /// (code 4003) for each. The stream ends when the consuming task is cancelled.
+    /// polling the database every `interval`.
+    ///
+    /// Each ID is yielded once. The server closes that device's WebSockets (code 4003) for each. The stream ends
+    /// when the consuming task is cancelled.
     public func revocations(pollingEvery interval: Duration = .seconds(1)) -> AsyncStream<String> {
         let start = clock.now()
         return AsyncStream { continuation in
@@ -376,9 +381,10 @@ public final class TokenStore: Sendable {
 
     /// Every revocation that must close WebSockets, from now on: at once for those made through this store (device
     /// revocation, `revokeAllDevices`, logout, refresh-token reuse), and within `interval` for those made by another
-    /// process on the same database (`oa-bridge devices revoke`, `--all`), found by polling. A revocation may be
-    /// reported twice (once at once, once by the poll); closing is idempotent. Memory stays bounded however long it
-    /// runs. The stream ends when the consuming task is cancelled.
+    /// process on the same database (`oa-bridge devices revoke`, `--all`), found by polling.
+    ///
+    /// A revocation may be reported twice (once at once, once by the poll); closing is idempotent. Memory stays
+    /// bounded however long it runs. The stream ends when the consuming task is cancelled.
     public func revocationEvents(pollingEvery interval: Duration = .milliseconds(500)) -> AsyncStream<TokenRevocation> {
         let start = clock.now()
         let (stream, continuation) = AsyncStream.makeStream(of: TokenRevocation.self)
@@ -402,7 +408,9 @@ public final class TokenStore: Sendable {
     }
 
     /// Devices and token families revoked at or after `date`, with when, oldest first: what another process may have
-    /// revoked. A family counts as revoked when one of its refresh tokens is (a rotation only revokes access tokens).
+    /// revoked.
+    ///
+    /// A family counts as revoked when one of its refresh tokens is (a rotation only revokes access tokens).
     func revocationsRecorded(since date: Date) async throws(PairingError) -> [(TokenRevocation, Date)] {
         try await read { db in
             let seconds = date.timeIntervalSince1970
@@ -431,7 +439,9 @@ public final class TokenStore: Sendable {
 
     /// Revokes the device an access token belongs to (`POST /api/logout`): the device and all its token families,
     /// permanently, as ``revoke(deviceID:)`` does; its open WebSockets are told at once through
-    /// ``revocationEvents(pollingEvery:)``. Returns the revoked device.
+    /// ``revocationEvents(pollingEvery:)``.
+    ///
+    /// Returns the revoked device.
     public func logout(_ device: AuthenticatedDevice) async throws(PairingError) -> DeviceRecord {
         let revoked = try await revoke(deviceID: device.deviceID)
         logger.notice("device logged out", metadata: ["device": "\(revoked.id)"])
@@ -451,6 +461,7 @@ public final class TokenStore: Sendable {
     }
 
     /// Approves a device waiting for approval; `deviceID` may be any unique prefix of its ID.
+    ///
     /// Approving an approved device does nothing. Returns the updated record.
     @discardableResult
     public func approve(deviceID: String) async throws(PairingError) -> DeviceRecord {
@@ -469,6 +480,7 @@ public final class TokenStore: Sendable {
     }
 
     /// Revokes a device and every token it holds, permanently; `deviceID` may be any unique prefix of its ID.
+    ///
     /// The server should close the device's open WebSockets (close code 4003). Returns the updated record.
     @discardableResult
     public func revoke(deviceID: String) async throws(PairingError) -> DeviceRecord {
@@ -486,8 +498,10 @@ public final class TokenStore: Sendable {
         return device
     }
 
-    /// Revokes every device and all their tokens. Pairing tokens not yet exchanged stay valid (see
-    /// ``revokePairingTokens()``). Returns the IDs of the devices that were revoked by this call.
+    /// Revokes every device and all their tokens.
+    ///
+    /// Pairing tokens not yet exchanged stay valid (see ``revokePairingTokens()``). Returns the
+    /// IDs of the devices that were revoked by this call.
     @discardableResult
     public func revokeAllDevices() async throws(PairingError) -> [String] {
         let now = clock.now()
@@ -505,7 +519,9 @@ public final class TokenStore: Sendable {
 
     /// Deletes tokens that expired more than `age` ago (default 7 days), and devices revoked more than `age` ago with
     /// every token they held (a phone that pairs and logs out daily would otherwise add a row a day for good; a revoked
-    /// device stays listed for a week). Returns how many rows were deleted.
+    /// device stays listed for a week).
+    ///
+    /// Returns how many rows were deleted.
     @discardableResult
     public func purgeExpiredTokens(olderThan age: TimeInterval = 7 * 24 * 3600) async throws(PairingError) -> Int {
         let cutoff = clock.now().addingTimeInterval(-age).timeIntervalSince1970
@@ -622,8 +638,10 @@ public final class TokenStore: Sendable {
         return TokenSecret.hash(trimmed)
     }
 
-    /// Looks a token up by its hash. The lookup key is a SHA-256 digest an attacker cannot steer, so the index
-    /// lookup leaks nothing useful; the stored digest is then compared once more in constant time.
+    /// Looks a token up by its hash.
+    ///
+    /// The lookup key is a SHA-256 digest an attacker cannot steer, so the index lookup leaks nothing useful;
+    /// the stored digest is then compared once more in constant time.
     private static func fetchToken(_ db: Database, hash: Data, kind: TokenKind) throws -> TokenRow? {
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM token WHERE hash = ?", arguments: [hash]) else {
             return nil

@@ -72,7 +72,9 @@ public struct TokenClock: Sendable {
     public static let system = TokenClock(ContinuousClock())
 }
 
-/// Token generation and hashing. Plain-text tokens exist only in memory and on the wire; the store keeps hashes.
+/// Token generation and hashing.
+///
+/// Plain-text tokens exist only in memory and on the wire; the store keeps hashes.
 public enum TokenSecret {
     /// Number of random bytes in every token (256 bits).
     public static let randomByteCount = 32
@@ -82,7 +84,9 @@ public enum TokenSecret {
 
     /// Number of random bytes in a pairing token (128 bits, issue 29 item 2): it travels in the QR code, which must
     /// fit an 80×24 terminal; a single-use code that expires within the hour and is rate-limited per address needs no
-    /// more (docs/security.md argues it). Pairing tokens of 32 bytes issued before are still accepted.
+    /// more (docs/security.md argues it).
+    ///
+    /// Pairing tokens of 32 bytes issued before are still accepted.
     public static let pairingRandomByteCount = 16
 
     /// Length of the base64url body of a 16-byte pairing token: 22 characters without padding.
@@ -100,7 +104,9 @@ public enum TokenSecret {
     }
 
     /// Whether `token` looks like one of ours of `kind`: right prefix, 43 base64url characters (a pairing token: 22,
-    /// or 43 for one issued before pairing tokens were shortened). Says nothing about validity.
+    /// or 43 for one issued before pairing tokens were shortened).
+    ///
+    /// Says nothing about validity.
     public static func isWellFormed(_ token: String, kind: TokenKind) -> Bool {
         guard token.hasPrefix(kind.prefix) else { return false }
         let body = token.utf8.dropFirst(kind.prefix.utf8.count)

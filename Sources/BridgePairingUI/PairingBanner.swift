@@ -25,9 +25,9 @@ public enum PairingBanner {
     /// The commands a small terminal's lines name to show the code again and to save it as an image: the caller's
     /// (the command line knows its own flags, issue 31 item 5); without them, the lines say it in words.
     public struct Commands: Sendable, Equatable {
-        /// The command that shows the code again, e.g. `oa-bridge pair --port 9100`.
+        /// The command that shows the code again, for example `oa-bridge pair --port 9100`.
         public var show: String
-        /// The command that saves the code as an image, e.g. `oa-bridge pair --port 9100 --png pairing.png`.
+        /// The command that saves the code as an image, for example `oa-bridge pair --port 9100 --png pairing.png`.
         public var savePNG: String
 
         /// Commands with these texts.
@@ -103,8 +103,10 @@ public enum PairingBanner {
             size: size, needed: TerminalSize(columns: codeWidth + gutter + minimumTextWidth, rows: qrLines.count + 1), commands: commands)
     }
 
-    /// The column of text beside the code, wrapped to `width`. What varies (the name, the URLs, the expiry) stands
-    /// on lines of its own, so the rest wraps the same way on every desktop.
+    /// The column of text beside the code, wrapped to `width`.
+    ///
+    /// What varies (the name, the URLs, the expiry) stands on lines of its own, so the rest wraps the same way on
+    /// every desktop.
     static func besideCode(
         payload: PairingPayload, expiresAt: Date?, port: Int, fingerprint: String?, now: Date, ansiColors: Bool, width: Int
     ) -> [String] {

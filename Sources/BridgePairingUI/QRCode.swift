@@ -9,7 +9,9 @@ import Musl
 import Darwin
 #endif
 
-/// Why a QR code or its image could not be made. Messages never contain the encoded text.
+/// Why a QR code or its image could not be made.
+///
+/// Messages never contain the encoded text.
 public enum QRCodeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Nothing to encode.
     case emptyInput
@@ -100,7 +102,9 @@ public struct QRCode: Sendable, Equatable {
     /// Encodes `text` as small as it goes: libqrencode splits it into numeric, alphanumeric and byte segments (so a
     /// run of digits costs 3.33 bits a digit, not 8), at the smallest version any error-correction level allows; then
     /// the highest level that still fits that version is used: a smaller code on screen beats a stronger one that
-    /// wraps, and a screen is not a dirty label. Text with a NUL byte is encoded in byte mode at level L.
+    /// wraps, and a screen is not a dirty label.
+    ///
+    /// Text with a NUL byte is encoded in byte mode at level L.
     public init(compact text: String) throws(QRCodeError) {
         guard !text.isEmpty else { throw .emptyInput }
         guard !text.utf8.contains(0) else {

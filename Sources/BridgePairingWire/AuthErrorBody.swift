@@ -2,7 +2,7 @@ import Foundation
 
 /// JSON error body for 401/403/429 answers: `{"error": "<code>", "message": "…"}`.
 public struct AuthErrorBody: Sendable, Equatable, Codable {
-    /// A stable machine-readable code, e.g. `invalid_token`.
+    /// A stable machine-readable code, for example `invalid_token`.
     public var error: String
     /// What the user can do about it.
     public var message: String

@@ -12,9 +12,9 @@ import Darwin
 public enum LANAddress {
     /// One address of one network interface.
     public struct InterfaceAddress: Sendable, Equatable {
-        /// Interface name, e.g. `eth0`.
+        /// Interface name, for example `eth0`.
         public var interface: String
-        /// Numeric address without brackets or zone, e.g. `192.168.1.20` or `fd00::5`.
+        /// Numeric address without brackets or zone, for example `192.168.1.20` or `fd00::5`.
         public var address: String
         /// Whether it is IPv6.
         public var isIPv6: Bool
@@ -34,7 +34,7 @@ public enum LANAddress {
 
     /// The first usable address: a non-loopback, non-link-local IPv4 address (interfaces that look virtual, such as
     /// `docker0`, `veth…`, `br-…`, `virbr…`, and VPNs such as `tailscale0` or `wg0`, only when nothing else has one), else such an IPv6 address in brackets
-    /// (e.g. `[fd00::5]`), else `nil`.
+    /// (for example `[fd00::5]`), else `nil`.
     public static func pick(from addresses: [InterfaceAddress]) -> String? {
         let usableV4 = addresses.filter { !$0.isIPv6 && isUsableIPv4($0.address) }
         if let best = usableV4.first(where: { !looksVirtual($0.interface) }) ?? usableV4.first {

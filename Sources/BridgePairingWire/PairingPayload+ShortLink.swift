@@ -53,8 +53,10 @@ extension PairingPayload {
     }
 
     /// Whether this payload came from a short link: only the address, the pairing code and a pin prefix are known
-    /// (``session`` is empty). A native client completes it before use (BridgeClient's `completed()`): the pin from
-    /// the bridge's certificate once its first 16 bytes match ``pinPrefix``, the name from `GET /api/pair/hello`.
+    /// (``session`` is empty).
+    ///
+    /// A native client completes it before use (BridgeClient's `completed()`): the pin from the bridge's
+    /// certificate once its first 16 bytes match ``pinPrefix``, the name from `GET /api/pair/hello`.
     public var isAbridged: Bool { session.isEmpty }
 
     /// The first bytes of the bridge's pin when ``pin`` holds only a prefix (a short link's 16), else `nil`.
@@ -65,7 +67,7 @@ extension PairingPayload {
 
     /// Reads a short link's fragment (the digits after `#`), or `nil` when `fragment` is not one.
     /// - Parameters:
-    ///   - base: the link before `#`, e.g. `https://192.168.1.20:9099/app`.
+    ///   - base: the link before `#`, for example `https://192.168.1.20:9099/app`.
     ///   - fragment: the digits after `#`.
     /// - Returns: the abridged payload, or `nil` when `fragment` is not a short link's.
     /// - Throws: ``PairingPayloadError/invalidFragment`` when the digits or `base` do not make a payload.

@@ -1,6 +1,8 @@
 import Foundation
 
-/// Why text read from a QR code is not a pairing payload. The messages never repeat the text (it holds a token).
+/// Why text read from a QR code is not a pairing payload.
+///
+/// The messages never repeat the text (it holds a token).
 public enum PairingPayloadError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The text is neither JSON nor an `http(s)://` URL.
     case unrecognized
@@ -48,8 +50,9 @@ extension PairingPayload {
     /// The path of the phone web app the QR code's URL opens.
     public static let appPath = "/app"
 
-    /// The long link: `<http>/app#<payload as base64url JSON>`, e.g. `https://192.168.1.20:9099/app#eyJ…`. The QR code
-    /// holds the short link (``qrText``) when it can; the long one keeps working everywhere.
+    /// The long link: `<http>/app#<payload as base64url JSON>`, for example `https://192.168.1.20:9099/app#eyJ…`.
+    ///
+    /// The QR code holds the short link (``qrText``) when it can; the long one keeps working everywhere.
     ///
     /// A phone's camera opens it in the browser; the web app reads the payload from the fragment, which browsers never
     /// send to the server. Native clients take the same text (``init(scannedText:)``).
@@ -59,7 +62,9 @@ extension PairingPayload {
 
     /// Reads what a QR code (or a user) gave: the JSON payload, the web app URL carrying it in its fragment
     /// (`https://…/app#<base64url JSON>`), or the short link (`https://…/app#1<digits>`, see ``shortAppURL``; the
-    /// payload is then ``isAbridged``). Surrounding white space is ignored.
+    /// payload is then ``isAbridged``).
+    ///
+    /// Surrounding white space is ignored.
     public init(scannedText: String) throws(PairingPayloadError) {
         let text = scannedText.trimmingCharacters(in: .whitespacesAndNewlines)
         if text.hasPrefix("{") {

@@ -1,8 +1,9 @@
 import Foundation
 
-/// The pairing payload: where to reach the desktop and the pairing token. The QR code holds it as the web app URL
-/// (``appURL``: `https://<lan-ip>:9099/app#<base64url of this JSON>`); `/api/pair/info` and `oa-bridge pair --json` give
-/// the JSON itself, and ``init(scannedText:)`` reads either.
+/// The pairing payload: where to reach the desktop and the pairing token.
+///
+/// The QR code holds it as the web app URL (``appURL``: `https://<lan-ip>:9099/app#<base64url of this JSON>`);
+/// `/api/pair/info` and `oa-bridge pair --json` give the JSON itself, and ``init(scannedText:)`` reads either.
 ///
 /// `{"ws":"ws://<lan-ip>:9099/","http":"http://<lan-ip>:9099","session":"<uuid>","name":"<service name>",
 /// "token":"oa_p_…","fallbacks":["<tailscale name>",…]}`; `token` is absent when auth is off (`--auth none`).
@@ -19,7 +20,7 @@ public struct PairingPayload: Sendable, Equatable, Codable {
     public var name: String
     /// The pairing token, or `nil` when auth is off.
     public var token: String?
-    /// Other host names or addresses to try (e.g. the Tailscale name), in order.
+    /// Other host names or addresses to try (for example the Tailscale name), in order.
     public var fallbacks: [String]
     /// The pin of the bridge's TLS certificate (`sha256/<base64>`), or `nil` when the bridge serves plaintext only.
     public var pin: String?
@@ -43,7 +44,7 @@ public struct PairingPayload: Sendable, Equatable, Codable {
     ///   - session: the server's session UUID (changes at every start).
     ///   - name: the service name shown to the user.
     ///   - token: the pairing token, or `nil` when auth is off.
-    ///   - fallbacks: other host names or addresses to try (e.g. the Tailscale name), in order.
+    ///   - fallbacks: other host names or addresses to try (for example the Tailscale name), in order.
     ///   - pin: the TLS certificate pin; when given the URLs are `wss://` and `https://`.
     public init(
         host: String, port: Int = 9099, webSocketPath: String = "/", session: String, name: String,

@@ -22,7 +22,9 @@ extension ChildProcess {
 
     /// Runs a short command (a direct child, stdin from `/dev/null`) and collects its output on a SwiftNIO pipe
     /// channel (no thread waits on the pipe), at most `limit` bytes (the rest is not read: a chatty command gets
-    /// EPIPE). Cancelling the calling task kills the command; the call still returns once it has ended.
+    /// EPIPE).
+    ///
+    /// Cancelling the calling task kills the command; the call still returns once it has ended.
     /// - Parameters:
     ///   - executable: the program's path.
     ///   - arguments: its arguments (without the program's name).

@@ -53,7 +53,7 @@ public final class ChildProcess: Sendable {
         public var confinement: (any ChildProcessConfinement)?
         /// Under a supervisor in a process group of its own, killed with the bridge; `false`: a direct child.
         public var supervised: Bool
-        /// Run once it has ended, on the reaping thread, before the waiters are told (e.g. to remove its scratch
+        /// Run once it has ended, on the reaping thread, before the waiters are told (for example to remove its scratch
         /// directory); short and non-blocking.
         public var whenEnded: (@Sendable () -> Void)?
 
@@ -162,7 +162,9 @@ public final class ChildProcess: Sendable {
     /// How the command ended, once it has.
     public var exit: Exit? { state.withLock { $0.exit } }
 
-    /// Waits until the command has ended. Not cut short by cancellation: a killed process still has to go.
+    /// Waits until the command has ended.
+    ///
+    /// Not cut short by cancellation: a killed process still has to go.
     public func wait() async -> Exit {
         await withCheckedContinuation { continuation in
             let known = state.withLock { state -> Exit? in
@@ -175,7 +177,9 @@ public final class ChildProcess: Sendable {
     }
 
     /// SIGTERM: to the command, or to its supervisor, which passes it on (the command may end gracefully, and the
-    /// supervisor then ends as it did). Nothing once it has ended.
+    /// supervisor then ends as it did).
+    ///
+    /// Nothing once it has ended.
     public func terminate() {
         signal(SIGTERM, group: false)
     }

@@ -1,4 +1,6 @@
-/// A JSON-RPC 2.0 error object (`code`, `message`, optional `data`). Also thrown as a Swift error.
+/// A JSON-RPC 2.0 error object (`code`, `message`, optional `data`).
+///
+/// Also thrown as a Swift error.
 public struct JSONRPCError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The error code; see the static constants for the standard ones.
     public var code: Int

@@ -20,13 +20,17 @@ public enum JSONRPCFrame: Sendable, Hashable {
         }
     }
 
-    /// Reads `text` as a frame. Never throws: what is wrong becomes an invalid element.
+    /// Reads `text` as a frame.
+    ///
+    /// Never throws: what is wrong becomes an invalid element.
     public init(parsing text: String) {
         self.init(parsedBy: { () throws(JSONParseError) in try JSONValue(parsing: text) })
     }
 
-    /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text. Never throws. A single notification whose
-    /// params is an object keeps their bytes (``JSONRPCNotification/rawParams``), so a relay need not encode them again.
+    /// Reads UTF-8 bytes as a frame, as ``init(parsing:)`` reads text.
+    ///
+    /// Never throws. A single notification whose params is an object keeps their bytes
+    /// (``JSONRPCNotification/rawParams``), so a relay need not encode them again.
     public init(parsingUTF8 bytes: [UInt8]) {
         var parser = JSONParser(bytes: bytes)
         self.init(parsedBy: { () throws(JSONParseError) in try parser.parseDocument() })

@@ -1,8 +1,8 @@
 /// A JSON-RPC 2.0 request id: a string, a number or `null`, echoed back with the JSON type it arrived with.
 public enum JSONRPCID: Sendable, Hashable, CustomStringConvertible {
-    /// A string id, e.g. `"1"`.
+    /// A string id, for example `"1"`.
     case string(String)
-    /// An integer id, e.g. `1`.
+    /// An integer id, for example `1`.
     case int(Int64)
     /// A number id made in Swift code with a fraction (discouraged by the spec).
     case double(Double)

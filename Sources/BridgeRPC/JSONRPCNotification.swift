@@ -6,8 +6,10 @@ import Synchronization
 public struct JSONRPCNotification: Sendable, Hashable {
     /// The method name.
     public var method: String
-    /// The parameters: an object or an array, or absent. Changing them forgets ``rawParams`` and ``scannedUpdate``.
-    /// For a notification made by ``init(scanning:method:)`` they are parsed from its bytes when first read.
+    /// The parameters: an object or an array, or absent.
+    ///
+    /// Changing them forgets ``rawParams`` and ``scannedUpdate``. For a notification made by
+    /// ``init(scanning:method:)`` they are parsed from its bytes when first read.
     public var params: JSONValue? {
         get { deferred?.value ?? storedParams }
         set {
@@ -42,8 +44,10 @@ public struct JSONRPCNotification: Sendable, Hashable {
 
     /// A session notification of `method` read by a validating scan of `line` (one JSON-RPC message), without
     /// making its params: it has ``scannedUpdate`` and ``rawParams`` (with no repeated key), and its ``params`` are
-    /// parsed when first read. `nil` when the line is not such a notification without `params._meta` (or the scan is
-    /// not sure it is): parse it with ``JSONRPCFrame/init(parsingUTF8:)``, which reads it as it always did.
+    /// parsed when first read.
+    ///
+    /// `nil` when the line is not such a notification without `params._meta` (or the scan is not sure it is): parse
+    /// it with ``JSONRPCFrame/init(parsingUTF8:)``, which reads it as it always did.
     public init?(scanning line: [UInt8], method: String) {
         var name = method
         let scanned = name.withUTF8 { name in

@@ -1,8 +1,10 @@
 import Foundation
 
 extension JSONValue: Codable {
-    /// Decodes any JSON value. Through `Decoder` the integer/double distinction is best effort
-    /// (whole numbers come back as `.int`); use ``JSONValue/init(parsing:)`` to keep it exactly.
+    /// Decodes any JSON value.
+    ///
+    /// Through `Decoder` the integer/double distinction is best effort (whole numbers come back
+    /// as `.int`); use ``JSONValue/init(parsing:)`` to keep it exactly.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {

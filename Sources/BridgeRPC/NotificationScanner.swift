@@ -10,9 +10,10 @@ public struct ScannedUpdate: Sendable, Hashable {
 /// A validating scan of one JSON-RPC notification line that builds no values: it accepts only what
 /// ``JSONParser`` accepts and what ``JSONRPCFrame/init(parsingUTF8:)`` reads as a notification of the expected method
 /// whose params is an object with a string `sessionId`, no `_meta`, and an object `update` with a string
-/// `sessionUpdate`, with no key repeated in any object. Anything else, and anything it is not sure of (a key with an
-/// escape or a non-ASCII byte, whose equality with another is Unicode's, an object of very many members), it leaves to
-/// the full parse.
+/// `sessionUpdate`, with no key repeated in any object.
+///
+/// Anything else, and anything it is not sure of (a key with an escape or a non-ASCII byte, whose equality with
+/// another is Unicode's, an object of very many members), it leaves to the full parse.
 struct NotificationScanner {
     /// Where a member is, which decides what is read of it.
     private enum Place {

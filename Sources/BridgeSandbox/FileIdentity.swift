@@ -6,8 +6,9 @@ import Glibc
 import Darwin
 #endif
 
-/// What a file is, whatever its path is spelled: its device and inode number. A symbolic link, `..`, another hard
-/// link or a bind mount of the same directory all lead to the same identity.
+/// What a file is, whatever its path is spelled: its device and inode number.
+///
+/// A symbolic link, `..`, another hard link or a bind mount of the same directory all lead to the same identity.
 public struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     /// `st_dev`.
     public let device: UInt64

@@ -15,12 +15,16 @@ public enum Landlock {
         return version > 0 ? .success(Int(version)) : .failure(.landlockUnavailable(errno: errno))
     }
 
-    /// The oldest ABI the bridge confines with: 3 (Linux 6.2), the first that handles truncation. Under ABI 1 and 2 a
-    /// confined process could still `truncate(2)` any file it can name, the bridge's own included.
+    /// The oldest ABI the bridge confines with: 3 (Linux 6.2), the first that handles truncation.
+    ///
+    /// Under ABI 1 and 2 a confined process could still `truncate(2)` any file it can name, the bridge's own
+    /// included.
     public static let minimumABI = 3
 
     /// ``abi()`` when it is at least ``minimumABI``; otherwise ``SandboxError/landlockUnavailable(errno:)`` or
-    /// ``SandboxError/landlockTooOld(abi:minimum:)``. `probe` replaces the kernel's answer (tests).
+    /// ``SandboxError/landlockTooOld(abi:minimum:)``.
+    ///
+    /// `probe` replaces the kernel's answer (tests).
     public static func usableABI(probe: () -> Result<Int, SandboxError> = abi) -> Result<Int, SandboxError> {
         switch probe() {
         case .success(let version) where version < minimumABI: return .failure(.landlockTooOld(abi: version, minimum: minimumABI))

@@ -85,8 +85,9 @@ public final class ProtectedFiles: Sendable {
     }
 
     /// Every directory above a protected file or directory, up to `/`, found now through `..` from each (so a
-    /// directory renamed since the start is still found). A directory in this set holds something protected
-    /// beneath it.
+    /// directory renamed since the start is still found).
+    ///
+    /// A directory in this set holds something protected beneath it.
     public func ancestors() -> Set<FileIdentity> {
         var found: Set<FileIdentity> = []
         for entry in entries where entry.anchor >= 0 {

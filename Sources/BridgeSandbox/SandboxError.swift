@@ -4,8 +4,9 @@ import Glibc
 import Darwin
 #endif
 
-/// Why the sandbox could not be set up (a command that cannot start is BridgeProcess's `ChildProcessError`). Matched by
-/// case; ``description`` says what to do.
+/// Why the sandbox could not be set up (a command that cannot start is BridgeProcess's `ChildProcessError`).
+///
+/// Matched by case; ``description`` says what to do.
 public enum SandboxError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kernel offers no Landlock (older than 5.13, or the LSM is not enabled: `lsm=` on the kernel command line).
     case landlockUnavailable(errno: Int32)

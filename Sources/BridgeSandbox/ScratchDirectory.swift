@@ -8,8 +8,10 @@ import Darwin
 #endif
 
 /// A temporary directory a confined process writes in (its `TMPDIR`): a confined command may write only inside its
-/// scope, and compilers, test runners and interpreters want a temporary directory. Made on first use under the
-/// system's temporary directory (mode 0700), removed with everything in it by ``remove()`` or when released.
+/// scope, and compilers, test runners and interpreters want a temporary directory.
+///
+/// Made on first use under the system's temporary directory (mode 0700), removed with everything in it by
+/// ``remove()`` or when released.
 public final class ScratchDirectory: Sendable {
     private let prefix: String
     private let state = Mutex<(path: String, descriptor: Int32)?>(nil)

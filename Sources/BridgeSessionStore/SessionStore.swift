@@ -32,9 +32,10 @@ public final class SessionStore: Sendable {
     private let clock: any BridgeClock
     private let pending = Mutex<[SessionStoreChange]>([])
 
-    /// Opens (creating if needed) `sessions.sqlite` in `directory`, which must exist. A database that cannot be used
-    /// is moved aside (see ``recovery``). Throws when even a new database cannot be made there. Rows are stamped with
-    /// `clock`'s wall time.
+    /// Opens (creating if needed) `sessions.sqlite` in `directory`, which must exist.
+    ///
+    /// A database that cannot be used is moved aside (see ``recovery``). Throws when even a new database cannot be
+    /// made there. Rows are stamped with `clock`'s wall time.
     public init(
         directory: URL, logger: Logger = Logger(label: "oa-bridge.sessions"), clock: any BridgeClock = ContinuousClock()
     ) throws(SessionStoreError) {
@@ -227,9 +228,11 @@ public final class SessionStore: Sendable {
     /// How many changes wait for the next write.
     public var queued: Int { pending.withLock { $0.count } }
 
-    /// Writes what is queued in one transaction; returns how many changes it took. On failure the changes are
-    /// dropped (logged): the bridge keeps running on what it holds in memory. In a cancelled task nothing is written
-    /// and nothing dropped: the changes stay queued and it throws ``SessionStoreError/cancelled``.
+    /// Writes what is queued in one transaction; returns how many changes it took.
+    ///
+    /// On failure the changes are dropped (logged): the bridge keeps running on what it holds in memory. In a
+    /// cancelled task nothing is written and nothing dropped: the changes stay queued and it throws
+    /// ``SessionStoreError/cancelled``.
     @discardableResult
     public func flush() async throws(SessionStoreError) -> Int {
         let changes = pending.withLock { queue -> [SessionStoreChange] in

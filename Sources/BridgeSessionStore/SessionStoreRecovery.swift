@@ -1,5 +1,7 @@
 /// What the store did at open with a database it could not use: it moved the file aside (never deleted it) and
-/// started an empty one. The bridge reports it as an error at start.
+/// started an empty one.
+///
+/// The bridge reports it as an error at start.
 public struct SessionStoreRecovery: Sendable, Equatable {
     /// The database that could not be used.
     public let path: String

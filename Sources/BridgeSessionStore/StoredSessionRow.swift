@@ -1,6 +1,8 @@
 public import GRDB
 
-/// One session the bridge keeps across restarts (table `session`). JSON values are stored as their text.
+/// One session the bridge keeps across restarts (table `session`).
+///
+/// JSON values are stored as their text.
 public struct StoredSessionRow: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
     /// The table's name.
     public static let databaseTableName = "session"

@@ -29,7 +29,9 @@ public struct BridgeIdentity: Sendable {
     public let certificateDER: [UInt8]
     /// The certificate in PEM.
     public let certificatePEM: String
-    /// The private key in PEM (PKCS #8). Never log it.
+    /// The private key in PEM (PKCS #8).
+    ///
+    /// Never log it.
     public let privateKeyPEM: String
     /// The pin clients check: SHA-256 over the certificate's SubjectPublicKeyInfo.
     public let pin: CertificatePin
@@ -85,8 +87,10 @@ public struct BridgeIdentity: Sendable {
         return CertificatePin(publicKey: Certificate.PublicKey(key.publicKey))
     }
 
-    /// Replaces the key and certificate with new ones: a new pin. Paired phones refuse the bridge until they pair
-    /// again; a running `serve` keeps the old identity until it restarts.
+    /// Replaces the key and certificate with new ones: a new pin.
+    ///
+    /// Paired phones refuse the bridge until they pair again; a running `serve` keeps the old identity until it
+    /// restarts.
     public static func rotate(
         in directory: URL, names: BridgeIdentityNames, now: Date = Date()
     ) throws(BridgeIdentityError) -> BridgeIdentity {

@@ -20,7 +20,9 @@ public struct BridgeIdentityNames: Sendable, Hashable {
     public let ipAddresses: [[UInt8]]
 
     /// The names for `hostName` (also as `<host>.local`), the textual `addresses` (IPv4 or IPv6; unparsable ones
-    /// are skipped) and `tailscaleName` (a trailing dot is dropped). `localhost`, 127.0.0.1 and ::1 are always in.
+    /// are skipped) and `tailscaleName` (a trailing dot is dropped).
+    ///
+    /// `localhost`, 127.0.0.1 and ::1 are always in.
     public init(hostName: String, addresses: [String] = [], tailscaleName: String? = nil) {
         var dns: [String] = []
         func addDNS(_ name: String) {

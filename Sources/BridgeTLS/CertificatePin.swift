@@ -5,7 +5,7 @@ public import X509
 
 /// The pin of a bridge's TLS identity: SHA-256 over the DER SubjectPublicKeyInfo of its certificate.
 ///
-/// Written `sha256/` + standard base64 of the 32-byte digest (the OkHttp form), e.g.
+/// Written `sha256/` + standard base64 of the 32-byte digest (the OkHttp form), for example
 /// `sha256/47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=`. curl's `--pinnedpubkey sha256//…` checks the same hash
 /// (``curlArgument`` gives its spelling). The pin follows the key, not the certificate: a certificate re-issued
 /// for new host names or a later expiry keeps the pin; ``BridgeIdentity/rotate(in:names:now:)`` changes it.
@@ -19,7 +19,9 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
     /// The 32 bytes of the SHA-256 digest.
     public let digest: [UInt8]
 
-    /// A pin from a 32-byte SHA-256 digest. Throws ``CertificatePinError/wrongDigestLength(_:)`` for any other length.
+    /// A pin from a 32-byte SHA-256 digest.
+    ///
+    /// Throws ``CertificatePinError/wrongDigestLength(_:)`` for any other length.
     public init(digest: [UInt8]) throws(CertificatePinError) {
         guard digest.count == SHA256.byteCount else { throw .wrongDigestLength(digest.count) }
         self.digest = digest
@@ -37,6 +39,7 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// The pin of a DER-encoded X.509 certificate (as a TLS peer presents it): the SubjectPublicKeyInfo is hashed
     /// exactly as the certificate encodes it, as curl and OkHttp do.
+    ///
     /// Throws ``CertificatePinError/notACertificate(_:)`` when the bytes do not parse as one.
     public init(certificateDER der: [UInt8]) throws(CertificatePinError) {
         do {
@@ -65,6 +68,7 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
     }
 
     /// Parses `sha256/<base64>` (also curl's `sha256//<base64>`), surrounding white space ignored.
+    ///
     /// Throws ``CertificatePinError`` naming what is wrong with the text.
     public init(parsing text: String) throws(CertificatePinError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -86,8 +90,9 @@ public struct CertificatePin: Sendable, Hashable, Codable, CustomStringConvertib
     /// `sha256//<base64>`: the form curl's `--pinnedpubkey` takes.
     public var curlArgument: String { "sha256//" + base64 }
 
-    /// Whether `certificateDER` (a peer's leaf certificate) carries the pinned key. Bytes that are not a certificate
-    /// never match.
+    /// Whether `certificateDER` (a peer's leaf certificate) carries the pinned key.
+    ///
+    /// Bytes that are not a certificate never match.
     public func matches(certificateDER: [UInt8]) -> Bool {
         guard let other = try? CertificatePin(certificateDER: certificateDER) else { return false }
         return other == self

@@ -5,7 +5,9 @@ import X509
 
 /// Issues the bridge's self-signed certificate for a key and a set of names.
 enum SelfSignedCertificate {
-    /// How long an issued certificate is valid. The pin is the key's, so a re-issue keeps it.
+    /// How long an issued certificate is valid.
+    ///
+    /// The pin is the key's, so a re-issue keeps it.
     static let validity: TimeInterval = 365 * 24 * 60 * 60
     /// Re-issue when less than this is left.
     static let renewBefore: TimeInterval = 30 * 24 * 60 * 60

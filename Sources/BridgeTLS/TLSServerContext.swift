@@ -10,9 +10,11 @@ package import NIOSSL
 /// gets the identity.
 package struct TLSServerContext: Sendable {
     /// TLS 1.2's suites: Mozilla's "intermediate" list for an ECDSA key, AEAD only (AES-GCM and ChaCha20-Poly1305
-    /// with ECDHE). NIOSSL sets no server preference, so the list itself leaves a client nothing weaker to choose
-    /// (BoringSSL's default also offered ECDHE-ECDSA-AES-CBC-SHA, where a Java 8 client landed). TLS 1.3's suites
-    /// are all AEAD and not configurable in BoringSSL.
+    /// with ECDHE).
+    ///
+    /// NIOSSL sets no server preference, so the list itself leaves a client nothing weaker to choose (BoringSSL's
+    /// default also offered ECDHE-ECDSA-AES-CBC-SHA, where a Java 8 client landed). TLS 1.3's suites are all AEAD
+    /// and not configurable in BoringSSL.
     package static let tls12CipherSuites = [
         "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-ECDSA-AES256-GCM-SHA384",
     ].joined(separator: ":")
@@ -28,6 +30,7 @@ package struct TLSServerContext: Sendable {
 
     /// Loads `identity`'s certificate and key; when given, `serverNameOverride` chooses, from the name a ClientHello
     /// asks for (SNI, `nil` without one), what that handshake uses instead (`.noChanges` keeps the identity).
+    ///
     /// Throws ``TLSSetupError``.
     package init(
         identity: BridgeIdentity,

@@ -3,10 +3,14 @@ public import Foundation
 public import Logging
 
 /// This machine's tailnet name and addresses, for the Tailscale fallback the bridge offers phones (in the QR code
-/// and in TXT). Never fatal: without Tailscale there is simply no fallback.
+/// and in TXT).
+///
+/// Never fatal: without Tailscale there is simply no fallback.
 public enum TailnetLookup {
     /// The environment variable naming tailscaled's LocalAPI socket when it is not in a standard place (tailscaled
-    /// started with `--socket`); tests point it at a stand-in. Tried before the standard paths.
+    /// started with `--socket`); tests point it at a stand-in.
+    ///
+    /// Tried before the standard paths.
     public static let socketEnvironmentKey = "OA_BRIDGE_TAILSCALED_SOCKET"
 
     /// The LocalAPI socket paths to try: `OA_BRIDGE_TAILSCALED_SOCKET` first when set, then the standard ones.
@@ -15,7 +19,9 @@ public enum TailnetLookup {
         return extra + TailscaleStatusReader.defaultSocketPaths
     }
 
-    /// The tailnet identity when Tailscale runs, else `nil`. With `announce`, says at start what phones get.
+    /// The tailnet identity when Tailscale runs, else `nil`.
+    ///
+    /// With `announce`, says at start what phones get.
     public static func current(
         reader: TailscaleStatusReader = TailscaleStatusReader(socketPaths: TailnetLookup.socketPaths()),
         logger: Logger, announce: Bool = true

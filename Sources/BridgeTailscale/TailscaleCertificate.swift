@@ -18,9 +18,10 @@ public struct TailscaleCertificate: Sendable {
     /// The leaf's serial number (hex), to tell a renewed certificate from the old one in logs and tests.
     public let serial: String
 
-    /// Parses tailscaled's `?type=pair` answer. Throws ``TailscaleCertificateError/notAPair(_:)`` when a key or a
-    /// certificate is missing or does not parse, ``TailscaleCertificateError/keyDoesNotMatch`` when the key is not
-    /// the leaf's.
+    /// Parses tailscaled's `?type=pair` answer.
+    ///
+    /// Throws ``TailscaleCertificateError/notAPair(_:)`` when a key or a certificate is missing or does not parse,
+    /// ``TailscaleCertificateError/keyDoesNotMatch`` when the key is not the leaf's.
     public init(pairPEM data: Data) throws(TailscaleCertificateError) {
         let blocks = Self.pemBlocks(String(decoding: data, as: UTF8.self))
         let keys = blocks.filter { $0.label.hasSuffix("PRIVATE KEY") }

@@ -12,8 +12,10 @@ public import Foundation
 public struct TailscaleCertificateFetcher: Sendable {
     /// Candidate LocalAPI socket paths, tried in order (the first that exists and answers wins).
     public var socketPaths: [String]
-    /// How long one attempt may take. The first request for a name can take tens of seconds (tailscaled asks
-    /// Let's Encrypt for it); later ones answer from tailscaled's cache.
+    /// How long one attempt may take.
+    ///
+    /// The first request for a name can take tens of seconds (tailscaled asks Let's Encrypt for it); later
+    /// ones answer from tailscaled's cache.
     public var timeout: Duration
 
     /// A fetcher for the given sockets (the standard ones by default).
@@ -23,6 +25,7 @@ public struct TailscaleCertificateFetcher: Sendable {
     }
 
     /// The key and certificate chain for `name` as tailscaled sends them (PEM: the key, then the chain).
+    ///
     /// Throws ``TailscaleError/notInstalled`` when no socket exists, ``TailscaleError/badAnswer(_:)`` when
     /// tailscaled refuses (HTTPS certificates off, not permitted, a name that is not this node's), and
     /// ``TailscaleError/unreachable(_:)`` when it does not answer.

@@ -49,8 +49,10 @@ public final class TailscaleCertificates: Sendable {
         return certificate.override
     }
 
-    /// Fetches once and keeps the answer when it is usable (and not older than what is held). Returns the
-    /// certificate held afterwards. Throws ``TailscaleCertificateError``; what was held stays until it expires.
+    /// Fetches once and keeps the answer when it is usable (and not older than what is held).
+    ///
+    /// Returns the certificate held afterwards. Throws ``TailscaleCertificateError``; what was held stays until
+    /// it expires.
     @discardableResult
     public func refresh() async throws(TailscaleCertificateError) -> TailscaleCertificate {
         let pair: Data
@@ -67,9 +69,10 @@ public final class TailscaleCertificates: Sendable {
         }
     }
 
-    /// Fetches now, then again when ``TailscaleCertificateSchedule`` says, until the task is cancelled. Never throws:
-    /// a failure is logged (once at notice, then at debug while it repeats) and retried; an expired certificate is
-    /// dropped, so clients asking for the name get the bridge's own identity again.
+    /// Fetches now, then again when ``TailscaleCertificateSchedule`` says, until the task is cancelled.
+    ///
+    /// Never throws: a failure is logged (once at notice, then at debug while it repeats) and retried; an expired
+    /// certificate is dropped, so clients asking for the name get the bridge's own identity again.
     public func run(logger: Logger) async {
         var failures = 0
         var servingSerial: String?

@@ -4,11 +4,11 @@ import Logging
 /// This machine's place on a Tailscale tailnet: the MagicDNS name and Tailscale IPs a phone can
 /// use when multicast does not reach (guest Wi-Fi, VPN, another network entirely).
 public struct TailnetIdentity: Sendable, Hashable, Codable {
-    /// The MagicDNS name without the trailing dot, e.g. `desk.tail1234.ts.net`.
+    /// The MagicDNS name without the trailing dot, for example `desk.tail1234.ts.net`.
     public var dnsName: String
     /// Tailscale addresses, IPv4 (100.x) first.
     public var addresses: [String]
-    /// tailscaled's backend state, e.g. `Running`, `Stopped`, `NeedsLogin`.
+    /// tailscaled's backend state, for example `Running`, `Stopped`, `NeedsLogin`.
     public var backendState: String
     /// Where the answer came from: `localapi` or `cli`.
     public var source: String

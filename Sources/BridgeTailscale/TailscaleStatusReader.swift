@@ -3,8 +3,10 @@ import NIOCore
 import NIOPosix
 
 /// Reads the tailnet identity: from tailscaled's LocalAPI over its unix socket, or failing that
-/// from `tailscale status --json`. Nothing blocks a thread: the socket and the command's output are
-/// SwiftNIO channels, and every attempt is bounded by ``timeout``.
+/// from `tailscale status --json`.
+///
+/// Nothing blocks a thread: the socket and the command's output are SwiftNIO channels, and every
+/// attempt is bounded by ``timeout``.
 public struct TailscaleStatusReader: Sendable {
     /// Candidate LocalAPI socket paths, tried in order.
     public var socketPaths: [String]

@@ -64,8 +64,9 @@ package final class Terminal: Sendable {
     }
 
     /// Waits until the command has ended and its output is read to its end (or given up after the grace period): from
-    /// then on the phones get nothing but what was gathered already and the exit. What a test waits for before it
-    /// moves the clock of the notifications.
+    /// then on the phones get nothing but what was gathered already and the exit.
+    ///
+    /// What a test waits for before it moves the clock of the notifications.
     package func outputEnded() async {
         await outputDone.wait()
     }

@@ -2,8 +2,9 @@ import BridgeACP
 package import BridgeProcess
 package import BridgeRPC
 
-/// Why an agent's `terminal/*` request was refused or failed. Matched by case; ``rpcError`` is the answer the agent
-/// gets.
+/// Why an agent's `terminal/*` request was refused or failed.
+///
+/// Matched by case; ``rpcError`` is the answer the agent gets.
 package enum TerminalError: Error, Equatable, Sendable {
     /// Terminals are off on this bridge (the `terminal` setting, or the kernel cannot confine them); the agent was told
     /// `terminal: false`.

@@ -10,8 +10,10 @@ import Darwin
 #endif
 
 /// The terminals the agent created, by id, within ``TerminalSettings/maxPerSession`` and
-/// ``TerminalSettings/maxTotal``. ``run(sink:)`` runs each one (see ``Terminal``); released terminals are killed and
-/// forgotten at once, and their task ends when the process is gone.
+/// ``TerminalSettings/maxTotal``.
+///
+/// ``run(sink:)`` runs each one (see ``Terminal``); released terminals are killed and forgotten at once, and their
+/// task ends when the process is gone.
 ///
 /// Under ``TerminalConfinement/landlock`` (the default) each command runs under a Landlock ruleset made from the
 /// session's ``SandboxPolicy`` (see ``LandlockRuleset``); where the kernel has none (or an ABI older than

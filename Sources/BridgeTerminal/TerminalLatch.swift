@@ -16,7 +16,9 @@ final class TerminalLatch: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Waits until ``open()`` was called. Not cut short by cancellation.
+    /// Waits until ``open()`` was called.
+    ///
+    /// Not cut short by cancellation.
     func wait() async {
         await withCheckedContinuation { continuation in
             let isOpen = state.withLock { state -> Bool in

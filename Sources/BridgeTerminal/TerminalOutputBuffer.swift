@@ -40,8 +40,10 @@ struct TerminalOutputBuffer: Sendable {
         }
     }
 
-    /// The kept output as text. While the process runs (`final` false) an incomplete character at the end is left
-    /// out (its other bytes are still to come); at the end it is decoded as U+FFFD, like any invalid byte.
+    /// The kept output as text.
+    ///
+    /// While the process runs (`final` false) an incomplete character at the end is left out (its other bytes are
+    /// still to come); at the end it is decoded as U+FFFD, like any invalid byte.
     func text(final: Bool) -> String {
         let end = final ? storage.count : storage.count - Self.incompleteTail(storage[start...])
         return String(decoding: storage[start..<end], as: UTF8.self)

@@ -12,8 +12,10 @@ import Darwin
 /// each argument quoted), as Zed runs one, started as a supervised `ChildProcess` (BridgeProcess): from the directory's
 /// descriptor (no path that could be swapped meanwhile), under a Landlock ruleset when one is given, in its own process
 /// group whose every member dies with the bridge, stdin from `/dev/null`, stdout and stderr into one pipe whose read
-/// end ``outputDescriptor`` the caller reads (with SwiftNIO) and closes. This type adds only that to the
-/// `ChildProcess` it holds: the command line, the output pipe, the exit in the terminal's words.
+/// end ``outputDescriptor`` the caller reads (with SwiftNIO) and closes.
+///
+/// This type adds only that to the `ChildProcess` it holds: the command line, the output pipe, the exit in the
+/// terminal's words.
 ///
 /// ``kill()`` sends SIGKILL to the whole process group, so the children the command started go too (a child that
 /// moved to a group of its own escapes it).
@@ -81,13 +83,16 @@ package final class TerminalProcess: Sendable {
     /// How the process ended, once it has.
     var exitStatus: TerminalExitStatus? { process.exit.map(Self.status) }
 
-    /// Waits until the process has ended. Not cut short by cancellation: a killed process still has to go.
+    /// Waits until the process has ended.
+    ///
+    /// Not cut short by cancellation: a killed process still has to go.
     func wait() async -> TerminalExitStatus {
         Self.status(await process.wait())
     }
 
-    /// SIGKILL to the process group. Harmless once the process is gone: its group id is not reused while any member
-    /// of the group lives.
+    /// SIGKILL to the process group.
+    ///
+    /// Harmless once the process is gone: its group id is not reused while any member of the group lives.
     package func kill() {
         process.kill()
     }

@@ -26,8 +26,10 @@ public struct TerminalSettings: Sendable {
     public var outputGrace: Duration = .seconds(1)
 
     /// How the kernel's Landlock ABI is learnt (`Landlock/abi()`); tests give a kernel without Landlock, or with an old
-    /// one. Under ``TerminalConfinement/landlock``, an ABI older than `Landlock/minimumABI` or none turns terminals off
-    /// (see `TerminalHost/settings`).
+    /// one.
+    ///
+    /// Under ``TerminalConfinement/landlock``, an ABI older than `Landlock/minimumABI` or none turns terminals off (see
+    /// `TerminalHost/settings`).
     public var landlockProbe: @Sendable () -> Result<Int, SandboxError> = { Landlock.abi() }
 
     /// The defaults: served, 8 per session, 32 in all, 1 MiB of output each, one notification per 100 ms of at most

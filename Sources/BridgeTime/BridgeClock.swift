@@ -2,9 +2,11 @@ public import Foundation
 
 /// The package's one clock: the time the bridge's timers run on (the stuck-client and orphaned-request sweeps, the
 /// shutdown grace period, a client's write-stall measure) and the wall time it compares with what it keeps (token
-/// expiry, session timestamps). Production uses `ContinuousClock`; a test injects a clock it moves by hand (through
-/// BridgeServer's `BridgeServerConfiguration.clock`, and BridgePairing's `TokenClock(_:)` for the token store), so a
-/// timer test neither sleeps nor depends on a machine's load.
+/// expiry, session timestamps).
+///
+/// Production uses `ContinuousClock`; a test injects a clock it moves by hand (through BridgeServer's
+/// `BridgeServerConfiguration.clock`, and BridgePairing's `TokenClock(_:)` for the token store), so a timer test
+/// neither sleeps nor depends on a machine's load.
 ///
 /// Instants are `ContinuousClock` instants, so a test clock can start at `ContinuousClock.now` and move from there;
 /// its ``wallTime`` moves with it.

@@ -3,8 +3,10 @@ public import Hummingbird
 import NIOCore
 
 /// Serves the phone web app: `GET /app` (the page) and `GET /app/<file>` (its scripts, style sheet, manifest and
-/// icons), with strict headers on every answer (``headers(contentType:)``). The app needs no token to load: it holds
-/// nothing secret, and pairs or authenticates itself over `/api/auth/*` and the WebSocket.
+/// icons), with strict headers on every answer (``headers(contentType:)``).
+///
+/// The app needs no token to load: it holds nothing secret, and pairs or authenticates itself over `/api/auth/*` and
+/// the WebSocket.
 public enum WebAppRoutes {
     /// The Content-Security-Policy of every answer: scripts and styles only from the bridge itself (no inline script or
     /// style), connections only to the bridge (`'self'`, which covers `wss://` to the same host), images also from

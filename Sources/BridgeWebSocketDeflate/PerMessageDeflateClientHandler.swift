@@ -37,7 +37,9 @@ public final class PerMessageDeflateClientHandler: ChannelDuplexHandler, Removab
     }
 
     /// Inflates a compressed message (RSV1 set) and passes it on with RSV1 cleared; control frames and uncompressed
-    /// messages pass as they are. Too large or invalid data closes the connection (1009 or 1007).
+    /// messages pass as they are.
+    ///
+    /// Too large or invalid data closes the connection (1009 or 1007).
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         var frame = unwrapInboundIn(data)

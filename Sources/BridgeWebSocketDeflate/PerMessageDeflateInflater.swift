@@ -24,7 +24,9 @@ public final class PerMessageDeflateInflater {
     public var isAllocated: Bool { stream != nil }
 
     /// Inflates one fragment of a compressed message; at the message's last fragment (`isFinal`) the sync-flush tail
-    /// the sender removed is put back. Returns the fragment's inflated bytes, at most `limit` of them.
+    /// the sender removed is put back.
+    ///
+    /// Returns the fragment's inflated bytes, at most `limit` of them.
     /// - Throws: ``PerMessageDeflateError/messageTooLarge(limit:)`` past `limit`,
     ///   ``PerMessageDeflateError/invalidCompressedData`` for data that is not deflate, and
     ///   ``PerMessageDeflateError/zlibFailure(_:)``. After a throw the stream is released: the connection must end.

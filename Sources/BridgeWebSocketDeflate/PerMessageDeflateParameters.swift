@@ -25,9 +25,11 @@ public struct PerMessageDeflateParameters: Sendable, Equatable {
 /// How this end compresses what it sends: the zlib settings, chosen to keep a connection's compressor small (issue 32
 /// goal 3: idle connections stay cheap; the compressor is released when a connection has been quiet a while).
 public struct PerMessageDeflateSettings: Sendable, Equatable {
-    /// The window the bridge compresses with at most (bits). 11 (2 KiB) holds the last dozen streamed updates, whose
-    /// envelopes repeat: on the recorded agent answer (Tests/deflate/fast_agent_answer.jsonl) it sends 11.4x fewer
-    /// bytes against 12.6x with 15 bits and memLevel 8, while zlib's compressor takes about 22 KB instead of 268 KB.
+    /// The window the bridge compresses with at most (bits).
+    ///
+    /// 11 (2 KiB) holds the last dozen streamed updates, whose envelopes repeat: on the recorded agent answer
+    /// (Tests/deflate/fast_agent_answer.jsonl) it sends 11.4x fewer bytes against 12.6x with 15 bits and memLevel 8,
+    /// while zlib's compressor takes about 22 KB instead of 268 KB.
     public var maxWindowBits: Int
     /// zlib's memLevel (1...9): the hash table and the pending buffer grow as `2^(memLevel+7)` and `2^(memLevel+8)`.
     public var memoryLevel: Int

@@ -1,6 +1,6 @@
 /// One element of a `Sec-WebSocket-Extensions` header (RFC 6455 §9.1): an extension name and its parameters, in order.
 public struct WebSocketExtensionElement: Sendable, Equatable {
-    /// The extension's name (a token), e.g. `permessage-deflate`.
+    /// The extension's name (a token), for example `permessage-deflate`.
     public var name: String
     /// Its parameters in order: name and value (`nil` for a parameter without one; a quoted value unquoted).
     public var parameters: [(name: String, value: String?)]
@@ -21,8 +21,10 @@ public struct WebSocketExtensionElement: Sendable, Equatable {
 /// Parses `Sec-WebSocket-Extensions` values (RFC 6455 §9.1, RFC 7230 lists): elements separated by commas, parameters
 /// by semicolons, values a token or a quoted string (whose content must itself be a token).
 public enum WebSocketExtensionHeader {
-    /// The elements of every value of the header, in order. An element that does not parse is `nil` in its place, so a
-    /// server declines that offer and still considers the next (RFC 7692 §5: a malformed offer is declined, not fatal).
+    /// The elements of every value of the header, in order.
+    ///
+    /// An element that does not parse is `nil` in its place, so a server declines that offer and still considers the
+    /// next (RFC 7692 §5: a malformed offer is declined, not fatal).
     public static func parse(_ values: [String]) -> [WebSocketExtensionElement?] {
         var elements: [WebSocketExtensionElement?] = []
         for value in values {

@@ -1,7 +1,9 @@
 import Synchronization
 
 /// A continuation resumed by whichever of several racers comes first (a thread-pool job, a timer, cancellation);
-/// later resumes do nothing. ``isDone`` lets the losers stop early.
+/// later resumes do nothing.
+///
+/// ``isDone`` lets the losers stop early.
 final class OneShotContinuation<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value, Never>?

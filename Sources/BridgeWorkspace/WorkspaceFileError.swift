@@ -8,8 +8,10 @@ import Glibc
 import Darwin
 #endif
 
-/// Why an agent's `fs/read_text_file` or `fs/write_text_file` was refused or failed. Matched by case; ``rpcError`` is
-/// the answer the agent gets (-32602 for a path the bridge refuses, -32002 for a missing file, -32603 otherwise).
+/// Why an agent's `fs/read_text_file` or `fs/write_text_file` was refused or failed.
+///
+/// Matched by case; ``rpcError`` is the answer the agent gets (-32602 for a path the bridge refuses, -32002 for a
+/// missing file, -32603 otherwise).
 package enum WorkspaceFileError: Error, Equatable, Sendable {
     /// The path holds a NUL byte (the kernel would cut it there); refused, never shortened.
     case containsNUL(path: String)

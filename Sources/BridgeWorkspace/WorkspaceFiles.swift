@@ -9,10 +9,11 @@ import Darwin
 
 /// Serves `fs/read_text_file` and `fs/write_text_file` inside one directory, confined by the kernel: every path is
 /// opened relative to a descriptor of the directory held open for the session (see ``WorkspaceResolver``), never
-/// checked by name and then opened again. Paths with NUL, `..`, more than PATH_MAX bytes or too many components are
-/// refused before any system call (see ``WorkspacePath``). Symbolic links that stay inside work; links leading out,
-/// and a dangling link where a file is written, are refused. The calls block: the hub runs them off its actor
-/// (see ``WorkspaceIO``).
+/// checked by name and then opened again.
+///
+/// Paths with NUL, `..`, more than PATH_MAX bytes or too many components are refused before any system call (see
+/// ``WorkspacePath``). Symbolic links that stay inside work; links leading out, and a dangling link where a file is
+/// written, are refused. The calls block: the hub runs them off its actor (see ``WorkspaceIO``).
 ///
 /// Under a wider ``WorkspaceScope`` (`--fs-scope home` or `any`), an absolute path outside the directory, or one whose
 /// symbolic links lead out of it, is opened again beneath the scope's directory (the home directory, or `/`), under
@@ -34,8 +35,9 @@ package struct WorkspaceFiles: Sendable {
     package var descriptor: Int32 { resolver.directory.descriptor }
 
     /// What a terminal of a session working here (with `additional` directories) may reach: this directory, the
-    /// additional ones and the scope's directory read and written, the system's read, never ``protected``. The
-    /// descriptors are this value's and `additional`'s: they live as long as those.
+    /// additional ones and the scope's directory read and written, the system's read, never ``protected``.
+    ///
+    /// The descriptors are this value's and `additional`'s: they live as long as those.
     package func terminalPolicy(additional: [WorkspaceFiles]) -> SandboxPolicy {
         var writable = ([self] + additional).map { SandboxPolicy.Root.descriptor($0.descriptor, name: $0.root) }
         if let scopeResolver {
@@ -45,9 +47,10 @@ package struct WorkspaceFiles: Sendable {
     }
 
     /// Files under `directory`, which must exist; `kernelConfinement` `false` skips `openat2(2)` (as on a kernel
-    /// without it), for tests of the walk. `scope` widens what absolute paths may reach; `home` replaces the user's
-    /// home directory for ``WorkspaceScope/home`` (tests). `protected` are the bridge's own files, refused whatever
-    /// the scope.
+    /// without it), for tests of the walk.
+    ///
+    /// `scope` widens what absolute paths may reach; `home` replaces the user's home directory for
+    /// ``WorkspaceScope/home`` (tests). `protected` are the bridge's own files, refused whatever the scope.
     /// - Throws: ``WorkspaceFileError/missingWorkspace(directory:)`` when `directory` cannot be opened,
     ///   ``WorkspaceFileError/missingScopeDirectory(scope:directory:)`` when the scope's directory cannot.
     package init(
@@ -77,7 +80,9 @@ package struct WorkspaceFiles: Sendable {
     }
 
     /// The workspace of a session whose `cwd` is `path` (absolute under ``root``, or relative), an existing directory
-    /// opened beneath this one. It keeps this workspace's scope.
+    /// opened beneath this one.
+    ///
+    /// It keeps this workspace's scope.
     func subdirectory(_ path: String) throws(WorkspaceFileError) -> WorkspaceFiles {
         let checked = try WorkspacePath(path, root: root)
         let fd = try resolver.open(checked, as: .directory)
@@ -85,10 +90,11 @@ package struct WorkspaceFiles: Sendable {
     }
 
     /// An existing directory at `path` within reach of this workspace's scope: beneath ``root`` (absolute, or
-    /// relative to it), or, under a wider scope, an absolute path beneath the scope's directory. Opened without any
-    /// symbolic link leading beyond the directory it is resolved beneath; the result keeps this scope. For a
-    /// terminal's working directory: the descriptor is ``WorkspaceResolver/directory`` of its ``resolver``, its real
-    /// path ``root``.
+    /// relative to it), or, under a wider scope, an absolute path beneath the scope's directory.
+    ///
+    /// Opened without any symbolic link leading beyond the directory it is resolved beneath; the result keeps this
+    /// scope. For a terminal's working directory: the descriptor is ``WorkspaceResolver/directory`` of its
+    /// ``resolver``, its real path ``root``.
     package func directory(_ path: String) throws(WorkspaceFileError) -> WorkspaceFiles {
         let fd = try open(path, as: .directory)
         return adopting(fd, path: path)
@@ -101,7 +107,9 @@ package struct WorkspaceFiles: Sendable {
     }
 
     /// Opens `path` as `target` beneath ``root``; an absolute path that is outside it, or leads out of it, is opened
-    /// beneath the scope's directory instead when there is one. The caller closes the descriptor.
+    /// beneath the scope's directory instead when there is one.
+    ///
+    /// The caller closes the descriptor.
     func open(
         _ path: String, as target: WorkspaceResolver.Target, isAbandoned: () -> Bool = { false }
     ) throws(WorkspaceFileError) -> Int32 {

@@ -5,8 +5,10 @@ import Darwin
 #endif
 
 /// A path an agent asked for, checked as text before any system call: no NUL, at most ``maxBytes`` bytes and
-/// ``maxComponents`` components, no `..`, and, when absolute, under the workspace's own path. What it names is decided
-/// by the kernel, relative to the workspace's directory descriptor (see ``WorkspaceResolver``).
+/// ``maxComponents`` components, no `..`, and, when absolute, under the workspace's own path.
+///
+/// What it names is decided by the kernel, relative to the workspace's directory descriptor (see
+/// ``WorkspaceResolver``).
 struct WorkspacePath: Sendable, Equatable {
     /// The longest path accepted, in bytes (PATH_MAX).
     static let maxBytes = Int(PATH_MAX)

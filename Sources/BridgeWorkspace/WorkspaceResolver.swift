@@ -50,7 +50,9 @@ struct WorkspaceResolver: Sendable {
     /// The bridge's own files, never opened.
     var protected: ProtectedFiles = .none
 
-    /// Opens `path` as `target`; the caller closes the descriptor. `isAbandoned` is asked at every step.
+    /// Opens `path` as `target`; the caller closes the descriptor.
+    ///
+    /// `isAbandoned` is asked at every step.
     func open(_ path: WorkspacePath, as target: Target, isAbandoned: () -> Bool = { false }) throws(WorkspaceFileError) -> Int32 {
         var mayUseKernel = kernelConfinement
         if !protected.isEmpty {

@@ -5,7 +5,9 @@ import NIOSSL
 
 /// The TLS configuration for `url`: `nil` for ws:// (plaintext); for wss:// a client that checks no certificate —
 /// the bench measures the cost of TLS against the bridge's self-signed identity, it does not decide whom to trust
-/// (the pin checks are in the TLS tests). TLS 1.3 is negotiated as a phone would.
+/// (the pin checks are in the TLS tests).
+///
+/// TLS 1.3 is negotiated as a phone would.
 ///
 /// `groups: "x25519"` offers only X25519 (as Go 1.19's crypto/tls does) instead of NIOSSL's default, X25519MLKEM768
 /// first: the post-quantum hybrid's share of a handshake's CPU and of a connection's memory, measured apart.
@@ -40,8 +42,9 @@ func benchServerTLSContext(certificate: String?, key: String?) throws -> NIOSSLC
 /// `bench tlscontext [--count N]`: what making one client `NIOSSLContext` costs, for the configurations a client of
 /// the bridge may use: certificate verification off (this bench's clients), and verification on with the system's
 /// trust store (`.noHostnameVerification`, what BridgeClient's `WebSocketConnector` sets for its pin check, which
-/// replaces the chain check, so the roots it loads are never used), and the same with no roots. Microseconds of this
-/// process's CPU per context, each made and dropped `count` times.
+/// replaces the chain check, so the roots it loads are never used), and the same with no roots.
+///
+/// Microseconds of this process's CPU per context, each made and dropped `count` times.
 func runTLSContextCost(_ args: Args) throws {
     let count = min(max(args.int("count", 200), 1), 10_000)
     func cost(_ configure: (inout TLSConfiguration) -> Void) throws -> Double {

@@ -4,8 +4,9 @@ import Foundation
 
 /// `bench dpop [--count N]`: the CPU one DPoP proof check costs the bridge (issue 30's goal: at most 0.2 ms), in
 /// process: proofs made beforehand by a device key (not timed), then both of the bridge's steps (`check`: parse,
-/// ES256 signature, claims, nonce, ath; `accept`: binding and replay cache) per proof, best of 3 rounds. Also the
-/// device's side, making one proof, for the record.
+/// ES256 signature, claims, nonce, ath; `accept`: binding and replay cache) per proof, best of 3 rounds.
+///
+/// Also the device's side, making one proof, for the record.
 ///
 /// With `--url ws://127.0.0.1:PORT/`: WebSocket connects per second with and without DPoP against that bridge
 /// (``runDPoPConnects(_:url:)``). With `--stages 1`: the check's stages timed apart (``runDPoPStages(_:)``).

@@ -137,7 +137,9 @@ private func benchNonce(base: String) async throws -> String {
     return nonce
 }
 
-/// Pairs a device over the loopback pairing routes; with `signer`, bound to its key. Returns the access token.
+/// Pairs a device over the loopback pairing routes; with `signer`, bound to its key.
+///
+/// Returns the access token.
 private func benchPair(base: String, signer: DPoPSigner?) async throws -> String {
     func post(_ path: String, _ body: [String: String], headers: [String: String] = [:]) async throws -> [String: Any] {
         guard let url = URL(string: base + path) else { throw BenchDPoPError.badURL(base) }

@@ -147,8 +147,10 @@ final class RawHTTP: @unchecked Sendable {
     }
 
     /// Where the next event's data is in the decoded bytes (valid until the next call), or nil at the deadline or the
-    /// stream's end. Found with memchr and compared in place: no allocation per event, so the client costs about
-    /// what RawWebSocket's does per frame (it took 13 µs of CPU per event before, more than the bridge spent).
+    /// stream's end.
+    ///
+    /// Found with memchr and compared in place: no allocation per event, so the client costs about what
+    /// RawWebSocket's does per frame (it took 13 µs of CPU per event before, more than the bridge spent).
     private func nextEventData(until deadline: UInt64) -> Range<Int>? {
         while true {
             if let found = scanEvent() { return found }
@@ -160,8 +162,9 @@ final class RawHTTP: @unchecked Sendable {
         }
     }
 
-    /// The data of the first whole event from `eventStart`, consumed; nil when none is whole yet. Comments and
-    /// keepalives are skipped.
+    /// The data of the first whole event from `eventStart`, consumed; nil when none is whole yet.
+    ///
+    /// Comments and keepalives are skipped.
     private func scanEvent() -> Range<Int>? {
         while true {
             let (separator, data) = events.withUnsafeBytes { raw -> (Int?, Range<Int>?) in
@@ -236,8 +239,10 @@ struct SSEClient {
     }
 }
 
-/// SSE relay (`bench sserelay --port P --clients N --count C`): as `relay`, over Streamable HTTP. Client 0 makes a
-/// session and prompts; the others attach with session/load; each counts session/update events on its stream.
+/// SSE relay (`bench sserelay --port P --clients N --count C`): as `relay`, over Streamable HTTP.
+///
+/// Client 0 makes a session and prompts; the others attach with session/load; each counts session/update events on
+/// its stream.
 func runSSERelay(_ args: Args) throws {
     _ = raiseFileLimit(args.int("nofile", 65536))
     let port = args.int("port", 9099)

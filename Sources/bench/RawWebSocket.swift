@@ -9,6 +9,7 @@ import Glibc
 #endif
 
 /// One WebSocket connection to 127.0.0.1 on a blocking socket (reads time out after 1 s).
+///
 /// One thread reads it at a time; sending from another thread only touches the socket, not the read buffer.
 final class RawWebSocket: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { var description: String }

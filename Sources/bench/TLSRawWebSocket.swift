@@ -31,8 +31,10 @@ func makeRelaySocket(url: String) throws -> any RelaySocket {
 }
 
 /// One wss:// connection to 127.0.0.1 (no certificate check, SNI `localhost`: the bench measures TLS's cost against
-/// the bridge's self-signed identity). Frames are parsed on the event loop; until a count or latency run starts,
-/// text frames are queued for ``nextText(until:)``.
+/// the bridge's self-signed identity).
+///
+/// Frames are parsed on the event loop; until a count or latency run starts, text frames are queued for
+/// ``nextText(until:)``.
 final class TLSRawWebSocket: RelaySocket, @unchecked Sendable {
     private let channel: any Channel
     private let reader: FrameReader

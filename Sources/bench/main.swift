@@ -58,7 +58,9 @@ let benchLogger = logger
 let initializeFrame = #"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#
 
 /// The trivial request: session/prompt for a session that does not exist; the bridge answers it itself
-/// (an "unknown session" error) without reaching the agent. The echo servers send it straight back.
+/// (an "unknown session" error) without reaching the agent.
+///
+/// The echo servers send it straight back.
 func trivialFrame(_ id: Int) -> String {
     #"{"jsonrpc":"2.0","id":\#(id),"method":"session/prompt","params":{"sessionId":"bench-none","prompt":[]}}"#
 }
@@ -268,7 +270,9 @@ func runIdle(_ args: Args) async throws {
 let updatePrefix = Array(#"{"jsonrpc":"2.0","method":"session/update","#.utf8)
 
 /// Connects `clients` raw WebSockets (wss:// too: ``TLSRawWebSocket``) and initializes them; client 0 makes a session and the others attach to it
-/// with session/load. Returns the sockets and the session's id.
+/// with session/load.
+///
+/// Returns the sockets and the session's id.
 func relaySetup(url: String, clients: Int, cwd: String) throws -> ([any RelaySocket], String) {
     let setupDeadline = now() + 30_000_000_000
     let sockets = try (0..<clients).map { _ in try makeRelaySocket(url: url) }
@@ -289,8 +293,10 @@ func relaySetup(url: String, clients: Int, cwd: String) throws -> ([any RelaySoc
 }
 
 /// Relay: client 0 makes a session and prompts; the others attach with session/load; everyone counts
-/// session/update notifications until the prompt's updates are in. Each client reads on a thread of its own
-/// with a raw socket (``RawWebSocket``), so counting costs next to nothing next to the bridge's work.
+/// session/update notifications until the prompt's updates are in.
+///
+/// Each client reads on a thread of its own with a raw socket (``RawWebSocket``), so counting costs next to
+/// nothing next to the bridge's work.
 func runRelay(_ args: Args) throws {
     _ = raiseFileLimit(args.int("nofile", 65536))
     let url = args.string("url", "ws://127.0.0.1:9099/")

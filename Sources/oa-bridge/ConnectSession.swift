@@ -8,6 +8,7 @@ import Glibc
 #endif
 
 /// The prompt loop of `connect`: one session, prompts from `--prompt` or stdin, answers streamed to the terminal.
+///
 /// Reconnecting, resuming, escaping and the layout of the output are the library's (``BridgeClientSession``,
 /// ``TurnTranscript``, ``PermissionQuestion``); this reads the terminal and prints.
 final class ConnectSession: Sendable {

@@ -4,7 +4,9 @@ import Foundation
 import Logging
 
 /// `connect --stdio`: the editor's messages from stdin to an ``ACPRelay``, its messages to stdout, what it reports to
-/// stderr. The relaying, reconnecting and resuming are the library's.
+/// stderr.
+///
+/// The relaying, reconnecting and resuming are the library's.
 struct ConnectStdio {
     let candidates: [BridgeEndpoint]
     let options: BridgeSessionOptions

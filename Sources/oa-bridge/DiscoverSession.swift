@@ -4,6 +4,7 @@ import BridgeDiscovery
 import UnixSignals
 
 /// Runs a browse for `discover`: feeds events (probed when asked) to the output, and decides when to stop.
+///
 /// The state (services, diffs, conflicts, settling) is the library's ``DiscoveryWatcher``, kept by the output.
 struct DiscoverSession: Sendable {
     /// How a browse ended.

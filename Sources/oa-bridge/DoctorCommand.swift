@@ -6,7 +6,7 @@ import BridgePairing
 import Foundation
 import Logging
 
-/// `oa-bridge doctor`: why can't the phone find or reach this desktop?
+/// `oa-bridge doctor`: says why the phone cannot find or reach this desktop.
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",

@@ -65,8 +65,10 @@ enum FlagAdvice {
     }
 
     /// Doctor's check with the flag of the setting its fix is about added to the fix ("…, or remove 'host' from the
-    /// config file. 'oa-bridge serve --host ::' (the default; …)").
-    /// A check without a fix whose detail names a setting (doctor's role) gets the flag after its detail.
+    /// config file.
+    ///
+    /// 'oa-bridge serve --host ::' (the default; …)"). A check without a fix whose detail names a setting (doctor's
+    /// role) gets the flag after its detail.
     static func withFlag(_ check: DoctorCheck) -> DoctorCheck {
         guard let setting = check.setting else { return check }
         var check = check
@@ -92,8 +94,10 @@ enum FlagAdvice {
         }
     }
 
-    /// A discovery conflict's fix with the flags of the settings it is about: "give each bridge its own name on one of
-    /// them; … 'oa-bridge serve --name "Desk 2"' names it; 'oa-bridge serve --interface eth0' announces on one."
+    /// A discovery conflict's fix with the flags of the settings it is about.
+    ///
+    /// For example: "give each bridge its own name on one of them; … 'oa-bridge serve --name "Desk 2"' names it;
+    /// 'oa-bridge serve --interface eth0' announces on one."
     static func fix(for conflict: DiscoveryConflict) -> String {
         let flags = conflict.settings.map { setting in
             switch setting {

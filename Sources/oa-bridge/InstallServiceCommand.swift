@@ -57,7 +57,9 @@ struct InstallServiceCommand: AsyncParsableCommand {
     }
 
     /// Runs `systemctl` (through `/usr/bin/env`, on PATH) with the terminal's input and output; its exit status (128 +
-    /// the signal if one ended it). Throws ``ChildProcessError`` (with its errno) when it cannot start.
+    /// the signal if one ended it).
+    ///
+    /// Throws ``ChildProcessError`` (with its errno) when it cannot start.
     static func systemctl(_ arguments: [String]) async throws -> Int32 {
         let process = try ChildProcess.spawn(ChildProcess.Request(
             executable: "/usr/bin/env", arguments: ["systemctl"] + arguments, environment: ProcessInfo.processInfo.environment,

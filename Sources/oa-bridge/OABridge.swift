@@ -16,9 +16,11 @@ struct OABridge: AsyncParsableCommand {
         subcommands: [ServeCommand.self, DiscoverCommand.self, ConnectCommand.self, PairCommand.self, DevicesCommand.self, DoctorCommand.self, ConfigCommand.self, InstallServiceCommand.self, IdentityCommand.self]
     )
 
-    /// Parses and runs, exiting 2 (not ArgumentParser's 64) on usage errors, as documented. The usage is printed
-    /// only after a usage error (parsing or a command's `validate()`); an error while the command runs is printed as
-    /// `Error: …` alone (issue 29 item 9), with the same exit status as before (2 for a ValidationError).
+    /// Parses and runs, exiting 2 (not ArgumentParser's 64) on usage errors, as documented.
+    ///
+    /// The usage is printed only after a usage error (parsing or a command's `validate()`); an error while the
+    /// command runs is printed as `Error: …` alone (issue 29 item 9), with the same exit status as before (2 for a
+    /// ValidationError).
     static func main() async {
         var command: any ParsableCommand
         do {

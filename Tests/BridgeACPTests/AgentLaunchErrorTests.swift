@@ -10,7 +10,9 @@ import Glibc
 #endif
 
 /// A launch failure keeps its cause: the program, the step and the errno reach the message the user sees (issue 31
-/// item 5). Foundation's `Process` said "The file doesn't exist." of an agent whose `#!` interpreter was missing.
+/// item 5).
+///
+/// Foundation's `Process` said "The file doesn't exist." of an agent whose `#!` interpreter was missing.
 @Suite("The agent's launch errors", .tags(.externalTool))
 struct AgentLaunchErrorTests {
     @Test("an agent whose #! interpreter is missing fails at exec with ENOENT, named with its path and errno")

@@ -9,6 +9,7 @@ import Testing
 @testable import BridgeACP
 
 /// The stdio agent's events in batches (``ACPEventBatching``): the messages of one read of stdout together, in order.
+///
 /// The agents are `/bin/sh` scripts whose `printf` writes its whole text with one write(2).
 @Suite("The stdio agent's event batches", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct StdioAgentBatchTests {

@@ -5,8 +5,10 @@ import Foundation
 import Logging
 import Testing
 
-/// The stdio agent on SwiftNIO pipes: framing, stderr, exit, ordering, failed writes, stopping. The agents are small
-/// `/bin/sh` scripts: what is tested is the pipes and the process, so a real process, but no interpreter to start.
+/// The stdio agent on SwiftNIO pipes: framing, stderr, exit, ordering, failed writes, stopping.
+///
+/// The agents are small `/bin/sh` scripts: what is tested is the pipes and the process, so a real process, but no
+/// interpreter to start.
 @Suite("The stdio agent's pipes", .timeLimit(.minutes(1)), .tags(.externalTool))
 struct StdioAgentTests {
     private func launch(_ script: String, log: TestLog = TestLog(), maxLineLength: Int = StdioAgent.maxLineLength,

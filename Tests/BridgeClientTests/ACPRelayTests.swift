@@ -8,8 +8,9 @@ import Testing
 @testable import BridgeClient
 
 /// What `connect --stdio`'s relay answers by itself, without a bridge: messages before `initialize`, lines that are not
-/// JSON-RPC, no bridge to try; and the idempotency key it puts on prompts. The relaying itself is tested with the
-/// official ACP SDK against a real bridge (Tests/system/test_acp_stdio.py).
+/// JSON-RPC, no bridge to try; and the idempotency key it puts on prompts.
+///
+/// The relaying itself is tested with the official ACP SDK against a real bridge (Tests/system/test_acp_stdio.py).
 @Suite("ACPRelay on its own", .tags(.unit))
 struct ACPRelayTests {
     /// The lines the relay wrote to the editor, parsed.

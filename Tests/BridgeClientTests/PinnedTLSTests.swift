@@ -10,6 +10,7 @@ import Glibc
 
 /// A TLS server that is not the bridge: `openssl s_server -www` with a certificate that names only
 /// `elsewhere.example` (no IP address at all), as a bridge's certificate names none of a link-local `fe80::…%eth0`.
+///
 /// A pinned client must take it by its key; before the fix every such address failed with `failedToValidateHostname`.
 private final class OpenSSLServer: Sendable {
     let process: Process

@@ -4,8 +4,9 @@ import Foundation
 import Testing
 
 /// The pieces that make a proof check cheap (issue 30): the proof decoded once, keys checked once per key (bounded),
-/// request URIs normalised once (bounded), base64url without string search and replace. Each must refuse what the
-/// slower path refused.
+/// request URIs normalised once (bounded), base64url without string search and replace.
+///
+/// Each must refuse what the slower path refused.
 @Suite("DPoP check parts: one decode, cached keys and URIs, base64url", .tags(.unit))
 struct DPoPCheckPartsTests {
     let device = DPoPSigner()

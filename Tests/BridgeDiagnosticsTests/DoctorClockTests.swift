@@ -7,7 +7,9 @@ import Testing
 @testable import BridgeDiagnostics
 
 /// Doctor reads the time from its options' clock (issue 31 item 4), so its clock check is tested on a clock a test sets
-/// instead of the machine's. Making the backend opens nothing: no check that browses runs here.
+/// instead of the machine's.
+///
+/// Making the backend opens nothing: no check that browses runs here.
 @Suite("Doctor's clock check on an injected clock", .tags(.unit))
 struct DoctorClockTests {
     static func check(at date: Date) -> DoctorCheck {

@@ -5,8 +5,10 @@ import Testing
 @testable import BridgeDiscovery
 
 /// Unit tests for the dns_sd backend's pieces that need no daemon: value conversions, error
-/// classification and the poll() run loop. The backend against a real avahi-daemon is exercised in
-/// the LAN lab (LiveDaemonTests with OA_LAB_LIVE=1, and Tests/lab with `--backend dnssd`).
+/// classification and the poll() run loop.
+///
+/// The backend against a real avahi-daemon is exercised in the LAN lab (LiveDaemonTests with
+/// OA_LAB_LIVE=1, and Tests/lab with `--backend dnssd`).
 @Suite("dns_sd backend pieces", .tags(.unit))
 struct DNSSDBackendTests {
     @Test("A and AAAA rdata become addresses; link-local IPv6 gets the interface as zone")

@@ -1,7 +1,9 @@
 import Testing
 @testable import BridgeDiscovery
 
-/// `discover`'s state without a daemon: TXT diffs, conflicts, settling. Times are passed in.
+/// `discover`'s state without a daemon: TXT diffs, conflicts, settling.
+///
+/// Times are passed in.
 @Suite("Discovery watcher", .tags(.unit))
 struct DiscoveryWatcherTests {
     let start = ContinuousClock.now

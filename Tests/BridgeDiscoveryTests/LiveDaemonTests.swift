@@ -4,9 +4,11 @@ import Synchronization
 import Testing
 @testable import BridgeDiscovery
 
-/// Tests against a real avahi-daemon. They run only inside a LAN-lab host (Tests/lab runs them
-/// with OA_LAB_LIVE=1 in a network namespace with its own dbus-daemon and avahi-daemon), never
-/// in the machine's own network namespace.
+/// Tests against a real avahi-daemon.
+///
+/// They run only inside a LAN-lab host (Tests/lab runs them with OA_LAB_LIVE=1 in a network
+/// namespace with its own dbus-daemon and avahi-daemon), never in the machine's own network
+/// namespace.
 @Suite("Live mDNS daemon (lab only)", .enabled(if: LiveDaemon.enabled, "set by Tests/lab inside a lab host"), .serialized, .tags(.externalTool))
 struct LiveDaemonTests {
     @Test("advertise, browse, update TXT, withdraw", arguments: LiveDaemon.backendNames)

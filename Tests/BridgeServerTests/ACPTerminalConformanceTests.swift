@@ -65,9 +65,11 @@ private func firstPID(_ text: String) -> Int32? {
 }
 
 /// `terminal/*` served on the desktop (issue 12 item 2), from both dialects and with two phones at once; and the
-/// capabilities the agent is told. The agent is the conformance agent's script in the test's process
-/// (``InProcessScriptAgent``): what is tested is the bridge's side (the SDK itself is tested by ACPConformanceTests and
-/// PythonSDKTests), and the terminals are real processes.
+/// capabilities the agent is told.
+///
+/// The agent is the conformance agent's script in the test's process (``InProcessScriptAgent``): what is tested is the
+/// bridge's side (the SDK itself is tested by ACPConformanceTests and PythonSDKTests), and the terminals are real
+/// processes.
 @Suite("ACP terminals and capabilities through the bridge (scripted in-process agent)", .serialized, .timeLimit(.minutes(2)),
        .tags(.loopback))
 struct ACPTerminalConformanceTests {

@@ -8,16 +8,19 @@ import Synchronization
 import Testing
 
 /// A `session/new` that finds the agent dead before the bridge has seen its process end (issue 15: -32603 "could not
-/// write to the agent" within ~100 ms of a SIGKILL) restarts the agent and goes through. The restart logic runs on
-/// in-process agents (``ScriptedAgent``) that stop reading (and answering) while they live on, as a process whose pipes
-/// closed before its end is reported: the window stays open for as long as the test needs, with no timing in the
-/// test. One test crashes a real process (`/bin/sh`), and one checks the stdio agent's side of a failed write.
+/// write to the agent" within ~100 ms of a SIGKILL) restarts the agent and goes through.
+///
+/// The restart logic runs on in-process agents (``ScriptedAgent``) that stop reading (and answering) while they live
+/// on, as a process whose pipes closed before its end is reported: the window stays open for as long as the test needs,
+/// with no timing in the test. One test crashes a real process (`/bin/sh`), and one checks the stdio agent's side of a
+/// failed write.
 @Suite("Agent restart", .timeLimit(.minutes(1)), .tags(.loopback, .externalTool))
 struct AgentRestartTests {
-    /// Agents numbered by their start, so a test tells which one answered: sessions are `<agent>-<n>`. A prompt `deaf`
-    /// makes the agent stop reading before it answers (a client that has the answer and sends more finds it deaf
-    /// already); `mute`: it stops writing too, after the answer. With `muteAfterInitialize` every agent stops reading
-    /// and writing right after answering `initialize`.
+    /// Agents numbered by their start, so a test tells which one answered: sessions are `<agent>-<n>`.
+    ///
+    /// A prompt `deaf` makes the agent stop reading before it answers (a client that has the answer and sends more
+    /// finds it deaf already); `mute`: it stops writing too, after the answer. With `muteAfterInitialize` every agent
+    /// stops reading and writing right after answering `initialize`.
     static func agents(muteAfterInitialize: Bool = false) -> @Sendable () -> any ACPAgent {
         let started = Mutex(0)
         return {

@@ -10,7 +10,9 @@ import Testing
 /// The Swift client's DPoP against a real bridge (`--dpop optional`) when the client's clock is off by minutes (issue
 /// 30): its proofs' `iat` fall outside the bridge's window (2 minutes back, 1 minute ahead), the bridge refuses them
 /// (`invalid_dpop_proof`), and the client corrects its clock by the bridge's `Date` (the exchange's answer, or
-/// `/api/health`'s when an upgrade refusal has none) and tries once more. The clock is injected; the system's is untouched.
+/// `/api/health`'s when an upgrade refusal has none) and tries once more.
+///
+/// The clock is injected; the system's is untouched.
 @Suite("DPoP on the client: a skewed clock corrected by the bridge's", .timeLimit(.minutes(1)), .tags(.loopback))
 struct DPoPClientClockTests {
     static func withBridge<T: Sendable>(_ body: @Sendable (_ port: Int, _ store: TokenStore) async throws -> T) async throws -> T {

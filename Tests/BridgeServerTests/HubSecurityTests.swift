@@ -6,9 +6,10 @@ import Synchronization
 import Testing
 
 /// A scripted agent (BridgeTestKit) for the hub's ordering and namespace tests (issues 25, 27, 28); it used to be an
-/// agent written with the ACP Python SDK, whose start took seconds on a loaded machine. It records, as messages
-/// arrive, the `session/cancel` notifications and the answers to its own requests it receives; `_test/order` returns
-/// that record.
+/// agent written with the ACP Python SDK, whose start took seconds on a loaded machine.
+///
+/// It records, as messages arrive, the `session/cancel` notifications and the answers to its own requests it
+/// receives; `_test/order` returns that record.
 ///
 /// Prompts by first word: `permission` asks `session/request_permission` and ends the turn `cancelled` when the
 /// answer is; `forge` sends what only the bridge may send (`_oa/agent_exited`, `_oa/user_message`,

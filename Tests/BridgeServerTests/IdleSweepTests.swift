@@ -5,8 +5,10 @@ import Testing
 @testable import BridgeServer
 @testable import BridgeTime
 
-/// Issue 14 goal 5: an idle bridge uses no CPU. Its sweeps (stuck clients, orphaned requests and retention) sleep until
-/// something can be due instead of ticking, and still run when it is. All on the injected clock.
+/// Issue 14 goal 5: an idle bridge uses no CPU.
+///
+/// Its sweeps (stuck clients, orphaned requests and retention) sleep until something can be due instead of ticking, and
+/// still run when it is. All on the injected clock.
 @Suite("Sweeps sleep while nothing is due", .timeLimit(.minutes(1)))
 struct IdleSweepTests {
     /// A ``ManualClock`` that counts the sleeps begun on it: a timer that ticks begins one per tick.

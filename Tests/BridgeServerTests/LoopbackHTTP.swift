@@ -6,8 +6,10 @@ import Glibc
 
 /// The tests' one HTTP/1.1 client for the bridge on 127.0.0.1: any method, headers and body, the `Host` header as
 /// given (for the DNS-rebinding checks), and requests other clients will not send as asked (a WebSocket upgrade
-/// whose refusal is under test). It reads the whole reply (to the server's close, or a whole `Content-Length` body).
-/// Tests that need malformed bytes on the wire write them themselves (``RawWebSocket``, the system tests).
+/// whose refusal is under test).
+///
+/// It reads the whole reply (to the server's close, or a whole `Content-Length` body). Tests that need malformed
+/// bytes on the wire write them themselves (``RawWebSocket``, the system tests).
 enum LoopbackHTTP {
     struct Failure: Error, CustomStringConvertible {
         var message: String
@@ -29,6 +31,7 @@ enum LoopbackHTTP {
     ]
 
     /// Sends one request and reads the reply off the cooperative pool (the server under test needs its threads).
+    ///
     /// `receiveTimeout` (seconds) bounds each read: a bound for a server that never answers (see ``LoopbackSocket``).
     static func request(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
@@ -120,8 +123,10 @@ enum LoopbackHTTP {
 }
 
 /// Runs blocking socket code on a thread of its own, so it never blocks the (small) cooperative thread pool that
-/// the server under test needs. Not a dispatch queue: on Linux the Swift runtime's global executor runs on
-/// dispatch's global queues, so a read blocked there for seconds holds one of the threads the tasks need.
+/// the server under test needs.
+///
+/// Not a dispatch queue: on Linux the Swift runtime's global executor runs on dispatch's global queues, so a
+/// read blocked there for seconds holds one of the threads the tasks need.
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread { continuation.resume(with: Result { try body() }) }

@@ -346,6 +346,7 @@ struct PairingRoutesTests {
 }
 
 /// Headless Chromium (Debian package `chromium`) for screenshots and `zxing-cpp` (PyPI, with `pillow`) to read them.
+///
 /// Chromium is pointed at a dead proxy, so nothing but loopback (which bypasses proxies) can be reached.
 struct PairingPageRenderer: Sendable {
     let chromium: String

@@ -4,7 +4,9 @@ import Foundation
 import Testing
 
 /// A Python with the official ACP SDK (`agent-client-protocol`) and `websockets`: `$OA_BRIDGE_ACP_PYTHON`, or the
-/// project's `.venv/bin/python`. The tests below run only where one is found.
+/// project's `.venv/bin/python`.
+///
+/// The tests below run only where one is found.
 enum ACPPython {
     static let path: String? = {
         var candidates: [String] = []

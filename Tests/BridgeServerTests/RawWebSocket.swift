@@ -33,7 +33,9 @@ final class RawWebSocket {
         guard sent == bytes.count else { throw Failure(message: "send failed") }
     }
 
-    /// Reads more bytes; false at end of stream. Throws on timeout.
+    /// Reads more bytes; false at end of stream.
+    ///
+    /// Throws on timeout.
     private func readMore() throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let count = recv(fd, &chunk, chunk.count, 0)

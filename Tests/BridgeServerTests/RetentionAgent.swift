@@ -5,11 +5,12 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A small scripted agent (BridgeTestKit; it was a Python script) for the retention tests. With `close` it advertises
-/// `sessionCapabilities.close` (with `silent`, it never answers `session/close`). Sessions are `s1`, `s2`, …; a prompt
-/// `wait` runs until `_test/finish {"sessionId"}`, `bytes N` sends one update of N characters, anything else ends at
-/// once. `_test/never` is never answered. `_test/log` answers what it received: `closed` (session ids), `cancelled`
-/// (`$/cancel_request` ids) and `methods`.
+/// A small scripted agent (BridgeTestKit; it was a Python script) for the retention tests.
+///
+/// With `close` it advertises `sessionCapabilities.close` (with `silent`, it never answers `session/close`). Sessions
+/// are `s1`, `s2`, …; a prompt `wait` runs until `_test/finish {"sessionId"}`, `bytes N` sends one update of N
+/// characters, anything else ends at once. `_test/never` is never answered. `_test/log` answers what it received:
+/// `closed` (session ids), `cancelled` (`$/cancel_request` ids) and `methods`.
 enum RetentionAgent {
     private struct Log {
         var closed: [JSONValue] = []

@@ -5,8 +5,9 @@ import Foundation
 import Testing
 
 /// Bounded retention of idle sessions (issue 15 item 2): in count, in replay bytes and in idle time, the longest idle
-/// first, a running prompt kept, `session/close` to an agent that supports it, and a clear error on resume. Every
-/// timer runs on a ``ManualClock``.
+/// first, a running prompt kept, `session/close` to an agent that supports it, and a clear error on resume.
+///
+/// Every timer runs on a ``ManualClock``.
 @Suite("Session retention", .serialized, .timeLimit(.minutes(1)), .tags(.loopback))
 struct SessionRetentionTests {
     /// A phone that creates a session (optionally runs `prompt` to its end), then goes away.

@@ -10,8 +10,10 @@ import Testing
 
 /// `oa-bridge connect`'s session against a real bridge whose clock runs ahead of the client's (issue 25's leftover): the
 /// bridge refuses the access token as expired (`403 token_expired`) while the client's copy of its expiry says it has
-/// minutes left, so the client did not refresh first. The client refreshes its tokens and tries once more; only a
-/// refused refresh is "needs pairing". Both clocks are injected and moved by hand; nothing sleeps.
+/// minutes left, so the client did not refresh first.
+///
+/// The client refreshes its tokens and tries once more; only a refused refresh is "needs pairing". Both clocks are
+/// injected and moved by hand; nothing sleeps.
 @Suite("An unforeseen token_expired: refresh and retry once", .timeLimit(.minutes(1)), .tags(.loopback))
 struct TokenExpiredRefreshTests {
     /// A bridge whose token clock is `moved` (moved by hand), with pairing routes.
@@ -32,6 +34,7 @@ struct TokenExpiredRefreshTests {
 
     /// Pairs a vault whose clock is 10 minutes behind the bridge's, then moves both clocks 16 minutes on: past the
     /// access token's 15 minutes on the bridge's clock, 6 minutes into them on the client's.
+    ///
     /// The client's clock is moved apart from the bridge's (`clientMoved`), so a test can move the bridge's further.
     static func pairedBehind(
         port: Int, store: TokenStore, moved: ManualBridgeClock,

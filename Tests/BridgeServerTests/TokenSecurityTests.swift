@@ -39,6 +39,7 @@ struct TokenSecurityTests {
     }
 
     /// Waits for the client's close; expects 4003 within `limit` of `start`, give or take the machine's stalls.
+    ///
     /// The close code says the revocation closed it (nothing else sends 4003). The time says it was not a later
     /// cause: the 30 s revocation poll, a keepalive or an expiry. The suites here run beside many others on a loaded
     /// 2-core CI machine, which has held a test back for 5 s, so the bound is `limit` plus 9 s: still seconds before

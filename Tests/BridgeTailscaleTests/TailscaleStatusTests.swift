@@ -77,9 +77,11 @@ struct TailscaleStatusTests {
     }
 }
 
-/// Writes an executable script through a close-on-exec descriptor. A descriptor without it (Foundation's atomic
-/// write) is inherited by any process another test spawns meanwhile, and while such a process holds it open running
-/// the script fails with ETXTBSY ("cannot run …", seen in a full parallel `swift test`).
+/// Writes an executable script through a close-on-exec descriptor.
+///
+/// A descriptor without it (Foundation's atomic write) is inherited by any process another test spawns meanwhile,
+/// and while such a process holds it open running the script fails with ETXTBSY ("cannot run …", seen in a full
+/// parallel `swift test`).
 func writeScript(_ text: String, to path: String) throws {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
     guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }

@@ -1,8 +1,10 @@
 import Synchronization
 
 /// Tells waiting tasks that something changed (a frame arrived, a log line was written, a task began to sleep on a
-/// clock), so a test waits for the event it expects instead of sleeping and looking again. Each change moves a
-/// version on; a waiter says which version it saw, so a change between its look and its wait is never missed.
+/// clock), so a test waits for the event it expects instead of sleeping and looking again.
+///
+/// Each change moves a version on; a waiter says which version it saw, so a change between its look and its wait
+/// is never missed.
 public final class ChangeSignal: Sendable {
     private struct State {
         var version: UInt64 = 0
@@ -31,7 +33,9 @@ public final class ChangeSignal: Sendable {
     }
 
     /// Waits until a change after `version` (at once if there was one already), or until `deadline` of real time
-    /// passes, or the task is cancelled. True if something changed.
+    /// passes, or the task is cancelled.
+    ///
+    /// True if something changed.
     public func wait(after version: UInt64, until deadline: ContinuousClock.Instant) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.changed(after: version) }

@@ -3,7 +3,9 @@ public import Foundation
 import Synchronization
 
 /// A clock the test moves by hand: ``now`` stands still until ``advance(by:)``, and a task sleeping on it wakes only
-/// when the clock is moved past its deadline (or the task is cancelled). Starts at the real `ContinuousClock.now`.
+/// when the clock is moved past its deadline (or the task is cancelled).
+///
+/// Starts at the real `ContinuousClock.now`.
 ///
 /// Shared by the test targets that drive the bridge's timers (``BridgeServerConfiguration/clock``).
 public final class ManualBridgeClock: BridgeClock {

@@ -6,10 +6,14 @@ import Glibc
 
 /// Waits for a process to end, whoever its parent is (a terminal's background child, a command's grandchild): the
 /// kernel tells it through a pidfd (Linux 5.3+), so a test waits for the end itself instead of looking at `/proc`
-/// again and again. A zombie counts as ended.
+/// again and again.
+///
+/// A zombie counts as ended.
 public enum ProcessEnd {
     /// Waits until process `pid` has ended (at once if it is gone already), for at most `timeout` of real time; true
-    /// if it has ended. The bound only fails the test: a process that does not end would hang the whole run.
+    /// if it has ended.
+    ///
+    /// The bound only fails the test: a process that does not end would hang the whole run.
     public static func wait(for pid: Int32, timeout: Duration = .seconds(10)) async -> Bool {
         guard let pidfdOpen else { return false }
         let descriptor = pidfdOpen(pid, 0)

@@ -5,8 +5,9 @@ import Darwin
 #endif
 
 /// A loopback TCP port that is closed for as long as this value lives: a socket bound to it that never listens, so a
-/// connect to it is refused (RST) and nothing else can bind it meanwhile (it has no `SO_REUSEADDR`). Binding a port,
-/// closing it and handing out the number would let another test take it first (issue 31 item 3).
+/// connect to it is refused (RST) and nothing else can bind it meanwhile (it has no `SO_REUSEADDR`).
+///
+/// Binding a port, closing it and handing out the number would let another test take it first (issue 31 item 3).
 public final class ReservedPort: Sendable {
     /// The port number.
     public let port: Int

@@ -3,10 +3,11 @@ public import BridgeRPC
 import Synchronization
 
 /// An ACP agent in the test's own process, scripted by a closure (``BridgeServerConfiguration/inProcessAgent``): no
-/// process, no pipes and no interpreter to start, so its timing is the test's, not a loaded machine's. Every message
-/// the bridge sends is handed to the script with a ``Peer`` to answer through, one after the other in the order they
-/// were sent, as a process reads its input: a script that holds an answer back (a slow `initialize`) holds the
-/// messages behind it too.
+/// process, no pipes and no interpreter to start, so its timing is the test's, not a loaded machine's.
+///
+/// Every message the bridge sends is handed to the script with a ``Peer`` to answer through, one after the other in
+/// the order they were sent, as a process reads its input: a script that holds an answer back (a slow `initialize`)
+/// holds the messages behind it too.
 ///
 /// Like a process: a request still unanswered when the agent ends gets an error response, then `.exited` comes last.
 /// Like a process whose pipes close before it ends, it can stop reading (``Peer/stopReading()``: what is sent to it
@@ -57,6 +58,7 @@ public final class ScriptedAgent: ACPAgent {
         }
 
         /// Sends a request of the agent's own and waits for its answer (an error response if the agent ends first).
+        ///
         /// The answer is taken as it arrives, not behind the messages the script has still to see.
         public func ask(_ method: String, params: JSONValue) async -> JSONRPCResponse {
             await agent.ask(method, params: params)
@@ -70,14 +72,17 @@ public final class ScriptedAgent: ACPAgent {
         /// Stops reading, as a process that closed its stdin: the messages not yet handed to the script are lost
         /// unread, and each request sent from now on fails as a write to a closed pipe does (its error response on
         /// ``ScriptedAgent/events``, the request kept for ``ScriptedAgent/takeUndelivered(_:)`` unless it was resent);
-        /// from the first such failure ``ScriptedAgent/endReason`` says the agent stopped reading. The agent has not
-        /// ended: no `.exited` until it is stopped.
+        /// from the first such failure ``ScriptedAgent/endReason`` says the agent stopped reading.
+        ///
+        /// The agent has not ended: no `.exited` until it is stopped.
         public func stopReading() {
             agent.state.withLock { $0.deaf = true }
         }
 
         /// Stops writing, as a process that closed its stdout: nothing it sends arrives any more, and
-        /// ``ScriptedAgent/endReason`` says so at once. The agent has not ended: no `.exited` until it is stopped.
+        /// ``ScriptedAgent/endReason`` says so at once.
+        ///
+        /// The agent has not ended: no `.exited` until it is stopped.
         public func stopWriting() {
             agent.state.withLock { state in
                 state.mute = true

@@ -4,7 +4,9 @@ import Synchronization
 
 /// Keeps what a logger is told (message and metadata), so a test can check what was logged (the agent's lines, the
 /// terminal host's, the bridge's) or wait for a line (a client's disconnect being handled, a request expiring) instead
-/// of sleeping. Lines go on to stderr too when `TEST_LOG` is set.
+/// of sleeping.
+///
+/// Lines go on to stderr too when `TEST_LOG` is set.
 public final class TestLog: Sendable {
     /// One log call.
     public struct Entry: Sendable {

@@ -52,8 +52,9 @@ struct AgentLink {
         waiters.append(waiter)
     }
 
-    /// The start finished: the agent runs, or the link is idle with the failure. Returns the callers that waited, to
-    /// be resumed with `result`.
+    /// The start finished: the agent runs, or the link is idle with the failure.
+    ///
+    /// Returns the callers that waited, to be resumed with `result`.
     mutating func started(_ result: Result<AgentHandle, JSONRPCError>) -> [Waiter] {
         switch result {
         case .success(let handle): state = .running(handle)
@@ -64,7 +65,9 @@ struct AgentLink {
     }
 
     /// The agent of generation `current` ended for `reason`: if it was the running one the link is idle; if it was the
-    /// one launched last it is forgotten, and returned. An agent replaced already changes nothing.
+    /// one launched last it is forgotten, and returned.
+    ///
+    /// An agent replaced already changes nothing.
     mutating func ended(generation current: Int, reason: String) -> LaunchedAgent? {
         if running(generation: current) != nil { state = .idle(lastFailure: reason) }
         guard let dead = launched(generation: current) else { return nil }

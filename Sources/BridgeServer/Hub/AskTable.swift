@@ -70,8 +70,10 @@ struct AskTable {
     subscript(id: Int64) -> PendingAsk? { pending[id] }
 
     /// Keeps a request of the agent asked of `targets` at `now`, and returns the id the clients know it by (counting
-    /// from 1). With no target (nobody attached: a phone reconnecting) it is orphaned from `now` on, and waits for a
-    /// client to resume the session (``askAgain(session:client:canAnswer:)``).
+    /// from 1).
+    ///
+    /// With no target (nobody attached: a phone reconnecting) it is orphaned from `now` on, and waits for a client
+    /// to resume the session (``askAgain(session:client:canAnswer:)``).
     mutating func add(
         agentRequestID: JSONRPCID, method: String, sessionID: String, params: JSONValue?, targets: Set<ConnectionID>,
         generation: Int, at now: ContinuousClock.Instant
@@ -115,9 +117,11 @@ struct AskTable {
         return .settled(ask, others: ask.targets.filter { $0 != client }.sorted())
     }
 
-    /// A client went away at `now`: it is no longer asked. A request with nobody left to ask waits, orphaned, for a
-    /// client that resumes its session, unless every client asked failed (the agent gets the last error) or its
-    /// session is gone (`sessionExists` says no: nobody can answer). Returns what is settled, oldest first.
+    /// A client went away at `now`: it is no longer asked.
+    ///
+    /// A request with nobody left to ask waits, orphaned, for a client that resumes its session, unless every
+    /// client asked failed (the agent gets the last error) or its session is gone (`sessionExists` says no: nobody
+    /// can answer). Returns what is settled, oldest first.
     mutating func clientLeft(
         _ client: ConnectionID, at now: ContinuousClock.Instant, sessionExists: (String) -> Bool
     ) -> [Departure] {
@@ -144,7 +148,9 @@ struct AskTable {
     }
 
     /// A client attached to `session`: it is asked the session's waiting requests it was not asked yet, did not fail,
-    /// and can answer (`canAnswer` of the method), which are no longer orphaned. Returns them, oldest first.
+    /// and can answer (`canAnswer` of the method), which are no longer orphaned.
+    ///
+    /// Returns them, oldest first.
     mutating func askAgain(session: String, client: ConnectionID, canAnswer: (String) -> Bool) -> [Entry] {
         var asked: [Entry] = []
         for id in pending.keys.sorted() {

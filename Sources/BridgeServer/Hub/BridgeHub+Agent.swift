@@ -204,8 +204,9 @@ extension BridgeHub {
         }
     }
 
-    /// Sends a notification to the clients attached to its session (or to every client if it names none). The
-    /// bridge's own namespace (`_oa/*`) is not the agent's to write: such a notification is dropped.
+    /// Sends a notification to the clients attached to its session (or to every client if it names none).
+    ///
+    /// The bridge's own namespace (`_oa/*`) is not the agent's to write: such a notification is dropped.
     func relay(_ notification: JSONRPCNotification) {
         if BridgeHub.isBridgeNamespace(notification.method) {
             logger.debug("dropped a notification of the agent in the bridge's namespace", metadata: ["method": "\(notification.method.prefix(128))"])
@@ -238,8 +239,9 @@ extension BridgeHub {
     /// Relays a `session/update` the agent reader scanned rather than parsed (``JSONRPCNotification/scannedUpdate``)
     /// without reading its params: for a known session whose attached clients are all official, an update that
     /// changes no kept state, and bytes that can go out as they are, it does what ``relaySpliced(_:session:)`` does
-    /// (the same seq, frame and replay entry). Returns `false`, having done nothing, for anything else (the full path
-    /// then parses the params).
+    /// (the same seq, frame and replay entry).
+    ///
+    /// Returns `false`, having done nothing, for anything else (the full path then parses the params).
     private func relayScanned(_ notification: JSONRPCNotification, _ scanned: ScannedUpdate) -> Bool {
         // These two kinds change what the bridge keeps of the session (`keepState`), which reads the params.
         guard notification.method == ACPMethod.sessionUpdate, scanned.kind != "current_mode_update", scanned.kind != "config_option_update",

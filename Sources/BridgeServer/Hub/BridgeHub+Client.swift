@@ -282,6 +282,7 @@ extension BridgeHub {
     /// The `initialize` answer for a client: every field the agent answered (capabilities, auth methods, info, and
     /// any other), in the client's dialect, with the protocol version negotiated for the client; `_meta` is the
     /// agent's, untouched, plus the bridge's working directory.
+    ///
     /// Throws when two of the agent's keys become one in `dialect` (``ACPKeyCollision``).
     func initializeResult(for dialect: ACPDialect, agent handle: AgentHandle) throws(ACPKeyCollision) -> JSONValue {
         var official = handle.initializeResult.objectValue ?? [:]
@@ -312,7 +313,9 @@ extension BridgeHub {
     // MARK: sessions
 
     /// The files a new or loaded session works in: its `cwd` (which must lie inside the bridge's working
-    /// directory), or the bridge's working directory when none is given. Fills `cwd` and `mcpServers` in.
+    /// directory), or the bridge's working directory when none is given.
+    ///
+    /// Fills `cwd` and `mcpServers` in.
     func sessionFiles(_ params: inout JSONValue?) throws(JSONRPCError) -> WorkspaceFiles {
         var members = params?.objectValue ?? [:]
         let files: WorkspaceFiles
@@ -391,6 +394,7 @@ extension BridgeHub {
     }
 
     /// Forwards `session/cancel` to the agent, and answers pending permission requests of that session as cancelled.
+    ///
     /// Returns the error to report, if any.
     private func cancel(_ params: JSONValue?, from id: ConnectionID) -> JSONRPCError? {
         guard let session = params?["sessionId"]?.stringValue else {
@@ -406,8 +410,10 @@ extension BridgeHub {
 
     /// Sends `session/cancel` to the agent, then settles every pending request of the agent for the session:
     /// permissions are answered `cancelled` (the clients asked get `_oa/request_answered`), anything else error -32800
-    /// (the clients asked get `$/cancel_request`). ACP's order: the agent learns that the turn is cancelled before it
-    /// reads the `cancelled` answers, so it does not take them for the user's refusal. Returns the error to report.
+    /// (the clients asked get `$/cancel_request`).
+    ///
+    /// ACP's order: the agent learns that the turn is cancelled before it reads the `cancelled` answers, so it does
+    /// not take them for the user's refusal. Returns the error to report.
     func cancelTurn(_ session: String, params: JSONValue?, agent handle: AgentHandle) -> JSONRPCError? {
         var failure: JSONRPCError?
         do {
@@ -486,8 +492,10 @@ extension BridgeHub {
     }
 
     /// Queues the request to the running agent under a fresh id with its route (the client's `pending` already
-    /// counts it). Nothing suspends here: the route and the queued line go together (a failed write comes back as
-    /// the agent's error response on this route).
+    /// counts it).
+    ///
+    /// Nothing suspends here: the route and the queued line go together (a failed write comes back as the agent's
+    /// error response on this route).
     private func sendToAgent(_ forwarded: ForwardedRequest, from id: ConnectionID, to handle: AgentHandle) {
         let request = forwarded.request
         let agentID = routes.add(.client(ClientRoute(
@@ -566,8 +574,10 @@ extension BridgeHub {
 
     // MARK: answers to agent requests
 
-    /// A client answered a request the agent sent through the bridge: the first success wins. An error waits while
-    /// another client asked may still answer; once every client asked has failed, the agent gets the last error.
+    /// A client answered a request the agent sent through the bridge: the first success wins.
+    ///
+    /// An error waits while another client asked may still answer; once every client asked has failed, the agent
+    /// gets the last error.
     private func clientAnswered(_ response: JSONRPCResponse, from id: ConnectionID) {
         guard case .int(let askID) = response.id, let ask = asks.asked(askID, of: id) else {
             connections[id]?.logger.debug("response to nothing pending (already answered?)", metadata: ["id": "\(response.id)"])

@@ -69,6 +69,7 @@ extension BridgeHub {
 
     /// The agent's `session/list` answer with the sessions the bridge keeps that it did not list (kept from before a
     /// restart, read-only ones marked `_meta.oa.readOnly`); an agent that cannot list gets the bridge's list instead.
+    ///
     /// A later page (`cursor`) is the agent's alone.
     func listWithKept(_ outcome: Result<JSONValue, JSONRPCError>, params: JSONValue?) -> Result<JSONValue, JSONRPCError> {
         if let cursor = params?["cursor"], cursor != .null { return outcome }

@@ -189,8 +189,9 @@ extension BridgeHub {
     }
 
     /// A notification for a session the bridge does not know yet: kept while a `session/new` or `session/fork` is
-    /// waiting for its answer (the agent may announce commands or modes first). Returns whether it was taken (kept,
-    /// or dropped past ``SessionTable/maxEarlyUpdates``).
+    /// waiting for its answer (the agent may announce commands or modes first).
+    ///
+    /// Returns whether it was taken (kept, or dropped past ``SessionTable/maxEarlyUpdates``).
     func keepEarly(_ notification: JSONRPCNotification, session: String) -> Bool {
         let early = sessions.keepEarly(notification, session: session, creating: routes.sessionBeingCreated)
         if early.dropped {
@@ -199,8 +200,10 @@ extension BridgeHub {
         return early.taken
     }
 
-    /// `session/close` or `session/delete` answered: the bridge forgets the session. Its other attached clients are told
-    /// with `_oa/session_closed`; the agent's requests still waiting on it get an error.
+    /// `session/close` or `session/delete` answered: the bridge forgets the session.
+    ///
+    /// Its other attached clients are told with `_oa/session_closed`; the agent's requests still waiting on it get an
+    /// error.
     func dropSession(_ session: String, by method: String, requester: ConnectionID) {
         guard let record = sessions.close(session) else { return }
         forgetStored(session)

@@ -7,8 +7,10 @@ extension BridgeHub {
     /// A batch's entries are handled this many at a time; the hub serves other connections in between.
     static let batchSlice = 32
 
-    /// The error to answer when connection `id` may not have one more session, else `nil`. A session it is already
-    /// attached to (`joining`) costs nothing; sessions being created or loaded for it count as attached.
+    /// The error to answer when connection `id` may not have one more session, else `nil`.
+    ///
+    /// A session it is already attached to (`joining`) costs nothing; sessions being created or loaded for it
+    /// count as attached.
     func sessionLimitError(_ id: ConnectionID, joining session: String? = nil) -> JSONRPCError? {
         guard let client = connections[id] else { return nil }
         if let session, client.sessions.contains(session) { return nil }

@@ -8,6 +8,7 @@ import Logging
 extension BridgeHub {
     /// A content block of a prompt larger than this (as JSON) is kept in the replay abridged: an image's or audio's
     /// `data` and a resource's `blob` left out, text cut to its first 64 Ki characters; `_meta.oa.abridged` says so.
+    ///
     /// The agent and the clients attached now get it whole; only what is kept is smaller, so one photo does not push
     /// the session's history out of the replay buffer.
     static let maxRecordedBlockBytes = 256 << 10
@@ -15,8 +16,9 @@ extension BridgeHub {
     /// Records a prompt a client sent (`session/prompt` params, official spelling) in the session's replay: one
     /// `session/update` with a `user_message_chunk` per content block, in order, each with the session's next
     /// `_meta.seq` and `_meta.oa = {"origin": "bridge", "promptId": <the prompt request's id>}`, sent to every client
-    /// attached (the sender too: its sequence stays unbroken, and it knows its prompt by `promptId`). A phone that
-    /// attaches later gets them with the rest of the replay: the questions with the answers.
+    /// attached (the sender too: its sequence stays unbroken, and it knows its prompt by `promptId`).
+    ///
+    /// A phone that attaches later gets them with the rest of the replay: the questions with the answers.
     func recordPrompt(_ params: JSONValue?, promptID: JSONRPCID, session: String) {
         guard sessions.contains(session), case .array(let blocks)? = params?["prompt"] else { return }
         for block in blocks {

@@ -8,7 +8,9 @@ import NIOCore
 /// that outlive the connection that sent them.
 extension BridgeHub {
     /// Stamps a `session/update` with the session's next sequence number (`params._meta.seq`, other `_meta` keys
-    /// kept) and keeps it in the session's replay buffer. Updates of sessions the bridge does not know pass unchanged.
+    /// kept) and keeps it in the session's replay buffer.
+    ///
+    /// Updates of sessions the bridge does not know pass unchanged.
     func sequenced(_ notification: JSONRPCNotification, session: String) -> JSONRPCNotification {
         guard var params = notification.params?.objectValue else { return notification }
         var stamped = JSONValue.null
@@ -35,8 +37,9 @@ extension BridgeHub {
     /// Relays a `session/update` whose params came as bytes without `_meta` (``JSONRPCNotification/rawParams``):
     /// official clients and the replay buffer get one frame made of the agent's bytes with `_meta.seq` spliced in
     /// (``SplicedUpdate``: no stamping of the parsed value, no encoding, the byte count known); seed clients get the
-    /// stamped params converted, as ``sequenced(_:session:)`` makes them. Returns `false`, having done nothing, when
-    /// the update cannot go so (then it takes that path).
+    /// stamped params converted, as ``sequenced(_:session:)`` makes them.
+    ///
+    /// Returns `false`, having done nothing, when the update cannot go so (then it takes that path).
     func relaySpliced(_ notification: JSONRPCNotification, session: String) -> Bool {
         guard let raw = notification.rawParams, var params = notification.params?.objectValue, params["_meta"] == nil,
               sessions.contains(session), raw.isForwardable else { return false }
@@ -170,7 +173,7 @@ extension BridgeHub {
         return nil
     }
 
-    /// Sends the agent's unanswered requests of `session` (e.g. `session/request_permission`) to a client that was
+    /// Sends the agent's unanswered requests of `session` (for example `session/request_permission`) to a client that was
     /// not asked yet, under their original ids.
     func askAgain(_ session: String, to id: ConnectionID) {
         guard let dialect = connections[id]?.dialect else { return }

@@ -12,7 +12,9 @@ extension BridgeHub {
     /// A connection went away (called by `disconnect` once it is detached from its sessions and its asks): the
     /// sessions it leaves idle start their idle time now, and its requests whose answer nobody can receive any more
     /// (every one but `session/prompt`, which outlives its client) are released and the agent is told with
-    /// `$/cancel_request`. Then the bounds are enforced.
+    /// `$/cancel_request`.
+    ///
+    /// Then the bounds are enforced.
     func connectionLeft(_ id: ConnectionID, _ client: ClientRecord) {
         if client.pending > 0 { releaseRequests(of: id) }
         guard !client.sessions.isEmpty else { return }
@@ -37,9 +39,11 @@ extension BridgeHub {
 
     /// Notes which sessions are idle and since when, then drops idle sessions, the longest idle first: those idle for
     /// ``SessionRetention/idleTimeout``, then as many as it takes to be within ``SessionRetention/maxIdleSessions``
-    /// and ``SessionRetention/maxIdleReplayBytes``. Runs on the orphaned-request sweep, when a connection goes away
-    /// and when a prompt ends while its client is gone. Returns when the longest idle session left reaches the idle
-    /// timeout (`nil`: none can), and moves the sweep's timer to then.
+    /// and ``SessionRetention/maxIdleReplayBytes``.
+    ///
+    /// Runs on the orphaned-request sweep, when a connection goes away and when a prompt ends while its client is
+    /// gone. Returns when the longest idle session left reaches the idle timeout (`nil`: none can), and moves the
+    /// sweep's timer to then.
     @discardableResult
     func enforceRetention() -> ContinuousClock.Instant? {
         guard !sessions.isEmpty else { return nil }
@@ -72,7 +76,9 @@ extension BridgeHub {
     }
 
     /// Sends `session/close` for `session` to the running agent if it advertises `sessionCapabilities.close`; returns
-    /// whether it was sent. Nobody waits for the answer (see ``retentionCloseAnswered(_:outcome:)``).
+    /// whether it was sent.
+    ///
+    /// Nobody waits for the answer (see ``retentionCloseAnswered(_:outcome:)``).
     private func closeInAgent(_ session: String) -> Bool {
         guard case .running(let handle) = agentLink.state, BridgeHub.canClose(handle.initializeResult) else { return false }
         // An agent that never answers session/close leaves at most `maxUnansweredCloses` routes behind.

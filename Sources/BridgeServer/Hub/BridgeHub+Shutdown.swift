@@ -8,7 +8,9 @@ extension BridgeHub {
     /// Close reason sent with 1001 to every client on graceful shutdown.
     static let shuttingDownReason = "bridge shutting down"
 
-    /// Closes every client with 1001 "bridge shutting down" (and any that still connects). Prompts keep running.
+    /// Closes every client with 1001 "bridge shutting down" (and any that still connects).
+    ///
+    /// Prompts keep running.
     func beginShutdown() {
         guard !shuttingDown else { return }
         shuttingDown = true
@@ -26,8 +28,10 @@ extension BridgeHub {
     }
 
     /// Waits until every client has gone after ``beginShutdown()`` (each was sent 1001 and answers it), bounded by
-    /// `limit` of real time and by cancellation: the HTTP server's own shutdown comes after that. The connection
-    /// table tells when it empties (``ConnectionTable/untilEmpty()``): nothing looks again every few milliseconds.
+    /// `limit` of real time and by cancellation: the HTTP server's own shutdown comes after that.
+    ///
+    /// The connection table tells when it empties (``ConnectionTable/untilEmpty()``): nothing looks again every
+    /// few milliseconds.
     func waitForClientsToLeave(within limit: Duration) async {
         let emptied = connections.untilEmpty()
         await withTaskGroup(of: Void.self) { group in

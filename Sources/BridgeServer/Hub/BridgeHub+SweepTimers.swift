@@ -55,8 +55,10 @@ extension BridgeHub {
     /// ``BridgeServerConfiguration/orphanedRequestTimeout`` (a permission `cancelled`, anything else an error), so a
     /// prompt whose phone never comes back does not wait forever; drops idle sessions past the bounds of
     /// ``BridgeServerConfiguration/retention``; with auth on, every ``tokenPurgeInterval`` deletes token rows long
-    /// expired. Each when due: a new or orphaned request moves the timer (``asksChanged()``), so does a session going
-    /// idle (``enforceRetention()``).
+    /// expired.
+    ///
+    /// Each when due: a new or orphaned request moves the timer (``asksChanged()``), so does a session going idle
+    /// (``enforceRetention()``).
     nonisolated func sweepOrphanedAsks() async {
         await orphanSweep.run { await self.sweepOrphans() }
     }

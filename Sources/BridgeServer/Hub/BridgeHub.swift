@@ -147,7 +147,9 @@ actor BridgeHub {
     }
 
     /// Lets prompts in flight finish within the grace period (cancelling the rest), then stops the agent and accepts
-    /// no new one (the run loop ends once running agents are gone). Without waiting when the task is cancelled.
+    /// no new one (the run loop ends once running agents are gone).
+    ///
+    /// Without waiting when the task is cancelled.
     func shutdown() async {
         await finishPrompts()
         terminals.close()
@@ -231,8 +233,10 @@ actor BridgeHub {
 
     // MARK: Output
 
-    /// Queues a frame for a client. A client that stopped reading (``maxQueuedFrames`` behind with one write to it
-    /// waiting ``clientStallTimeout`` for the peer), or that is ``maxQueuedFramesWhileReading`` behind, is cut off.
+    /// Queues a frame for a client.
+    ///
+    /// A client that stopped reading (``maxQueuedFrames`` behind with one write to it waiting
+    /// ``clientStallTimeout`` for the peer), or that is ``maxQueuedFramesWhileReading`` behind, is cut off.
     func send(_ frame: OutboundFrame, to id: ConnectionID) {
         guard let client = connections[id] else { return }
         BridgeMetrics.messagesOut.increment()
@@ -240,7 +244,9 @@ actor BridgeHub {
     }
 
     /// Drops what is queued for a client that is not keeping up and closes its connection at once (its writer may be
-    /// blocked on a peer that does not read). A client that resumes later gets what the replay buffer still holds.
+    /// blocked on a peer that does not read).
+    ///
+    /// A client that resumes later gets what the replay buffer still holds.
     func cutOff(_ client: ClientRecord) {
         client.logger.warning("client is not keeping up; disconnecting it", metadata: [
             "queued_at_least": "\(BridgeHub.maxQueuedFrames)", "stall_limit": "\(BridgeHub.clientStallTimeout.words)",
@@ -277,6 +283,7 @@ actor BridgeHub {
     }
 
     /// Sends a notification whose params are in official spelling to several clients, each in its dialect.
+    ///
     /// It is converted and encoded once per dialect, and every client of that dialect gets the same bytes.
     func notify(_ ids: some Sequence<ConnectionID>, method: String, params: JSONValue?) {
         var official: OutboundFrame?

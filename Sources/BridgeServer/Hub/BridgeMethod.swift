@@ -12,10 +12,14 @@ public enum BridgeMethod {
     /// Error code of `_oa/session/resume` when the replay buffer no longer reaches back to `lastSeq + 1`.
     public static let gapErrorCode = -32002
     /// Request: who this connection authenticated as, `{"deviceId", "name", "pairedAt", "lastSeenAt",
-    /// "accessTokenExpiresAt"}` (seed dialect: snake_case); no secrets. Error -32005 with `--auth none`.
+    /// "accessTokenExpiresAt"}` (seed dialect: snake_case); no secrets.
+    ///
+    /// Error -32005 with `--auth none`.
     public static let me = "_oa/me"
     /// Request: unpair this device: revokes it and all its tokens, answers `{"deviceId", "revokedAt"}`, then closes
-    /// every connection of the device with 4003. Error -32005 with `--auth none`.
+    /// every connection of the device with 4003.
+    ///
+    /// Error -32005 with `--auth none`.
     public static let logout = "_oa/logout"
     /// Error code when a connection would pass ``BridgeServerConfiguration/maxSessionsPerConnection``.
     public static let tooManySessionsErrorCode = -32003

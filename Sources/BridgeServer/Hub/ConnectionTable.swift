@@ -2,8 +2,9 @@ import BridgePairing
 
 /// The hub's connected clients: each connection's record under the id the hub gave it (counting from 1, never reused),
 /// the paired device and token family it authenticated as (auth on), and the connections answering their own
-/// `_oa/logout`. Which connections a revocation closes, and which sessions a client is attached to on its side, are
-/// answered here.
+/// `_oa/logout`.
+///
+/// Which connections a revocation closes, and which sessions a client is attached to on its side, are answered here.
 ///
 /// A value with no side effects but one it is asked for (the records' queues and loggers are the hub's to use; the
 /// streams of ``untilEmpty()`` end as the last connection is removed): `HubConnectionTableTests` tests it without a
@@ -46,8 +47,9 @@ struct ConnectionTable {
         return id
     }
 
-    /// Forgets connection `id` and what it authenticated as; returns its record (`nil` if it was gone already). The
-    /// last one out ends the streams of ``untilEmpty()``.
+    /// Forgets connection `id` and what it authenticated as; returns its record (`nil` if it was gone already).
+    ///
+    /// The last one out ends the streams of ``untilEmpty()``.
     mutating func remove(_ id: ConnectionID) -> ClientRecord? {
         guard let record = records.removeValue(forKey: id) else { return nil }
         credentials[id] = nil
@@ -59,9 +61,10 @@ struct ConnectionTable {
         return record
     }
 
-    /// A stream that ends when no client is connected: at once if none is now, else as the last one is removed. It
-    /// yields nothing; a waiter iterates it until it ends (or its task is cancelled), so shutdown waits for the event
-    /// instead of looking again and again.
+    /// A stream that ends when no client is connected: at once if none is now, else as the last one is removed.
+    ///
+    /// It yields nothing; a waiter iterates it until it ends (or its task is cancelled), so shutdown waits for the
+    /// event instead of looking again and again.
     mutating func untilEmpty() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream<Void>.makeStream()
         if records.isEmpty { continuation.finish() } else { emptyWatchers.append(continuation) }

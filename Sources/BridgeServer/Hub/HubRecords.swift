@@ -13,7 +13,7 @@ struct ClientRecord {
     let outbound: OutboundQueue
     /// Its dialect, once `initialize` succeeded.
     var dialect: ACPDialect?
-    /// The `clientCapabilities` of its `initialize` (official spelling), e.g. whether it answers elicitations.
+    /// The `clientCapabilities` of its `initialize` (official spelling), for example whether it answers elicitations.
     var capabilities: JSONValue? = nil
     /// How many `initialize` requests are being answered (the agent may still be starting).
     var initializing = 0
@@ -60,7 +60,9 @@ struct SessionRecord {
     /// The stop reason of the last prompt that ended while the client that sent it was gone.
     var finishedWhileAway: String?
     /// Since when nobody is attached and no prompt runs (on the configuration's clock); `nil` while it is in use or
-    /// not looked at since. The longest idle are dropped first (see ``SessionRetention``).
+    /// not looked at since.
+    ///
+    /// The longest idle are dropped first (see ``SessionRetention``).
     var idleSince: ContinuousClock.Instant? = nil
     /// Whether the running agent has it, or it waits to be restored, or it was restored read-only.
     var state: SessionState = .live

@@ -1,8 +1,9 @@
 import BridgeRPC
 
 /// One session's prompts by the idempotency key their client sent (`_meta.oa.idempotencyKey`): the last
-/// ``capacity`` keys with their outcome, so that a retry is never sent to the agent again. A retry while the first
-/// runs waits for its outcome; a retry after it ended gets the stored outcome at once.
+/// ``capacity`` keys with their outcome, so that a retry is never sent to the agent again.
+///
+/// A retry while the first runs waits for its outcome; a retry after it ended gets the stored outcome at once.
 struct IdempotencyLedger {
     /// The most keys kept per session; the oldest finished ones are forgotten first.
     static let capacity = 256
@@ -92,8 +93,9 @@ struct IdempotencyLedger {
     }
 
     /// The key a `session/prompt`'s params carry in `_meta.oa.idempotencyKey`, and the params without `_meta.oa`
-    /// (the agent never sees it; `_meta` itself goes when nothing else is in it). A key that is not a string of 1 to
-    /// ``maxKeyLength`` characters is an error.
+    /// (the agent never sees it; `_meta` itself goes when nothing else is in it).
+    ///
+    /// A key that is not a string of 1 to ``maxKeyLength`` characters is an error.
     static func takeKey(from params: JSONValue?) throws(JSONRPCError) -> (key: String?, params: JSONValue?) {
         guard var members = params?.objectValue, var meta = members["_meta"]?.objectValue, let oa = meta["oa"] else { return (nil, params) }
         meta["oa"] = nil

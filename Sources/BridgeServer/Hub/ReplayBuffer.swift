@@ -1,8 +1,10 @@
 import BridgeRPC
 
 /// A session's latest `session/update`s, oldest first, for `_oa/session/resume`: at most `limit` entries and at most
-/// `byteLimit` bytes of params, the oldest dropped first. Keeping one more update costs the same however full the
-/// buffer is (amortised: dropped entries are released at once, the slots compacted now and then).
+/// `byteLimit` bytes of params, the oldest dropped first.
+///
+/// Keeping one more update costs the same however full the buffer is (amortised: dropped entries are released at
+/// once, the slots compacted now and then).
 ///
 /// Bytes are the params' size as compact JSON, not counting the extra bytes of escape sequences (for an update kept as
 /// the agent's own bytes, their size as written).
@@ -24,9 +26,10 @@ struct ReplayBuffer: Sequence {
     /// The oldest update kept.
     var first: BufferedUpdate? { head < storage.count ? storage[head]?.update : nil }
 
-    /// Keeps `update`, dropping the oldest ones beyond `limit` entries or `byteLimit` bytes. An update larger than
-    /// `byteLimit` on its own is not kept, and neither is anything before it (a resume then reports the gap rather
-    /// than replaying around a hole). A `limit` of 0 or less keeps nothing.
+    /// Keeps `update`, dropping the oldest ones beyond `limit` entries or `byteLimit` bytes.
+    ///
+    /// An update larger than `byteLimit` on its own is not kept, and neither is anything before it (a resume then
+    /// reports the gap rather than replaying around a hole). A `limit` of 0 or less keeps nothing.
     mutating func append(_ update: BufferedUpdate, limit: Int, byteLimit: Int = .max) {
         let bytes = update.byteCount
         guard limit > 0, bytes <= byteLimit else {

@@ -1,6 +1,7 @@
 /// The sessions the bridge dropped for retention (see ``SessionRetention``) and why, so a phone that resumes one is
-/// told it was dropped rather than that it never existed. Bounded: the oldest are forgotten past ``capacity`` (such a
-/// session then reads as unknown).
+/// told it was dropped rather than that it never existed.
+///
+/// Bounded: the oldest are forgotten past ``capacity`` (such a session then reads as unknown).
 struct RetentionTombstones {
     /// The most dropped sessions remembered.
     static let capacity = 1024

@@ -3,6 +3,7 @@ import BridgeRPC
 
 /// The requests sent to the agent that wait for its answer, under the ids the agent sees (counting from 1, never
 /// given twice), and where each answer goes (``Route``): back to a client, to the bridge itself, or only to the log.
+///
 /// What the hub asks of them (is a session being created, is a prompt running, which request of a client is this) is
 /// answered here.
 ///

@@ -11,7 +11,9 @@
 /// all of its sessions), 64 MiB of replay (eight full 8 MiB buffers; a finished session's is usually a few KB), and a
 /// day (a phone left overnight still resumes in the morning).
 public struct SessionRetention: Sendable, Equatable {
-    /// The most idle sessions kept; past it the longest idle are dropped. 0 keeps none.
+    /// The most idle sessions kept; past it the longest idle are dropped.
+    ///
+    /// 0 keeps none.
     public var maxIdleSessions: Int
     /// The most bytes the replay buffers of idle sessions hold together (counted as in
     /// ``BridgeServerConfiguration/replayBufferBytes``); past it the longest idle are dropped.

@@ -7,9 +7,11 @@ import BridgeWorkspace
 extension SessionTable {
     /// `stored` as a dormant record working in `files` (and `additional`), idle since `idleSince`: its present state,
     /// title and device, its replay rebuilt within `bounds`, its idempotency keys restored (a prompt that ran when the
-    /// bridge stopped gets ``BridgeErrors/interrupted(_:)``). Numbering goes on after the last stored update; after a
-    /// bridge that did not stop cleanly (it still held a reservation), after the reservation: the numbers up to it may
-    /// have reached phones unstored (``SessionRecord/unstored``), and none is used again.
+    /// bridge stopped gets ``BridgeErrors/interrupted(_:)``).
+    ///
+    /// Numbering goes on after the last stored update; after a bridge that did not stop cleanly (it still held a
+    /// reservation), after the reservation: the numbers up to it may have reached phones unstored
+    /// (``SessionRecord/unstored``), and none is used again.
     static func dormantRecord(
         _ stored: StoredSession, files: WorkspaceFiles, additional: [WorkspaceFiles], bounds: Bounds, idleSince: ContinuousClock.Instant
     ) -> SessionRecord {

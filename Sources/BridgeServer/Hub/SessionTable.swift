@@ -141,7 +141,9 @@ struct SessionTable {
     }
 
     /// Changes the descriptive fields of `session`'s record in place (never its state, members, numbering or replay:
-    /// those follow the table's rules). Returns `nil` when it is not kept.
+    /// those follow the table's rules).
+    ///
+    /// Returns `nil` when it is not kept.
     @discardableResult
     mutating func update<R>(_ session: String, _ body: (inout SessionRecord) -> R) -> R? {
         guard let index = records.index(forKey: session) else { return nil }
@@ -152,7 +154,9 @@ struct SessionTable {
 
     /// The agent answered `session/new` or `session/fork` with `session`: it is live, attached to nobody yet; a kept
     /// session of the same id (the agent counts from 1 again after a restart) is replaced, and a retention drop of it
-    /// forgotten. Returns the notifications that waited for it.
+    /// forgotten.
+    ///
+    /// Returns the notifications that waited for it.
     mutating func register(_ session: String, _ record: SessionRecord) -> Registered {
         let replacedKept = records[session].map { $0.state != .live } ?? false
         var record = record
@@ -163,7 +167,9 @@ struct SessionTable {
     }
 
     /// A `session/load` or `session/resume` of a session the bridge does not keep goes to the agent: the session is
-    /// kept live at once (its history replay arrives before the answer). Does nothing if it is kept already.
+    /// kept live at once (its history replay arrives before the answer).
+    ///
+    /// Does nothing if it is kept already.
     mutating func open(_ session: String, _ record: SessionRecord) {
         guard records[session] == nil else { return }
         var record = record
@@ -182,14 +188,18 @@ struct SessionTable {
     }
 
     /// `session/close` or `session/delete` answered, or a load the agent refused: the session is forgotten (not as
-    /// dropped). Returns its record.
+    /// dropped).
+    ///
+    /// Returns its record.
     @discardableResult
     mutating func close(_ session: String) -> SessionRecord? {
         early[session] = nil
         return records.removeValue(forKey: session)
     }
 
-    /// Forgets `session` if nobody is attached to it (a load or resume that failed). Returns whether it was forgotten.
+    /// Forgets `session` if nobody is attached to it (a load or resume that failed).
+    ///
+    /// Returns whether it was forgotten.
     @discardableResult
     mutating func closeIfUnattached(_ session: String) -> Bool {
         guard records[session]?.members.isEmpty == true else { return false }
@@ -239,7 +249,9 @@ struct SessionTable {
     }
 
     /// The agent cannot take `session` back (it can neither load nor resume): it is read-only, unless it is no longer
-    /// dormant. Returns whether it changed.
+    /// dormant.
+    ///
+    /// Returns whether it changed.
     @discardableResult
     mutating func markReadOnly(_ session: String) -> Bool {
         guard records[session]?.state == .dormant else { return false }
@@ -259,9 +271,10 @@ struct SessionTable {
 
     // MARK: Updates
 
-    /// Numbers the next update of `session` and keeps it for replay: `make` builds it from its `seq`. With a store,
-    /// numbers are reserved in blocks, the next asked for when half of the present one is used. `nil` when the
-    /// session is not kept.
+    /// Numbers the next update of `session` and keeps it for replay: `make` builds it from its `seq`.
+    ///
+    /// With a store, numbers are reserved in blocks, the next asked for when half of the present one is used. `nil`
+    /// when the session is not kept.
     mutating func append(to session: String, _ make: (Int64) -> BufferedUpdate) -> Appended? {
         guard let index = records.index(forKey: session) else { return nil }
         let seq = records.values[index].nextSeq
@@ -282,7 +295,9 @@ struct SessionTable {
     // MARK: Present state
 
     /// Keeps the modes, models and config options an agent's answer carries (`session/new`, `load`, `resume`, `fork`,
-    /// `set_config_option`). Returns whether the session is kept (its row is then written).
+    /// `set_config_option`).
+    ///
+    /// Returns whether the session is kept (its row is then written).
     @discardableResult
     mutating func keepState(of session: String, from result: JSONValue) -> Bool {
         guard let index = records.index(forKey: session) else { return false }
@@ -335,8 +350,9 @@ struct SessionTable {
     // MARK: Early updates
 
     /// A notification for `session`, not kept yet: kept while a `session/new` or `session/fork` waits for its answer
-    /// (`creating`), at most ``maxEarlyUpdates`` per session (more are dropped). Returns whether it was taken
-    /// (kept or dropped), and whether it was dropped.
+    /// (`creating`), at most ``maxEarlyUpdates`` per session (more are dropped).
+    ///
+    /// Returns whether it was taken (kept or dropped), and whether it was dropped.
     mutating func keepEarly(_ notification: JSONRPCNotification, session: String, creating: Bool) -> (taken: Bool, dropped: Bool) {
         guard creating, records[session] == nil else { return (false, false) }
         guard early[session, default: []].count < SessionTable.maxEarlyUpdates else { return (true, true) }
@@ -361,8 +377,9 @@ struct SessionTable {
 
     /// Notes which sessions are idle (nobody attached, not in `busy`) since `now`, then drops the longest idle first:
     /// those idle for ``SessionRetention/idleTimeout``, then as many as it takes to be within
-    /// ``SessionRetention/maxIdleSessions`` and ``SessionRetention/maxIdleReplayBytes``. A dropped session is
-    /// remembered as dropped (``droppedReason(_:)``), and what waited for its creation goes.
+    /// ``SessionRetention/maxIdleSessions`` and ``SessionRetention/maxIdleReplayBytes``.
+    ///
+    /// A dropped session is remembered as dropped (``droppedReason(_:)``), and what waited for its creation goes.
     mutating func prune(at now: ContinuousClock.Instant, retention: SessionRetention, busy: Set<String>) -> Pruned {
         var idle: [(since: ContinuousClock.Instant, session: String, bytes: Int)] = []
         for index in records.indices {

@@ -4,9 +4,10 @@ import NIOCore
 
 /// A `session/update` frame for official (ACP v1) clients made from the agent's own bytes of its params, with
 /// `_meta.seq` spliced in as their first member: `{"jsonrpc":"2.0","method":"session/update","params":{"_meta":{"seq":N},…}}`,
-/// the agent's members following as it wrote them. It says what the encoding of the stamped params says (the same
-/// envelope, the same JSON value) without encoding them again: only for params that have no `_meta` and whose bytes
-/// are ``JSONRawParams/isForwardable``.
+/// the agent's members following as it wrote them.
+///
+/// It says what the encoding of the stamped params says (the same envelope, the same JSON value) without encoding them again:
+/// only for params that have no `_meta` and whose bytes are ``JSONRawParams/isForwardable``.
 enum SplicedUpdate {
     /// `{"jsonrpc":"2.0","method":"session/update","params":`, as ``JSONRPCMessage/jsonUTF8`` writes the envelope.
     static let sessionUpdatePrefix: [UInt8] = {

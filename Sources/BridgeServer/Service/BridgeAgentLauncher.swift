@@ -10,14 +10,17 @@ import Glibc
 import Darwin
 #endif
 
-/// How `oa-bridge serve` starts a stdio agent (the ``StdioAgentLauncher`` BridgeACP leaves open). With ``sandbox``:
-/// as a supervised `ChildProcess`, so that it starts from its directory's descriptor (no path to race on) in a process
-/// group of its own whose every member is killed when the bridge dies, however it dies, and under a Landlock
-/// ruleset (``SandboxPolicy/agent(writable:installation:protected:)``): writes only in its working directory, the
-/// `--fs-scope` directory and a temporary directory of its own (its `TMPDIR`, removed when it ends), reads those, the
-/// system's directories and its own installation (``AgentInstallation``), never the bridge's own files.
+/// How `oa-bridge serve` starts a stdio agent (the ``StdioAgentLauncher`` BridgeACP leaves open).
+///
+/// With ``sandbox``: as a supervised `ChildProcess`, so that it starts from its directory's descriptor (no path to
+/// race on) in a process group of its own whose every member is killed when the bridge dies, however it dies, and
+/// under a Landlock ruleset (``SandboxPolicy/agent(writable:installation:protected:)``): writes only in its working
+/// directory, the `--fs-scope` directory and a temporary directory of its own (its `TMPDIR`, removed when it ends),
+/// reads those, the system's directories and its own installation (``AgentInstallation``), never the bridge's own
+/// files.
 struct BridgeAgentLauncher: StdioAgentLauncher {
     /// What the sandboxed agent may write (descriptors the hub holds while it launches), and the bridge's files.
+    ///
     /// `nil`: the agent runs unconfined.
     let sandbox: SandboxPolicy?
     let logger: Logger

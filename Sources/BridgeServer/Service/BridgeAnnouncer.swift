@@ -5,8 +5,10 @@ import Metrics
 public import ServiceLifecycle
 
 /// Advertises the bridge over mDNS once the server listens, and withdraws it (goodbye packets)
-/// on graceful shutdown. Daemon trouble never stops the bridge: it says once, in one line, that
-/// discovery is off and why, and the backend keeps retrying.
+/// on graceful shutdown.
+///
+/// Daemon trouble never stops the bridge: it says once, in one line, that discovery is off and
+/// why, and the backend keeps retrying.
 public struct BridgeAnnouncer: Service {
     private let backend: any DiscoveryBackend
     private let makeRegistration: @Sendable (_ port: Int) throws -> ServiceRegistration

@@ -13,13 +13,17 @@ import NIOCore
 public import ServiceLifecycle
 
 /// The bridge: a JSON-RPC 2.0 WebSocket endpoint (both ACP dialects) in front of one ACP agent,
-/// plus `GET /api/health`. Run it in a `ServiceGroup`, or call ``run()`` directly.
+/// plus `GET /api/health`.
+///
+/// Run it in a `ServiceGroup`, or call ``run()`` directly.
 public struct BridgeServer: Service {
     private let configuration: BridgeServerConfiguration
     private let logger: Logger
     private let onListening: @Sendable (_ port: Int) async -> Void
 
-    /// Creates the server. `onListening` is called with the port actually bound (useful with port 0).
+    /// Creates the server.
+    ///
+    /// `onListening` is called with the port actually bound (useful with port 0).
     public init(
         configuration: BridgeServerConfiguration,
         logger: Logger,
@@ -30,7 +34,9 @@ public struct BridgeServer: Service {
         self.onListening = onListening
     }
 
-    /// Serves until cancelled or gracefully shut down. Throws ``BridgeServerError`` when it cannot listen.
+    /// Serves until cancelled or gracefully shut down.
+    ///
+    /// Throws ``BridgeServerError`` when it cannot listen.
     public func run() async throws {
         let configuration = self.configuration
         let logger = self.logger
@@ -203,6 +209,7 @@ public struct BridgeServer: Service {
     public static let acpPath = "/acp"
 
     /// How long a graceful shutdown waits for the clients told 1001 to go before the HTTP server shuts down too.
+    ///
     /// One second: `serve` stops within two in every state (issue 25 item 1).
     static let clientsToldLimit: Duration = .seconds(1)
 
@@ -212,8 +219,9 @@ public struct BridgeServer: Service {
     }
 
     /// Turns a bind failure into an error that names the port and says what to do, by the system error's number
-    /// (`IOError.errnoCode`) or NIO's address-resolution error; anything else is returned as it is. A taken port names
-    /// its holder when `holder` finds one.
+    /// (`IOError.errnoCode`) or NIO's address-resolution error; anything else is returned as it is.
+    ///
+    /// A taken port names its holder when `holder` finds one.
     static func explain(
         _ error: any Error, host: String, port: Int, holder: (_ port: Int) -> PortHolder? = { PortHolder.listening(on: $0) }
     ) -> any Error {

@@ -13,8 +13,10 @@ public import Prometheus
 
 /// Everything `oa-bridge serve` needs to run the bridge.
 public struct BridgeServerConfiguration: Sendable {
-    /// The address to bind. The default, ``dualStackHost``, is `::` (every IPv6 address, and IPv4 through
-    /// IPv4-mapped addresses) or `0.0.0.0` where IPv6 is off; `0.0.0.0` is IPv4 only, `127.0.0.1` this machine only.
+    /// The address to bind.
+    ///
+    /// The default, ``dualStackHost``, is `::` (every IPv6 address, and IPv4 through IPv4-mapped addresses) or
+    /// `0.0.0.0` where IPv6 is off; `0.0.0.0` is IPv4 only, `127.0.0.1` this machine only.
     public var host: String = BridgeServerConfiguration.dualStackHost
     /// The TCP port; 0 picks a free one (reported through `onListening`).
     public var port: Int = 9099
@@ -23,7 +25,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// The agent to run, `["gemini", "--acp"]`; `nil` runs ``inProcessAgent``'s, or the built-in demo agent.
     public var agentCommand: [String]? = nil
     /// Makes an agent that runs in this process (a test's scripted agent) when ``agentCommand`` is `nil`: called for
-    /// each agent the bridge starts (the first, and the next after one ended). `nil`: the built-in demo agent.
+    /// each agent the bridge starts (the first, and the next after one ended).
+    ///
+    /// `nil`: the built-in demo agent.
     public var inProcessAgent: (@Sendable () -> any ACPAgent)? = nil
     /// Extra environment variables for the agent process.
     public var agentEnvironment: [String: String] = [:]
@@ -32,15 +36,20 @@ public struct BridgeServerConfiguration: Sendable {
     /// Whether the agent process itself runs under Landlock (`--sandbox-agent`), as terminals do: it writes only in its
     /// working directory, the `--fs-scope` directory and a temporary directory of its own, reads those, the system's
     /// directories and its own installation, never the bridge's files; it is started from its directory's descriptor and
-    /// dies with the bridge (see `BridgeAgentLauncher`). Unsandboxed, it starts with Foundation's `Process`.
+    /// dies with the bridge (see `BridgeAgentLauncher`).
+    ///
+    /// Unsandboxed, it starts with Foundation's `Process`.
     public var sandboxAgent: Bool = false
     /// Directories a sandboxed agent may also write and read (`--sandbox-agent-write`): the state it keeps outside the
-    /// session. Missing ones are skipped; the bridge's own files stay out of reach beneath them.
+    /// session.
+    ///
+    /// Missing ones are skipped; the bridge's own files stay out of reach beneath them.
     public var sandboxAgentWritable: [String] = []
     /// The directory sessions work in: reported to clients, the default `cwd` of `session/new`, and the
     /// boundary of `fs/read_text_file` / `fs/write_text_file` (a session's `cwd` must lie inside it).
     public var workingDirectory: String
     /// The largest WebSocket message accepted, in bytes; larger ones get an error (or a 1009 close when far larger).
+    ///
     /// The default, ``defaultMaxFrameSize`` (16 MiB), lets a prompt carry a photo from a phone's camera.
     public var maxFrameSize: Int = BridgeServerConfiguration.defaultMaxFrameSize
     /// The default ``maxFrameSize``: 16 MiB.
@@ -54,9 +63,10 @@ public struct BridgeServerConfiguration: Sendable {
     /// The most requests one connection may have waiting for the agent at once.
     public var maxPendingRequests: Int = 64
     /// How often to ping each client; a client that has not answered the previous ping by then is closed.
+    ///
     /// `nil` turns keepalive off.
     public var pingInterval: Duration? = .seconds(30)
-    /// The name this bridge goes by (the service name, e.g. the host name).
+    /// The name this bridge goes by (the service name, for example the host name).
     public var serverName: String
     /// The bridge's version, reported in `initialize`'s `_meta`.
     public var serverVersion: String = "0.1.0"
@@ -68,8 +78,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// Token checks for `/api/*` (Bearer) and the pairing exchange routes; `nil` with `--auth none`.
     public var authenticator: Authenticator? = nil
     /// How often the token store is polled for revoked devices and token families (their WebSockets are closed with
-    /// 4003); revocations made by another process (`oa-bridge devices revoke`) are seen within this time. Those made
-    /// by this process (logout, refresh-token reuse, the pairing page's deny) close the sockets at once.
+    /// 4003); revocations made by another process (`oa-bridge devices revoke`) are seen within this time.
+    ///
+    /// Those made by this process (logout, refresh-token reuse, the pairing page's deny) close the sockets at once.
     public var revocationPollInterval: Duration = .milliseconds(500)
     /// The bridge's TLS identity: with one, the port speaks TLS (`wss://`, `https://`) and plaintext side by side,
     /// told apart by the first byte; `nil` serves plaintext only (tests).
@@ -78,21 +89,27 @@ public struct BridgeServerConfiguration: Sendable {
     /// for that name by SNI, fetched from tailscaled and renewed while the server runs; `nil`: the identity only.
     public var tailscaleCertificates: TailscaleCertificates? = nil
     /// `--allow-plaintext`: accept tokens, pairing and WebSocket upgrades in clear from other machines too (see
-    /// `PlaintextPolicy`). Off by default: from a non-loopback peer such requests need TLS.
+    /// `PlaintextPolicy`).
+    ///
+    /// Off by default: from a non-loopback peer such requests need TLS.
     public var allowPlaintext: Bool = false
     /// The current pairing code and QR payload, for `/pair` and `/api/pair/*` (loopback only); `nil` leaves
     /// those routes out.
     public var pairing: PairingSession? = nil
 
     /// With ``authenticator`` `nil` (`--auth none`): networks in CIDR notation (`192.168.1.0/24`, `fd00::/8`) whose
-    /// peers may open a WebSocket or use `/api/` besides loopback; everyone else gets 403. Ignored with auth on.
+    /// peers may open a WebSocket or use `/api/` besides loopback; everyone else gets 403.
+    ///
+    /// Ignored with auth on.
     public var allowedNetworks: [String] = []
     /// The most WebSocket connections at once; beyond it upgrades are refused with 503 (`too_many_connections`).
     public var maxConnections: Int = 1024
     /// A WebSocket that opens while at most this many are open (itself included) runs on its channel's event loop:
     /// its messages reach the hub, and its answers go out, on the thread that read them, with no hand-off between
-    /// threads (the lowest latency for a phone or two). The ones beyond it run on the global executor, so that with
-    /// many clients the hub's work and the event loops' I/O overlap instead of sharing the loops' threads. 0: none.
+    /// threads (the lowest latency for a phone or two).
+    ///
+    /// The ones beyond it run on the global executor, so that with many clients the hub's work and the event loops'
+    /// I/O overlap instead of sharing the loops' threads. 0: none.
     public var eventLoopConnections: Int = 2
     /// Connections allowed besides the WebSockets: every accepted TCP connection counts, and beyond
     /// ``maxConnections`` plus this one more gets `503` (`server_busy`) and is closed.
@@ -119,7 +136,7 @@ public struct BridgeServerConfiguration: Sendable {
     public var maxSessionsPerConnection: Int = 64
     /// The most messages in one JSON-RPC batch; a larger batch gets one error -32004 and none of it is run.
     public var maxBatchSize: Int = 1000
-    /// How long a request of the agent (e.g. a permission) waits when no client is attached to its session (the phone
+    /// How long a request of the agent (for example a permission) waits when no client is attached to its session (the phone
     /// is reconnecting, see `_oa/session/resume`) before it is answered as nobody can (a permission: `cancelled`).
     public var orphanedRequestTimeout: Duration = .seconds(300)
     /// How long the agent's `session/request_permission` may wait for a phone's answer (attached or not) before the
@@ -149,7 +166,9 @@ public struct BridgeServerConfiguration: Sendable {
     /// grace period, write stalls); tests inject a clock they move by hand.
     public var clock: any BridgeClock = ContinuousClock()
     /// Where sessions are kept across restarts (`sessions.sqlite` in the state directory); `nil` keeps them in memory
-    /// only. `BridgeService` opens it beside the token store.
+    /// only.
+    ///
+    /// `BridgeService` opens it beside the token store.
     public var sessionStore: SessionStore? = nil
 
     /// Where `GET /metrics` reads from (loopback only); `nil` leaves the route out.

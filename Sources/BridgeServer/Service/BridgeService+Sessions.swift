@@ -3,8 +3,10 @@ import Foundation
 import Logging
 
 extension BridgeService {
-    /// Opens the session store in the state directory. A database that cannot be used (not SQLite, damaged, another
-    /// program's) is reported as an error naming where it was moved, and the bridge starts with no stored sessions.
+    /// Opens the session store in the state directory.
+    ///
+    /// A database that cannot be used (not SQLite, damaged, another program's) is reported as an error naming where
+    /// it was moved, and the bridge starts with no stored sessions.
     static func openSessionStore(stateDirectory: URL, logger: Logger) throws(SessionStoreError) -> SessionStore {
         let store = try SessionStore(directory: stateDirectory, logger: logger)
         if let recovery = store.recovery {

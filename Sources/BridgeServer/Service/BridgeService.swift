@@ -11,8 +11,10 @@ public import ServiceLifecycle
 
 /// The whole bridge as `oa-bridge serve` runs it, for an app that embeds the library: the installation id, the token
 /// store (with `auth` token), the TLS identity, the pairing session with the Tailscale fallback, the server, and the
-/// mDNS announcer. Creating it does everything that can fail before listening; ``run()`` serves until cancelled or
-/// gracefully shut down (run it in a `ServiceGroup` with the signals to trap).
+/// mDNS announcer.
+///
+/// Creating it does everything that can fail before listening; ``run()`` serves until cancelled or gracefully shut
+/// down (run it in a `ServiceGroup` with the signals to trap).
 ///
 /// ```swift
 /// var options = BridgeService.Options(configuration: BridgeServerConfiguration(serverName: "Desk"),
@@ -24,8 +26,10 @@ public import ServiceLifecycle
 public struct BridgeService: Service {
     /// What to serve and how.
     public struct Options: Sendable {
-        /// The server's settings. ``BridgeService`` fills in the authenticator, the upgrade authorizer, the TLS
-        /// identity and the pairing session.
+        /// The server's settings.
+        ///
+        /// ``BridgeService`` fills in the authenticator, the upgrade authorizer, the TLS identity and the
+        /// pairing session.
         public var configuration: BridgeServerConfiguration
         /// Where the installation id, the token database and the TLS identity are kept.
         public var stateDirectory: URL
@@ -79,6 +83,7 @@ public struct BridgeService: Service {
     }
 
     /// Loads (or makes) the installation id, the token store and the TLS identity, and reads the tailnet name.
+    ///
     /// `onListening` hears the bound port, the pairing session and the TLS identity once the server listens
     /// (`oa-bridge serve` prints the pairing code then).
     /// - Throws: ``InstallIdentityError`` when the state directory cannot be used; the token store's and the TLS
@@ -143,7 +148,9 @@ public struct BridgeService: Service {
     }
 
     /// Serves, and advertises once listening, until cancelled or gracefully shut down; then withdraws the
-    /// advertisement and closes connections. Throws ``BridgeServerError`` when it cannot listen.
+    /// advertisement and closes connections.
+    ///
+    /// Throws ``BridgeServerError`` when it cannot listen.
     public func run() async throws {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let (configuration, logger, pairing, onListening, identity) = (

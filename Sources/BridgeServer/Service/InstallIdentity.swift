@@ -2,7 +2,9 @@ import BridgePairing
 public import Foundation
 
 /// The stable id of this installation, published in TXT (`id=`) so phones recognise the desktop
-/// across renames and address changes. Kept in `<state dir>/install-id`.
+/// across renames and address changes.
+///
+/// Kept in `<state dir>/install-id`.
 public enum InstallIdentity {
     /// Reads the id (a lowercase UUID), creating it on first use.
     /// - Throws: ``InstallIdentityError`` when the state directory cannot be made or written.

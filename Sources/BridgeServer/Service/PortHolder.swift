@@ -1,8 +1,9 @@
 public import Foundation
 
 /// The process that listens on a TCP port, as far as this process can see it: read from `/proc` on Linux
-/// (`/proc/net/tcp{,6}` for the listening socket's inode, then the `/proc/PID/fd` links that name it). Another user's
-/// process is found only with the privileges to read its descriptors; elsewhere nothing is found.
+/// (`/proc/net/tcp{,6}` for the listening socket's inode, then the `/proc/PID/fd` links that name it).
+///
+/// Another user's process is found only with the privileges to read its descriptors; elsewhere nothing is found.
 public struct PortHolder: Sendable, Hashable, CustomStringConvertible {
     /// The process id.
     public var pid: Int32

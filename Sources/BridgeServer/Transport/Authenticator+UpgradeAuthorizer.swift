@@ -7,9 +7,10 @@ extension Authenticator {
     /// A ``BridgeUpgradeAuthorizer`` for ``BridgeServerConfiguration/authorizeUpgrade``: browser Origin check, per-address
     /// rate limit, token from `Authorization: Bearer`/`DPoP` or `?token=`, and with DPoP on, the proof from the `DPoP`
     /// header or a browser's `?dpop=` (its `htu` the request's URL without query, `http`/`https` by the connection).
-    /// Denials are typed answers (``JSONErrorResponse``: status, code such as `token_expired`, message, a
-    /// `Retry-After` when rate limited), never carrying the token, and with DPoP on a `DPoP-Nonce` (and
-    /// `WWW-Authenticate: DPoP …` for a 401).
+    ///
+    /// Denials are typed answers (``JSONErrorResponse``: status, code such as `token_expired`, message, a `Retry-After`
+    /// when rate limited), never carrying the token, and with DPoP on a `DPoP-Nonce` (and `WWW-Authenticate: DPoP …` for a
+    /// 401).
     ///
     /// The Origin check compares against the request's `Host` (``BridgeUpgradeRequest/host``); a request with an
     /// `Origin` but no `Host` is refused. Native clients send no `Origin` and are unaffected.

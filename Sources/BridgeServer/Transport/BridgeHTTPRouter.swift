@@ -6,7 +6,7 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// The bridge's plain-HTTP routes, with authentication attached to routes rather than to path strings:
+/// The bridge's plain-HTTP routes, with authentication attached to routes rather than to path strings.
 ///
 /// - open: `GET /api/health`, the pairing routes (``PairingRoutes``: `/pair`, `/api/pair/*` loopback only,
 ///   `/api/auth/*`), `GET /metrics` (loopback only), the phone web app (`/app`, ``WebAppRoutes``);

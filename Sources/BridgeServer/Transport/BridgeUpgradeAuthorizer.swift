@@ -4,6 +4,7 @@ public import HTTPTypes
 import Hummingbird
 
 /// The seam where authentication plugs in: called with the HTTP upgrade request before a WebSocket is accepted.
+///
 /// Return ``BridgeUpgradeDecision/allow`` (or ``BridgeUpgradeDecision/authenticated(_:)``) to accept it.
 public typealias BridgeUpgradeAuthorizer = @Sendable (_ request: BridgeUpgradeRequest) async -> BridgeUpgradeDecision
 
@@ -11,7 +12,7 @@ public typealias BridgeUpgradeAuthorizer = @Sendable (_ request: BridgeUpgradeRe
 public struct BridgeUpgradeRequest: Sendable {
     /// The request path, with its query.
     public var path: String
-    /// The HTTP header fields (e.g. `Authorization`).
+    /// The HTTP header fields (for example `Authorization`).
     public var headers: HTTPFields
     /// The peer's IP address, if known ("192.168.1.20", "fe80::1%eth0").
     public var remoteAddress: String?

@@ -21,7 +21,9 @@ import NIOWebSocket
 /// `http1`'s additional handlers) turns into the refusal recorded for the channel.
 struct BridgeUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     /// An upgraded connection: its channel, its messages, and what the upgrade learned (the peer's address, the
-    /// paired device it authenticated as). The request context itself is not kept: it would stay with the connection.
+    /// paired device it authenticated as).
+    ///
+    /// The request context itself is not kept: it would stay with the connection.
     struct UpgradedConnection: Sendable {
         let channel: any Channel
         let messages: ClientMessages

@@ -8,7 +8,9 @@ import Logging
 /// The browser check of every WebSocket upgrade and state-changing HTTP request, in every mode (issue 27 item 1):
 /// a browser `Origin` other than the bridge's own page is refused (403 `forbidden_origin`), and so, on plaintext
 /// connections, is a page that reached the bridge by a host name that is not one of its own (403 `forbidden_host`:
-/// DNS rebinding). Native clients send no `Origin` and are not affected. See
+/// DNS rebinding).
+///
+/// Native clients send no `Origin` and are not affected. See
 /// ``BridgePairing/NetworkPolicy/browserRefusal(origin:host:names:checkHostName:)``.
 struct BrowserOriginPolicy: Sendable {
     /// The host names the bridge goes by (lower case, no trailing dot); IP addresses and `localhost` always pass.

@@ -41,10 +41,11 @@ struct ClientConnection {
     static let closeTimeout: Duration = .seconds(15)
 
     /// The initialize deadline: at it the hub closes the connection if it has not initialized; an `initialize` still
-    /// being answered (a slow agent starting) earns another period. It runs on the hub's clock
-    /// (``BridgeServerConfiguration/clock``): on the system clock as a timer on the connection's event loop (an idle
-    /// connection keeps no task for it), on any other clock (a test's, moved by hand) as a task sleeping on that clock,
-    /// so a test moves the clock past the deadline instead of waiting for it.
+    /// being answered (a slow agent starting) earns another period.
+    ///
+    /// It runs on the hub's clock (``BridgeServerConfiguration/clock``): on the system clock as a timer on the
+    /// connection's event loop (an idle connection keeps no task for it), on any other clock (a test's, moved by hand)
+    /// as a task sleeping on that clock, so a test moves the clock past the deadline instead of waiting for it.
     static func watchInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> InitializeWatch {
         let clock = hub.configuration.clock
         guard clock is ContinuousClock else {
@@ -58,6 +59,7 @@ struct ClientConnection {
     }
 
     /// The system clock's initialize deadline: a timer on the event loop, armed again while `initialize` is answered.
+    ///
     /// The timer hands the look to the hub's run group (``HubErrand/initializeDeadline(_:again:)``): no task of its own.
     private static func scheduleInitialize(_ id: ConnectionID, hub: BridgeHub, on eventLoop: any EventLoop, after timeout: Duration) -> Scheduled<Void> {
         eventLoop.scheduleTask(in: TimeAmount(timeout)) {
@@ -82,6 +84,7 @@ struct ClientConnection {
     }
 
     /// Runs the connection on `channel` (whose ``WebSocketConnectionHandler`` delivers `messages`) until it ends.
+    ///
     /// What the hub queues for it is written straight into the channel (``OutboundQueue``); this task reads. A close
     /// the hub queues is written by a task started only then (``ConnectionCloser``): an idle connection keeps no task
     /// of its own besides this one.

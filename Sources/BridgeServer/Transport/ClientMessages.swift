@@ -84,8 +84,9 @@ final class ClientMessages: AsyncSequence, Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// Whether the handler should hold its reads now (``highWater`` messages wait). When this returns `true`,
-    /// ``onLowWater`` is called once they are down to ``lowWater``.
+    /// Whether the handler should hold its reads now (``highWater`` messages wait).
+    ///
+    /// When this returns `true`, ``onLowWater`` is called once they are down to ``lowWater``.
     func holdReads() -> Bool {
         guard waiting.load(ordering: .sequentiallyConsistent) >= ClientMessages.highWater else { return false }
         held.store(true, ordering: .sequentiallyConsistent)

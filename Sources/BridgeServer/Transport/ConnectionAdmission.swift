@@ -79,6 +79,7 @@ final class ConnectionAdmission: Sendable {
     /// plain-HTTP allowance; the connections that are not WebSockets by the allowance, or by one address's cap when
     /// that is larger (a benchmark that opens a thousand WebSockets at once from one address raises it); and up to 64
     /// of the WebSocket places (fewer when ``BridgeServerConfiguration/maxConnections`` is smaller) are the reserve.
+    ///
     /// Creating it raises the process's descriptor limit (``FileDescriptorLimit``), so those places can be held.
     convenience init(for configuration: BridgeServerConfiguration) {
         FileDescriptorLimit.raiseToHardLimit()
@@ -105,9 +106,10 @@ final class ConnectionAdmission: Sendable {
         state.withLock { $0.probation }
     }
 
-    /// Takes a place for a new connection from `address`, or returns the 503 to answer it with. An admission (on
-    /// probation or not) must be matched by ``answered(_:probation:)`` or ``abandoned(_:probation:)`` once, with the
-    /// same `probation`, and by ``closed()`` when the connection ends.
+    /// Takes a place for a new connection from `address`, or returns the 503 to answer it with.
+    ///
+    /// An admission (on probation or not) must be matched by ``answered(_:probation:)`` or
+    /// ``abandoned(_:probation:)`` once, with the same `probation`, and by ``closed()`` when the connection ends.
     func admit(_ address: String) -> Decision {
         let decision: Decision? = state.withLock { state in
             if state.accepted >= maxAccepted { return nil }

@@ -3,9 +3,10 @@ import Synchronization
 
 /// Sends the close frame the hub queued for a connection (``OutboundQueue/attach(_:onClose:)``), from a task started
 /// only when there is a close to send, and closes the connection if the peer has not answered within
-/// ``ClientConnection/closeTimeout`` of the close going out (a timer on the connection's event loop). ``end()`` (the
-/// connection ended) stops a close still under way and its timer. Generic over its target so that the target is
-/// stored inline (one allocation per connection).
+/// ``ClientConnection/closeTimeout`` of the close going out (a timer on the connection's event loop).
+///
+/// ``end()`` (the connection ended) stops a close still under way and its timer. Generic over its target so that the
+/// target is stored inline (one allocation per connection).
 final class ConnectionCloser<Target: ConnectionCloseTarget>: Sendable {
     private struct State {
         var task: Task<Void, Never>?

@@ -5,7 +5,9 @@ import NIOCore
 /// Bounds each request of a connection in time, head and body (issue 26.1): the first must have fully arrived within
 /// ``BridgeServerConfiguration/requestHeadTimeout`` of the accept, each later one within that time of its first byte;
 /// a peer that has not finished sending a request by then is closed, whether or not it was answered already (a `404`
-/// to a body that then drips one byte at a time ends nothing). Dripped bytes extend nothing.
+/// to a body that then drips one byte at a time ends nothing).
+///
+/// Dripped bytes extend nothing.
 ///
 /// It sits at the application side of the transport (after TLS, when there is TLS) and before the HTTP codec: it sees
 /// the bytes, and ``HTTPEdgeHandler`` (after the decoder) tells it when a request has ended (``requestEnded()``);
@@ -105,8 +107,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Rewrites a request line's `HTTP/1.2`…`HTTP/1.9` to `HTTP/1.1` (RFC 9110 §6.2: a server serves a later minor
-    /// version of its major one as the one it speaks; NIO's parser refuses them). Only the line at the start of a read
-    /// that starts a request is looked at: a line cut across reads, or a pipelined request, keeps its version (`505`).
+    /// version of its major one as the one it speaks; NIO's parser refuses them).
+    ///
+    /// Only the line at the start of a read that starts a request is looked at: a line cut across reads, or a
+    /// pipelined request, keeps its version (`505`).
     static func servingMinorVersionsAsHTTP11(_ bytes: inout ByteBuffer) {
         let start = bytes.readerIndex
         let end = start + min(bytes.readableBytes, 8192)
@@ -143,8 +147,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The connection speaks HTTP/2 (``HTTP2ProtocolSelector``): its streams are bounded one by one, not its bytes
-    /// here; it keeps its admission place (it is not a WebSocket) until it closes. On probation the bound stays: such
-    /// a place is only for a WebSocket, which HTTP/2 never becomes.
+    /// here; it keeps its admission place (it is not a WebSocket) until it closes.
+    ///
+    /// On probation the bound stays: such a place is only for a WebSocket, which HTTP/2 never becomes.
     func servingHTTP2() {
         atRequestLine = false
         guard !probation else { return }

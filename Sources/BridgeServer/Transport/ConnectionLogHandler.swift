@@ -2,8 +2,10 @@ import Logging
 
 /// A connection's log handler: the bridge's own handler, with the connection's metadata (`connection`, `remote`,
 /// `device`) added to each line as it is written, instead of a copy of the handler holding a metadata dictionary of
-/// its own (issue 14 goal 4: that copy and its dictionary were ~0.5 KB per idle connection). As when they were set on
-/// the handler, the connection's keys win over the bridge handler's, and metadata given at the call site over both.
+/// its own (issue 14 goal 4: that copy and its dictionary were ~0.5 KB per idle connection).
+///
+/// As when they were set on the handler, the connection's keys win over the bridge handler's, and metadata given at
+/// the call site over both.
 struct ConnectionLogHandler: LogHandler {
     private var parent: any LogHandler
     private let connection: ConnectionID

@@ -1,8 +1,10 @@
 import NIOCore
 
-/// A channel's event loop as a task executor (SE-0417). A connection's task that prefers it is resumed on the event
-/// loop that delivered its message, with no thread woken for it, and a default actor it calls while that actor is free
-/// (the hub) runs there too; see ``BridgeServerConfiguration/eventLoopConnections`` for which connections use it.
+/// A channel's event loop as a task executor (SE-0417).
+///
+/// A connection's task that prefers it is resumed on the event loop that delivered its message, with no thread woken
+/// for it, and a default actor it calls while that actor is free (the hub) runs there too; see
+/// ``BridgeServerConfiguration/eventLoopConnections`` for which connections use it.
 final class EventLoopTaskExecutor: TaskExecutor {
     /// The loop the jobs run on.
     let eventLoop: any EventLoop

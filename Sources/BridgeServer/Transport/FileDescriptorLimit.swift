@@ -5,10 +5,12 @@ import Musl
 #endif
 
 /// The process's limit on open file descriptors (`RLIMIT_NOFILE`), which bounds the connections it can hold: every
-/// accepted connection is one descriptor. Many systems start a process with a soft limit of 1,024, below the
-/// bridge's default connection cap (``BridgeServerConfiguration/maxConnections`` plus
-/// ``BridgeServerConfiguration/maxHTTPConnections``, 1,280), so the bridge raises its soft limit to the hard one at
-/// start, as servers do (Go's runtime does the same); past the limit `accept` fails and nobody gets an answer.
+/// accepted connection is one descriptor.
+///
+/// Many systems start a process with a soft limit of 1,024, below the bridge's default connection cap
+/// (``BridgeServerConfiguration/maxConnections`` plus ``BridgeServerConfiguration/maxHTTPConnections``, 1,280), so
+/// the bridge raises its soft limit to the hard one at start, as servers do (Go's runtime does the same); past the
+/// limit `accept` fails and nobody gets an answer.
 enum FileDescriptorLimit {
     /// Raises the soft limit to the hard limit when it is lower; returns the soft limit in force afterwards (`nil`
     /// when it cannot be read).

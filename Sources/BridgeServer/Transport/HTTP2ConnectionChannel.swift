@@ -30,9 +30,10 @@ struct HTTP2ConnectionChannel: Sendable {
     /// The connection's streams as they open, each an HTTP request/response channel.
     typealias Multiplexer = NIOHTTP2Handler.AsyncStreamMultiplexer<NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>>
 
-    /// The most streams a peer may have open at once on one connection (`SETTINGS_MAX_CONCURRENT_STREAMS`). One
-    /// address may hold ``BridgeServerConfiguration/maxPendingConnectionsPerAddress`` connections that are not
-    /// WebSockets; each HTTP/2 one is one of them.
+    /// The most streams a peer may have open at once on one connection (`SETTINGS_MAX_CONCURRENT_STREAMS`).
+    ///
+    /// One address may hold ``BridgeServerConfiguration/maxPendingConnectionsPerAddress`` connections that are
+    /// not WebSockets; each HTTP/2 one is one of them.
     static let maxConcurrentStreams = 32
     /// How long open streams have to finish once the server quiesces (shutdown) before the connection closes.
     static let gracefulCloseTimeout = TimeAmount.seconds(2)

@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import NIOTLS
 
-/// Decides, once per connection, whether it speaks HTTP/1.1 or HTTP/2, and has the pipeline for it built then:
+/// Decides, once per connection, whether it speaks HTTP/1.1 or HTTP/2, and has the pipeline for it built then.
 ///
 /// - behind TLS, by ALPN: the handshake's `h2` is HTTP/2, `http/1.1` or nothing is HTTP/1.1 (NIOSSL tells the
 ///   result with `TLSUserEvent.handshakeCompleted` before any application byte);

@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTPTypes
 
 /// The edges of one HTTP/2 stream, what ``ConnectionGuard`` and ``HTTPEdgeHandler`` are to an HTTP/1.1 connection,
-/// right after the stream's HTTP codec:
+/// right after the stream's HTTP codec.
 ///
 /// - the request (head and body) must have fully arrived within `timeout` of the stream's opening (the request
 ///   time bound, ``BridgeServerConfiguration/requestHeadTimeout``), or the stream is reset;

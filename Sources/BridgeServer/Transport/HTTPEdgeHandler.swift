@@ -5,7 +5,7 @@ import NIOHTTP1
 
 /// The HTTP/1.x edges of a connection (issue 26), right after NIO's request decoder and before the WebSocket upgrade
 /// and Hummingbird, so that every request, the first included, gets an answer RFC 9110/9112 asks for and nothing
-/// waits in silence:
+/// waits in silence.
 ///
 /// - a request the decoder cannot parse gets its status at once and a close: `431` for a head over the size limits,
 ///   `501` for an unknown method (or a request line that starts with no method at all), `505` for an HTTP version

@@ -1,8 +1,9 @@
 import BridgeHTTP
 
 extension NetworkGate {
-    /// The gate for `configuration`: `nil` with auth on. Throws ``BridgeServerError/badNetwork(_:)`` for a network
-    /// that is not CIDR.
+    /// The gate for `configuration`: `nil` with auth on.
+    ///
+    /// Throws ``BridgeServerError/badNetwork(_:)`` for a network that is not CIDR.
     init?(for configuration: BridgeServerConfiguration) throws(BridgeServerError) {
         guard configuration.authenticator == nil else { return nil }
         var networks: [IPNetwork] = []

@@ -21,7 +21,7 @@ enum OutboundFrame: Sendable {
 
     /// The close codes the bridge uses.
     enum CloseKind: Sendable {
-        /// 1008: the client broke a rule (e.g. did not initialize in time).
+        /// 1008: the client broke a rule (for example did not initialize in time).
         case policyViolation
         /// 1009: a message was too large.
         case messageTooBig

@@ -83,8 +83,9 @@ final class OutboundQueue: Sendable {
 
     /// A queue that refuses frames past `capacity` frames or `byteCapacity` bytes when written frames have waited
     /// `stallTimeout` on `clock`, and past `hardCapacity` (default: ten times `capacity`) frames or `hardByteCapacity`
-    /// bytes in any case; `stuckTimer` is told when it may become stuck. Frames wait until ``attach(_:)`` gives the
-    /// queue its connection.
+    /// bytes in any case; `stuckTimer` is told when it may become stuck.
+    ///
+    /// Frames wait until ``attach(_:)`` gives the queue its connection.
     init(capacity: Int, hardCapacity: Int? = nil, byteCapacity: Int = OutboundQueue.defaultByteCapacity,
          hardByteCapacity: Int = OutboundQueue.defaultHardByteCapacity, stallTimeout: Duration = .seconds(2),
          clock: any BridgeClock = ContinuousClock(), stuckTimer: SweepTimer? = nil) {
@@ -98,9 +99,11 @@ final class OutboundQueue: Sendable {
         self.state = Mutex(State())
     }
 
-    /// Gives the queue its connection; frames queued so far go out now. With `onClose`, a close frame queued (now, or
-    /// already) is handed to it once, after the frames before it were submitted to the connection; it is called on the
-    /// thread that queued the close, so it should only start the sending. Without it, a close is not sent.
+    /// Gives the queue its connection; frames queued so far go out now.
+    ///
+    /// With `onClose`, a close frame queued (now, or already) is handed to it once, after the frames before it were
+    /// submitted to the connection; it is called on the thread that queued the close, so it should only start the
+    /// sending. Without it, a close is not sent.
     func attach(_ writer: any FrameWriter, onClose: (@Sendable (OutboundFrame.CloseKind, String) -> Void)? = nil) {
         enum Next { case nothing, flush, close }
         var pendingClose: (OutboundFrame.CloseKind, String)?

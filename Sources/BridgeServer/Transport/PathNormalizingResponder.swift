@@ -2,8 +2,10 @@ import Hummingbird
 
 /// Routes every request on its normalised path (RFC 3986 §6.2.2): percent-encoded unreserved characters decoded
 /// (`/%61pi` → `/api`), then empty and `.` segments dropped and `..` segments resolved (`//api/./x/../status` →
-/// `/api/status`). The router, its groups and their middleware (authentication) then all see the one path that
-/// decides which route answers, so no spelling of a protected path reaches its handler without the route's checks.
+/// `/api/status`).
+///
+/// The router, its groups and their middleware (authentication) then all see the one path that decides which route
+/// answers, so no spelling of a protected path reaches its handler without the route's checks.
 ///
 /// With ``allowed``, a `404` for a path the router knows under other methods becomes `405` with `Allow`.
 struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context: RequestContext {
@@ -25,8 +27,9 @@ struct PathNormalizingResponder<Inner: HTTPResponder>: HTTPResponder where Inner
         return await allowed.refusal(for: request, context: context) ?? response
     }
 
-    /// `target` (a path with an optional query) with its path normalised; the query is kept as it is. `nil` for a
-    /// target that is not a path (`*`, an absolute URL), which is left to the router.
+    /// `target` (a path with an optional query) with its path normalised; the query is kept as it is.
+    ///
+    /// `nil` for a target that is not a path (`*`, an absolute URL), which is left to the router.
     static func normalize(_ target: String) -> String? {
         guard target.hasPrefix("/") else { return nil }
         let query = target.firstIndex(of: "?")

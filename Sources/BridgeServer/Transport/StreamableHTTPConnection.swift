@@ -106,8 +106,10 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     // MARK: Client messages
 
-    /// Sends a client message to the hub. A request naming a session is remembered so its answer is routed;
-    /// `scoped` when it came with `Acp-Session-Id`.
+    /// Sends a client message to the hub.
+    ///
+    /// A request naming a session is remembered so its answer is routed; `scoped` when it came with
+    /// `Acp-Session-Id`.
     func receive(_ text: String, message: JSONRPCMessage, scoped: Bool) async {
         state.withLock { state in
             state.lastActivity = .now()
@@ -138,9 +140,11 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
     // MARK: Readers
 
     /// Attaches a reader to a stream (a newer reader replaces an older one, which ends); with `lastEventID` it resumes
-    /// after that event when the stream still holds it. On a session's stream that no longer holds it (or never did:
-    /// a phone coming from a WebSocket with its last `seq`), the reader gets the session's updates after that `seq`
-    /// from the bridge's replay buffer: the caller starts it with ``replay(_:after:)``.
+    /// after that event when the stream still holds it.
+    ///
+    /// On a session's stream that no longer holds it (or never did: a phone coming from a WebSocket with its last
+    /// `seq`), the reader gets the session's updates after that `seq` from the bridge's replay buffer: the caller
+    /// starts it with ``replay(_:after:)``.
     func open(_ key: StreamKey, lastEventID: String?) -> OpenResult {
         let (result, previous, dropped) = state.withLock { state -> (OpenResult, CheckedContinuation<Void, Never>?, [StreamableHTTPWriteCompletion]) in
             if state.ended { return (.ended, nil, []) }
@@ -174,8 +178,9 @@ final class StreamableHTTPConnection: FrameWriter, Sendable {
 
     /// Asks the hub for `session`'s updates after `seq` (`_oa/session/resume` of the connection's own, as a phone
     /// coming back does), which go into the session's stream; what else arrives meanwhile waits and follows in order
-    /// (``StreamableHTTPStreamLog/endReplay(after:)``). A gap (the bridge no longer holds `seq + 1`) is told on the
-    /// stream as a comment, and the stream goes on live.
+    /// (``StreamableHTTPStreamLog/endReplay(after:)``).
+    ///
+    /// A gap (the bridge no longer holds `seq + 1`) is told on the stream as a comment, and the stream goes on live.
     func replay(_ session: String, after seq: Int64) async {
         let requestID = JSONRPCID.string("oa-sse-replay-\(UUID().uuidString.lowercased())")
         let promise = eventLoop.makePromise(of: ByteBuffer?.self)

@@ -1,9 +1,11 @@
 import NIOCore
 
 /// Closes an HTTP/1 connection whose peer takes nothing of a response for ``timeout``: the channel stayed unwritable
-/// (NIO's high-water mark of unsent bytes reached) that long. An SSE stream (`GET /acp`) whose client stopped reading
-/// would otherwise hold its connection and its writer forever once the hub cut the connection off; any other response
-/// to a peer that stopped reading ends the same way. No timer runs while the channel is writable.
+/// (NIO's high-water mark of unsent bytes reached) that long.
+///
+/// An SSE stream (`GET /acp`) whose client stopped reading would otherwise hold its connection and its writer forever
+/// once the hub cut the connection off; any other response to a peer that stopped reading ends the same way. No timer
+/// runs while the channel is writable.
 final class StreamableHTTPStallHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = Any
     typealias InboundOut = Any

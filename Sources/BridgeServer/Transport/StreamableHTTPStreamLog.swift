@@ -18,8 +18,10 @@ import Glibc
 /// in the session's history that outlives the stream (``StreamableHTTPEventID``).
 struct StreamableHTTPStreamLog {
     /// An event: its place in the log, its SSE id, the message (or a comment's text), and what to tell the hub's
-    /// queue once it is first written. Its SSE bytes are made when a reader writes it (``write(_:into:)``), straight
-    /// into the reader's batch: the message is not copied on its way in.
+    /// queue once it is first written.
+    ///
+    /// Its SSE bytes are made when a reader writes it (``write(_:into:)``), straight into the reader's batch: the
+    /// message is not copied on its way in.
     struct Event {
         /// Its place in this log (from 1), which orders readers' cursors.
         let number: Int
@@ -53,6 +55,7 @@ struct StreamableHTTPStreamLog {
     /// Whether ids are the session's `seq` (a session's stream) rather than numbers (the connection's).
     let sessionScoped: Bool
     /// The events, oldest first, from ``head`` on: the written ones kept for resumption, then the unwritten ones.
+    ///
     /// Their numbers increase (with gaps where a replay took updates out), so a reader's place is found by bisection.
     private var events: [Event] = []
     /// Where the kept events start in ``events`` (those before were dropped; compacted now and then).
@@ -136,7 +139,9 @@ struct StreamableHTTPStreamLog {
 
     /// The reader resumes after `seq` from the bridge's replay (the stream no longer held the place): unwritten
     /// updates are dropped (the replay sends them again, in order) and their completions returned; other unwritten
-    /// messages stay. Everything that arrives until ``endReplay(after:)`` waits.
+    /// messages stay.
+    ///
+    /// Everything that arrives until ``endReplay(after:)`` waits.
     mutating func beginReplay() -> [StreamableHTTPWriteCompletion] {
         var dropped: [StreamableHTTPWriteCompletion] = []
         compact()
@@ -153,8 +158,9 @@ struct StreamableHTTPStreamLog {
     var replaying: Bool { arrivedDuringReplay != nil }
 
     /// The replay ended: what arrived meanwhile joins the stream, the updates first in `seq` order (each once, only
-    /// those after `seq`), then the other messages as they came. Returns the completions of updates that were left
-    /// out (they were there twice, or the reader had them).
+    /// those after `seq`), then the other messages as they came.
+    ///
+    /// Returns the completions of updates that were left out (they were there twice, or the reader had them).
     mutating func endReplay(after seq: Int64) -> [StreamableHTTPWriteCompletion] {
         guard let arrived = arrivedDuringReplay else { return [] }
         arrivedDuringReplay = nil

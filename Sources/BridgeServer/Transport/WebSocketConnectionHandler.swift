@@ -49,8 +49,10 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     typealias OutboundOut = WebSocketFrame
 
     /// The most frames one message may come in (its first frame and its continuations): 131,072, twice what
-    /// Autobahn|Testsuite's largest fragmented case sends (4 MiB in 64-byte fragments). Reassembly is linear, so this
-    /// bounds the per-frame work of one message (a frame costs at least 7 bytes on the wire) besides its size.
+    /// Autobahn|Testsuite's largest fragmented case sends (4 MiB in 64-byte fragments).
+    ///
+    /// Reassembly is linear, so this bounds the per-frame work of one message (a frame costs at least 7 bytes on the
+    /// wire) besides its size.
     static let maxFragments = 1 << 17
     /// After a period this long with nothing compressed, the compressor is released (then freed within two periods of
     /// the last compressed message): a streamed answer keeps it (updates come milliseconds apart), a connection that
@@ -281,8 +283,9 @@ final class WebSocketConnectionHandler: ChannelDuplexHandler {
     }
 
     /// A data frame's payload as the message's bytes: unmasked, and inflated when the message came compressed (at most
-    /// `maxMessageSize` bytes in all, `inflatedBefore` of them in earlier fragments). `nil` when it failed the
-    /// connection.
+    /// `maxMessageSize` bytes in all, `inflatedBefore` of them in earlier fragments).
+    ///
+    /// `nil` when it failed the connection.
     private func payload(of frame: WebSocketFrame, _ context: ChannelHandlerContext, inflatedBefore: Int) -> ByteBuffer? {
         guard compressedMessage, let inflater else { return frame.unmaskedData }
         do {

@@ -3,7 +3,9 @@ import NIOWebSocket
 
 /// Keepalive pings of one WebSocket connection, on its event loop (no task per connection): every `period` a ping
 /// with a fresh random payload; a connection whose last ping got no matching pong by the next one is sent a close
-/// (1001 "Ping timeout") and closed. The same rules as swift-websocket's auto-ping (`--ping-interval`), which is off.
+/// (1001 "Ping timeout") and closed.
+///
+/// The same rules as swift-websocket's auto-ping (`--ping-interval`), which is off.
 ///
 /// It sits right after the WebSocket frame decoder, sees pongs on their way in and passes every frame on.
 final class WebSocketKeepalive: ChannelInboundHandler, RemovableChannelHandler {

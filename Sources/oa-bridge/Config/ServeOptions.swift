@@ -6,8 +6,10 @@ import BridgeTerminal
 import BridgeWorkspace
 import Logging
 
-/// The options of `oa-bridge serve`. Each is optional here: a value not given on the command line
-/// comes from `OA_BRIDGE_<NAME>`, then the config file, then the default (`ServeSettings` in BridgeConfig).
+/// The options of `oa-bridge serve`.
+///
+/// Each is optional here: a value not given on the command line comes from `OA_BRIDGE_<NAME>`, then the
+/// config file, then the default (`ServeSettings` in BridgeConfig).
 struct ServeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Config file (YAML).", valueName: "path"))
     var config: String?
