@@ -25,7 +25,7 @@ extension TestClient {
 
     /// `_oa/terminal/output` notifications of `terminal` until (and with) the one carrying the exit status (either
     /// spelling), within `timeout`; `seen` are frames read before that may hold some.
-    func terminalOutput(_ terminal: String, seen: [JSONValue] = [], timeout: Duration = .seconds(15)) async throws -> [JSONValue] {
+    func terminalOutput(_ terminal: String, seen: [JSONValue] = [], timeout: Duration = TestBounds.notUnderTest) async throws -> [JSONValue] {
         func mine(_ frame: JSONValue) -> Bool {
             frame["method"] == "_oa/terminal/output"
                 && (frame["params"]?["terminalId"] ?? frame["params"]?["terminal_id"]) == .string(terminal)

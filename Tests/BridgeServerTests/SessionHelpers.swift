@@ -1,4 +1,5 @@
 import BridgeRPC
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -36,7 +37,7 @@ extension TestClient {
     }
 
     /// Reads frames until the response with `id`; returns it and everything before it.
-    func collect(until id: JSONValue, timeout: Duration = .seconds(15)) async throws -> (JSONValue, [JSONValue]) {
+    func collect(until id: JSONValue, timeout: Duration = TestBounds.notUnderTest) async throws -> (JSONValue, [JSONValue]) {
         try await next(timeout: timeout) { $0["id"] == id && $0["method"] == nil }
     }
 }

@@ -92,7 +92,7 @@ public final class ManualBridgeClock: BridgeClock {
 
     /// Waits until at least `count` tasks sleep on the clock (their timers are armed: whatever they did since they
     /// last woke is done); false if that takes longer than `timeout` of real time.
-    public func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitForSleepers(_ count: Int, timeout: Duration = TestBounds.notUnderTest) async -> Bool {
         await changes.wait(timeout: timeout) { sleeperCount >= count }
     }
 }

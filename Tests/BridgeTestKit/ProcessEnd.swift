@@ -14,7 +14,7 @@ public enum ProcessEnd {
     /// if it has ended.
     ///
     /// The bound only fails the test: a process that does not end would hang the whole run.
-    public static func wait(for pid: Int32, timeout: Duration = .seconds(10)) async -> Bool {
+    public static func wait(for pid: Int32, timeout: Duration = TestBounds.notUnderTest) async -> Bool {
         guard let pidfdOpen else { return false }
         let descriptor = pidfdOpen(pid, 0)
         if descriptor < 0 { return errno == ESRCH }

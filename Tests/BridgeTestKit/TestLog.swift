@@ -48,7 +48,7 @@ public final class TestLog: Sendable {
     }
 
     /// Waits until `message` was logged at least `times` times; false if that takes longer than `timeout` of real time.
-    public func waitFor(_ message: String, times: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitFor(_ message: String, times: Int = 1, timeout: Duration = TestBounds.notUnderTest) async -> Bool {
         await changes.wait(timeout: timeout) { count(of: message) >= times }
     }
 
