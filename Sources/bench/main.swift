@@ -123,7 +123,9 @@ func runBridge(_ args: Args) async throws {
     configuration.port = args.int("port", 9198)
     configuration.maxConnections = args.int("max-connections", 20000)
     configuration.maxPendingConnectionsPerAddress = args.int("max-pending-per-address", 20000)
-    configuration.pingInterval = nil
+    // --ping-interval S: keepalive pings every S seconds as `serve` sends them (30); 0, the default here: none.
+    let ping = args.int("ping-interval", 0)
+    configuration.pingInterval = ping > 0 ? .seconds(ping) : nil
     if let agent = args.values["agent"] { configuration.agentCommand = agent.split(separator: " ").map(String.init) }
     // --tls-state DIR: serve wss:// too, with the identity kept in DIR (issue 32); --tls-coalesce no: without the
     // TLS write coalescer, for before/after runs of one binary.
