@@ -1,4 +1,5 @@
 import BridgeTLS
+import BridgeTestKit
 import Foundation
 import Logging
 import Synchronization
@@ -89,15 +90,6 @@ private final class ListeningFlag: Sendable {
     let value = Mutex(false)
 }
 
-/// Runs `body`, which blocks (a process to wait for, a file to poll), on a thread of its own: blocked on one of the
-/// cooperative pool's threads (two on a 2-core machine) it stalled every other test's tasks in full runs, whose
-/// requests then timed out at 10 s.
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 @Suite("Pinned TLS to an IP literal the certificate does not name", .tags(.loopback, .externalTool))
 struct PinnedTLSTests {
     static let connector = WebSocketConnector(timeout: .seconds(10), logger: .init(label: "test"))
@@ -105,7 +97,7 @@ struct PinnedTLSTests {
     @Test("trust on first use, then the pin: over IPv4 and IPv6 literals, no name check, the key decides",
           arguments: ["127.0.0.1", "::1"])
     func pinnedLiteral(host: String) async throws {
-        let server = try await onThread { try OpenSSLServer(host: host) }
+        let server = try await onOwnThread { try OpenSSLServer(host: host) }
         defer { server.stopSoon() }
         let url = host.contains(":") ? "https://[\(host)]:\(server.port)/" : "https://\(host):\(server.port)/"
         // First use: no pin; the answer says which key the server has.
@@ -119,7 +111,7 @@ struct PinnedTLSTests {
 
     @Test("another key than the pinned one is still refused, as a pin mismatch")
     func wrongPin() async throws {
-        let server = try await onThread { try OpenSSLServer(host: "127.0.0.1") }
+        let server = try await onOwnThread { try OpenSSLServer(host: "127.0.0.1") }
         defer { server.stopSoon() }
         let other = try CertificatePin(parsing: "sha256/" + Data(repeating: 7, count: 32).base64EncodedString())
         do {

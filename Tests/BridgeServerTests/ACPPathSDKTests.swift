@@ -1,5 +1,6 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -19,7 +20,7 @@ struct ACPPathSDKTests {
         try await TestBridge.with(configure: { $0.agentCommand = [python, scripts + "/agent.py"] }, { port, configuration in
             let root = URL(fileURLWithPath: configuration.workingDirectory).resolvingSymlinksInPath().path
             try "desk file".write(toFile: root + "/hello.txt", atomically: true, encoding: .utf8)
-            let (status, output) = try await offPool { try ACPPython.run([python, scripts + "/client.py", "ws://127.0.0.1:\(port)/acp", root]) }
+            let (status, output) = try await onOwnThread { try ACPPython.run([python, scripts + "/client.py", "ws://127.0.0.1:\(port)/acp", root]) }
             #expect(status == 0, "\(output)")
             let summary = try JSONValue(parsing: output.trimmingCharacters(in: .whitespacesAndNewlines))
             #expect(summary["stopReason"] == "end_turn")

@@ -1,5 +1,6 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
@@ -19,7 +20,7 @@ struct KeepaliveAndAuthTests {
             // A live peer, beside the dead one: it answers every ping, and once its third ping came (two pongs were
             // seen and accepted by the next period's check) it is still answered. It waits for the pings themselves,
             // not for a time in which they should have come.
-            async let live = offPool { () throws -> (pings: Int, answered: Bool) in
+            async let live = onOwnThread { () throws -> (pings: Int, answered: Bool) in
                 let socket = try RawWebSocket(port: port)
                 try socket.sendText(HandshakeTests.seedInitialize)
                 var pings = 0
@@ -42,7 +43,7 @@ struct KeepaliveAndAuthTests {
             // The peer answers pings until it has its initialize answer, then goes deaf: the answer cannot race the
             // keepalive (on a loaded machine it once took longer than two ping periods, and the test failed), and
             // the deaf part still has to be seen as dead, pinged and closed.
-            let (sawAnswer, sawPing, sawClose) = try await offPool { () throws -> (Bool, Bool, Bool) in
+            let (sawAnswer, sawPing, sawClose) = try await onOwnThread { () throws -> (Bool, Bool, Bool) in
                 let dead = try RawWebSocket(port: port)
                 try dead.sendText(HandshakeTests.seedInitialize)
                 var sawAnswer = false

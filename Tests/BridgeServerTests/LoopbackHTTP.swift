@@ -1,3 +1,4 @@
+import BridgeTestKit
 import Foundation
 
 #if canImport(Glibc)
@@ -35,9 +36,9 @@ enum LoopbackHTTP {
     /// `receiveTimeout` (seconds) bounds each read: a bound for a server that never answers (see ``LoopbackSocket``).
     static func request(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String? = nil, receiveTimeout: Int = 30
+        headers: [String: String] = [:], host: String? = nil, receiveTimeout: Int = TestBounds.notUnderTestSeconds
     ) async throws -> Reply {
-        try await offPool {
+        try await onOwnThread {
             try blockingRequest(port: port, method, path, json: json, body: body, contentType: contentType, headers: headers,
                                 host: host ?? "127.0.0.1", receiveTimeout: receiveTimeout)
         }
@@ -46,7 +47,7 @@ enum LoopbackHTTP {
     /// The blocking form of ``request(port:_:_:json:body:contentType:headers:host:receiveTimeout:)``.
     static func blockingRequest(
         port: Int, _ method: String, _ path: String, json: String? = nil, body: String? = nil, contentType: String? = nil,
-        headers: [String: String] = [:], host: String, receiveTimeout: Int = 30
+        headers: [String: String] = [:], host: String, receiveTimeout: Int = TestBounds.notUnderTestSeconds
     ) throws -> Reply {
         let fd = try LoopbackSocket.connect(port: port, receiveTimeout: receiveTimeout)
         defer { close(fd) }
@@ -119,17 +120,5 @@ enum LoopbackHTTP {
             index = stop + 2
         }
         return output
-    }
-}
-
-/// Runs blocking socket code on a thread of its own, so it never blocks the (small) cooperative thread pool that
-/// the server under test needs.
-///
-/// Not a dispatch queue: on Linux the Swift runtime's global executor runs on dispatch's global queues, so a
-/// read blocked there for seconds holds one of the threads the tasks need.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.start()
     }
 }

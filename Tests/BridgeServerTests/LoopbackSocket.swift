@@ -1,3 +1,4 @@
+import BridgeTestKit
 import Foundation
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ enum LoopbackSocket {
     /// A read waits at most `receiveTimeout` seconds: a bound for a bridge that never answers, not a speed limit (no
     /// helper reads to it: each stops at the server's close, a whole `Content-Length` body or a frame). 5 s ran out in
     /// the whole parallel run on 2 cores, whose first tests stall for 7–15 s.
-    static func connect(port: Int, receiveTimeout: Int = 30) throws -> Int32 {
+    static func connect(port: Int, receiveTimeout: Int = TestBounds.notUnderTestSeconds) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(message: "socket failed") }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)

@@ -260,9 +260,7 @@ struct PairingRoutesTests {
             let url = try JSONDecoder().decode(PairingInfo.self, from: Data(info.body)).url
             // zxing-cpp in Python blocks while it starts and reads: on a thread of its own, not one of the few every
             // task runs on (blocked there, it stalled other tests' tasks in full runs).
-            let decoded = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
-                Thread { continuation.resume(with: Result { try renderer.decodeQR(png: screenshot) }) }.start()
-            }
+            let decoded = try await onOwnThread { try renderer.decodeQR(png: screenshot) }
             #expect(decoded == url)
         }
     }
@@ -387,9 +385,7 @@ struct PairingPageRenderer: Sendable {
             "--screenshot=\(output.path)", url,
         ]
         let chromium = self.chromium
-        _ = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<String, any Error>) in
-            Thread { continuation.resume(with: Result { try Self.run(chromium, arguments, timeout: 45) }) }.start()
-        }
+        _ = try await onOwnThread { try Self.run(chromium, arguments, timeout: 45) }
         return try Data(contentsOf: output)
     }
 

@@ -1,5 +1,6 @@
 import BridgeRPC
 import BridgeServer
+import BridgeTestKit
 import Foundation
 import Testing
 
@@ -138,7 +139,7 @@ struct PythonSDKTests {
                 #expect(before.contains { $0["params"]?["update"]?["session_update"] == "tool_call" })
 
                 // While the phone's turn waits on its permission, the SDK client runs a whole turn of its own.
-                let (status, output) = try await offPool { try ACPPython.run([python, scripts + "/client.py", "ws://127.0.0.1:\(port)/", root]) }
+                let (status, output) = try await onOwnThread { try ACPPython.run([python, scripts + "/client.py", "ws://127.0.0.1:\(port)/", root]) }
                 #expect(status == 0)
                 let summary = try JSONValue(parsing: output.trimmingCharacters(in: .whitespacesAndNewlines))
                 #expect(summary["agent"] == "python-sdk-agent")

@@ -80,7 +80,7 @@ struct ShutdownTests {
                 }
             }
             // Nothing listens any more.
-            let refused = try await offPool { () throws -> Bool in
+            let refused = try await onOwnThread { () throws -> Bool in
                 do {
                     _ = try RawWebSocket(port: port)
                     return false

@@ -46,7 +46,7 @@ final class TestClient: Sendable {
     func close() { commands.yield(.close) }
 
     /// The next text frame, within `timeout`.
-    func nextText(timeout: Duration = .seconds(30)) async throws -> String {
+    func nextText(timeout: Duration = TestBounds.notUnderTest) async throws -> String {
         var text: String?
         var closed = false
         _ = await changes.wait(timeout: timeout) {
@@ -59,12 +59,12 @@ final class TestClient: Sendable {
     }
 
     /// The next frame, parsed.
-    func next(timeout: Duration = .seconds(30)) async throws -> JSONValue {
+    func next(timeout: Duration = TestBounds.notUnderTest) async throws -> JSONValue {
         try JSONValue(parsing: try await nextText(timeout: timeout))
     }
 
     /// Frames until one satisfies `match` (within `timeout` overall); returns it and the ones skipped.
-    func next(timeout: Duration = .seconds(30), where match: (JSONValue) -> Bool) async throws -> (JSONValue, [JSONValue]) {
+    func next(timeout: Duration = TestBounds.notUnderTest, where match: (JSONValue) -> Bool) async throws -> (JSONValue, [JSONValue]) {
         var skipped: [JSONValue] = []
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -82,7 +82,7 @@ final class TestClient: Sendable {
     }
 
     /// Waits (bounded) for the connection to end; returns the close frame.
-    func waitForEnd(timeout: Duration = .seconds(30)) async throws -> WebSocketCloseFrame? {
+    func waitForEnd(timeout: Duration = TestBounds.notUnderTest) async throws -> WebSocketCloseFrame? {
         guard await changes.wait(timeout: timeout, for: { ended.withLock { $0 } }) else { throw TestClientError.timeout }
         return closeFrame.withLock { $0 }
     }

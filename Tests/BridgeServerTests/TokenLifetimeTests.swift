@@ -57,7 +57,7 @@ struct TokenLifetimeTests {
                 #expect(frame?.reason == "access token expired; refresh and reconnect")
             }
             // The expired token no longer opens a WebSocket; a refreshed one would (the upgrade check is the store's).
-            let refused = try await offPool { () throws -> Bool in
+            let refused = try await onOwnThread { () throws -> Bool in
                 do {
                     _ = try RawWebSocket(port: port, path: "/?token=\(phone.access)")
                     return false
@@ -105,14 +105,14 @@ struct TokenLifetimeTests {
         let store = try Self.makeStore(accessLifetime: 600)
         let phone = try await Self.pair(store, name: "phone")
         try await TestBridge.with(configure: { $0.authenticator = Authenticator(store: store) }, { port, _ in
-            let missing = try await offPool { try ShutdownTests.upgradeReply(port: port) }
+            let missing = try await onOwnThread { try ShutdownTests.upgradeReply(port: port) }
             #expect(missing.status == 401)
             #expect(try JSONValue(parsing: missing.text)["error"] == "missing_token")
-            let unknown = try await offPool { try ShutdownTests.upgradeReply(port: port, path: "/?token=oa_s_nothing") }
+            let unknown = try await onOwnThread { try ShutdownTests.upgradeReply(port: port, path: "/?token=oa_s_nothing") }
             #expect(unknown.status == 401)
             #expect(!unknown.text.contains("oa_s_nothing"))
             try await store.revoke(deviceID: phone.device)
-            let revoked = try await offPool { try ShutdownTests.upgradeReply(port: port, path: "/?token=\(phone.access)") }
+            let revoked = try await onOwnThread { try ShutdownTests.upgradeReply(port: port, path: "/?token=\(phone.access)") }
             #expect(revoked.status == 403)
             #expect(revoked.headers["content-type"] == "application/json")
             #expect(try JSONValue(parsing: revoked.text)["error"] == "device_revoked")

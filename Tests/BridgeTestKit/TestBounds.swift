@@ -8,4 +8,7 @@
 public enum TestBounds {
     /// How long a test waits for an answer it does not time: a handshake, an `initialize`, an HTTP reply.
     public static let notUnderTest: Duration = .seconds(30)
+
+    /// ``notUnderTest`` in whole seconds, for a socket's receive timeout (`SO_RCVTIMEO`).
+    public static var notUnderTestSeconds: Int { Int(notUnderTest.components.seconds) }
 }
