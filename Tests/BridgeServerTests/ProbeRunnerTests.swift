@@ -100,12 +100,12 @@ struct ProbeRunnerTests {
             $0.authenticator = authenticator
             $0.authorizeUpgrade = authenticator.upgradeAuthorizer()
         }, { port, _ in
-            let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
+            let finding = await ProbeLocalBridge(port: port, timeout: TestBounds.notUnderTest).check()
             #expect(finding.running)
             #expect(finding.auth == .token)
         })
         try await TestBridge.with { port, _ in
-            let finding = await ProbeLocalBridge(port: port, timeout: .seconds(10)).check()
+            let finding = await ProbeLocalBridge(port: port, timeout: TestBounds.notUnderTest).check()
             #expect(finding.running)
             #expect(finding.auth == ProbeLocalBridge.Auth.none)
         }

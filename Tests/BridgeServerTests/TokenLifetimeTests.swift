@@ -87,11 +87,13 @@ struct TokenLifetimeTests {
                         let revokedAt = ContinuousClock.now
                         try await store.revoke(deviceID: phone.device)
                         for client in [first, second] {
-                            let frame = try await client.waitForEnd(timeout: .seconds(3))
+                            let frame = try await client.waitForEnd(timeout: TestBounds.notUnderTest)
                             #expect(frame?.closeCode == .unknown(4003))
                             #expect(frame?.reason == "device revoked")
                         }
-                        #expect(ContinuousClock.now - revokedAt < .seconds(2))
+                        // The close code names the cause; the time says only that the close came promptly (the poll is
+                        // every 100 ms here), with room for a stalled full run: a stall of seconds failed the 2 s it had.
+                        #expect(ContinuousClock.now - revokedAt < .seconds(10))
                     }
                 }
                 // The tablet is unaffected.
