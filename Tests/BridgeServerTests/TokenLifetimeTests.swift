@@ -87,7 +87,7 @@ struct TokenLifetimeTests {
                         let revokedAt = ContinuousClock.now
                         try await store.revoke(deviceID: phone.device)
                         for client in [first, second] {
-                            let frame = try await client.waitForEnd(timeout: TestBounds.notUnderTest)
+                            let frame = try await client.waitForEnd()
                             #expect(frame?.closeCode == .unknown(4003))
                             #expect(frame?.reason == "device revoked")
                         }
